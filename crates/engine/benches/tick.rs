@@ -1,0 +1,162 @@
+//! Tick timing on seeded synthetic pools: 2x5, parties of 1..=5, 3 filters, 8 hosts.
+//! Run with `cargo bench -p matchmaker-engine`. Plain `Instant`, no harness.
+
+use matchmaker_engine::{
+    run_tick, FilterMode, MatchOutput, OutputCapacity, PoolColumns, RelaxationStep, Ruleset, TickParams, Workspace,
+};
+use std::hint::black_box;
+use std::time::Instant;
+
+/// SplitMix64: small, seeded, good enough for synthetic pools.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+struct Pool {
+    party_size: Vec<u8>,
+    mmr_mean: Vec<f64>,
+    arrival_ms: Vec<f64>,
+    ruleset_mask: Vec<u32>,
+    attr_values: Vec<u64>,
+    attr_accepts: Vec<u64>,
+    latency_ms: Vec<u16>,
+}
+
+const F: usize = 3;
+const H: usize = 8;
+const NOW: f64 = 1_700_000_000_000.0;
+
+fn generate(n: usize, seed: u64) -> Pool {
+    let mut rng = Rng(seed);
+    let mut p = Pool {
+        party_size: Vec::with_capacity(n),
+        mmr_mean: Vec::with_capacity(n),
+        arrival_ms: Vec::with_capacity(n),
+        ruleset_mask: Vec::with_capacity(n),
+        attr_values: Vec::with_capacity(n * F),
+        attr_accepts: Vec::with_capacity(n * F),
+        latency_ms: Vec::with_capacity(n * H),
+    };
+    for _ in 0..n {
+        // Mostly solos, some full stacks.
+        let size = match rng.below(100) {
+            0..=59 => 1,
+            60..=74 => 2,
+            75..=84 => 3,
+            85..=92 => 4,
+            _ => 5,
+        };
+        p.party_size.push(size);
+        // Roughly bell-shaped around 0.5 on the spec's 0..1 scale.
+        let mmr = (rng.unit() + rng.unit() + rng.unit()) / 3.0;
+        p.mmr_mean.push(mmr);
+        p.arrival_ms.push(NOW - rng.unit() * 120_000.0);
+        p.ruleset_mask.push(1);
+        // Filter 0 (overlap, e.g. region): 60% unspecified, else one of 4 values.
+        if rng.below(10) < 6 {
+            p.attr_values.push(u64::MAX);
+        } else {
+            p.attr_values.push(1 << rng.below(4));
+        }
+        p.attr_accepts.push(u64::MAX);
+        // Filter 1 (containment, e.g. game mode): 50% unspecified, else one of 3 values, accepts
+        // its own value plus sometimes another.
+        if rng.below(2) == 0 {
+            p.attr_values.push(0);
+            p.attr_accepts.push(u64::MAX);
+        } else {
+            let v = 1u64 << rng.below(3);
+            p.attr_values.push(v);
+            p.attr_accepts.push(v | (1 << rng.below(3)));
+        }
+        // Filter 2 (overlap, e.g. language): 70% unspecified, else 1-2 of 8 values.
+        if rng.below(10) < 7 {
+            p.attr_values.push(u64::MAX);
+        } else {
+            p.attr_values.push((1 << rng.below(8)) | (1 << rng.below(8)));
+        }
+        p.attr_accepts.push(u64::MAX);
+        // One nearby region (20..80 ms), the rest far (80..300 ms).
+        let home = rng.below(H as u64) as usize;
+        for h in 0..H {
+            let l = if h == home { 20 + rng.below(60) } else { 80 + rng.below(220) };
+            p.latency_ms.push(l as u16);
+        }
+    }
+    p
+}
+
+fn main() {
+    let relax = [
+        RelaxationStep { after_wait_ms: 30_000.0, max_skill_spread: 1.0, max_latency_ms: 200 },
+        RelaxationStep { after_wait_ms: 90_000.0, max_skill_spread: 3.0, max_latency_ms: 300 },
+    ];
+    let rulesets = [Ruleset {
+        teams: 2,
+        team_size: 5,
+        max_skill_spread: 0.5,
+        max_team_imbalance: 0.2,
+        max_latency_ms: 120,
+        require_host: true,
+        relaxation: &relax,
+    }];
+    let filters = [FilterMode::Overlap, FilterMode::Containment, FilterMode::Overlap];
+    let params = TickParams {
+        mmr_normalization_ref: 0.1,
+        party_synergy_bonus: 0.01,
+        filters: &filters,
+        rulesets: &rulesets,
+        now_ms: NOW,
+        seed: 42,
+    };
+
+    for &(n, iters) in &[(10_000usize, 50usize), (100_000, 20), (1_000_000, 5)] {
+        let p = generate(n, 7);
+        let pool = PoolColumns {
+            party_size: &p.party_size,
+            mmr_mean: &p.mmr_mean,
+            arrival_ms: &p.arrival_ms,
+            ruleset_mask: &p.ruleset_mask,
+            attr_values: &p.attr_values,
+            attr_accepts: &p.attr_accepts,
+            latency_ms: &p.latency_ms,
+            filter_count: F,
+            host_count: H,
+        };
+        let mut ws = Workspace::with_capacity(n, F, H);
+        let mut out = MatchOutput::with_capacity(OutputCapacity::for_pool(n, F, H));
+        // Warm-up tick: grows the workspace to steady state.
+        let matches = run_tick(&pool, &params, &mut ws, &mut out.buffers()).expect("valid input");
+        let matched_tickets = out.match_offsets[matches] as usize;
+        let mut best = f64::INFINITY;
+        let mut total = 0.0;
+        for _ in 0..iters {
+            let t0 = Instant::now();
+            let m = run_tick(black_box(&pool), &params, &mut ws, &mut out.buffers()).expect("valid input");
+            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            black_box(m);
+            best = best.min(ms);
+            total += ms;
+        }
+        println!(
+            "tick n={n:>9}: mean {:>8.2} ms, best {:>8.2} ms ({iters} ticks) | {matches} matches, {matched_tickets} tickets matched ({:.1}%)",
+            total / iters as f64,
+            best,
+            100.0 * matched_tickets as f64 / n as f64
+        );
+    }
+}

@@ -1,0 +1,47 @@
+// gRPC adapter: decode the request, call the core, encode the answer or map the ServiceError once.
+import { fromBinary, type DescMessage } from '@bufbuild/protobuf';
+import { Metadata, Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation } from 'grpc-health-check';
+import type { Logger } from 'pino';
+import { asServiceError, ERROR_CODES, invalidArgument, REASON_HEADER, type ServiceError } from '../core/errors.js';
+import type { MatchmakerCore } from '../core/matchmaker-core.js';
+import { grpcServiceDefinition, MatchmakerService, reflectionPackageDefinition } from './grpc-definitions.js';
+
+function toGrpcError(err: ServiceError) {
+  const metadata = new Metadata();
+  if (err.reason) metadata.set(REASON_HEADER, err.reason);
+  return { code: ERROR_CODES[err.code].grpc, details: err.message, metadata };
+}
+
+export function createGrpcServer(core: MatchmakerCore, health: HealthImplementation, log: Logger): Server {
+  const server = new Server();
+  const handlers: UntypedServiceImplementation = {};
+  for (const method of MatchmakerService.methods) {
+    const input: DescMessage = method.input;
+    const call = (core[method.localName as keyof MatchmakerCore] as (req: unknown) => Promise<unknown>).bind(core);
+    handlers[method.name] = (unary: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => {
+      let request: unknown;
+      try {
+        request = fromBinary(input, unary.request);
+      } catch (err) {
+        callback(toGrpcError(invalidArgument(`request does not decode as ${input.typeName}: ${(err as Error).message}`)));
+        return;
+      }
+      call(request).then(
+        (response) => callback(null, response),
+        (err: unknown) => {
+          const serviceError = asServiceError(err);
+          if (serviceError.code === 'INTERNAL') log.error({ err, method: method.name }, 'internal error');
+          callback(toGrpcError(serviceError));
+        },
+      );
+    };
+  }
+  server.addService(grpcServiceDefinition(MatchmakerService, { rawRequests: true }), handlers);
+  new ReflectionService(reflectionPackageDefinition() as never).addToServer(server);
+  health.addToServer(server);
+  return server;
+}
+
+export { ServerCredentials };

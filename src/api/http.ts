@@ -1,0 +1,202 @@
+// HTTP/JSON adapter: the spec's six routes in canonical protobuf JSON, health probes, and a read-only view
+// of the outbox. Decode the body, take path fields, call the core, encode the answer or map the
+// ServiceError once.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { create, fromJson, toJson, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
+import type { Logger } from 'pino';
+import { TicketSchema, BackfillRequestSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
+import {
+  CancelBackfillRequestsRequestSchema,
+  CancelTicketRequestSchema,
+  ClearQueuePoolRequestSchema,
+  CreateBackfillRequestRequestSchema,
+  CreateTicketRequestSchema,
+  MatchmakerService,
+  ReactivateTicketsRequestSchema,
+} from '../gen/matchmaker/core/v1/service_pb.js';
+import { OutcomeSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { asServiceError, ERROR_CODES, invalidArgument, REASON_HEADER, ServiceError } from '../core/errors.js';
+import type { MatchmakerCore } from '../core/matchmaker-core.js';
+import type { Store } from '../store/store.js';
+
+type Params = string[];
+// Path-bound request fields are plain strings on these messages.
+type AnyRequest = Record<string, unknown> & { ticket?: { queueId: string }; backfillRequest?: { queueId: string } };
+
+interface Route {
+  method: 'POST' | 'DELETE';
+  pattern: RegExp;
+  /** The core method (gRPC method name in lowerCamelCase). */
+  operation: keyof typeof MatchmakerService.method;
+  schema: DescMessage;
+  /** Puts the path parameters into the request; a body value that disagrees with the path is refused. */
+  bind(request: AnyRequest, params: Params): void;
+}
+
+/** A field from the path; the body may repeat it, but not contradict it. */
+function fromPath(bodyValue: string, pathValue: string, field: string): string {
+  if (bodyValue !== '' && bodyValue !== pathValue) {
+    throw invalidArgument(`${field} in the body ("${bodyValue}") differs from the path ("${pathValue}")`);
+  }
+  return pathValue;
+}
+
+const QUEUE = '([^/:]+)';
+const routes: Route[] = [
+  {
+    method: 'POST',
+    pattern: new RegExp(`^/v1/queues/${QUEUE}/tickets$`),
+    operation: 'createTicket',
+    schema: CreateTicketRequestSchema,
+    bind(req, [queueId]) {
+      req.ticket ??= create(TicketSchema);
+      req.ticket.queueId = fromPath(req.ticket.queueId, queueId!, 'ticket.queue_id');
+    },
+  },
+  {
+    method: 'DELETE',
+    pattern: new RegExp(`^/v1/queues/${QUEUE}/tickets/([^/:]+)$`),
+    operation: 'cancelTicket',
+    schema: CancelTicketRequestSchema,
+    bind(req, [queueId, ticketId]) {
+      req.queueId = fromPath(req.queueId as string, queueId!, 'queue_id');
+      req.ticketId = fromPath(req.ticketId as string, ticketId!, 'ticket_id');
+    },
+  },
+  {
+    method: 'POST',
+    pattern: new RegExp(`^/v1/queues/${QUEUE}/tickets:reactivate$`),
+    operation: 'reactivateTickets',
+    schema: ReactivateTicketsRequestSchema,
+    bind: bindQueueId,
+  },
+  {
+    method: 'POST',
+    pattern: new RegExp(`^/v1/queues/${QUEUE}/backfills$`),
+    operation: 'createBackfillRequest',
+    schema: CreateBackfillRequestRequestSchema,
+    bind(req, [queueId]) {
+      req.backfillRequest ??= create(BackfillRequestSchema);
+      req.backfillRequest.queueId = fromPath(req.backfillRequest.queueId, queueId!, 'backfill_request.queue_id');
+    },
+  },
+  {
+    method: 'POST',
+    pattern: new RegExp(`^/v1/queues/${QUEUE}/backfills:cancel$`),
+    operation: 'cancelBackfillRequests',
+    schema: CancelBackfillRequestsRequestSchema,
+    bind: bindQueueId,
+  },
+  { method: 'POST', pattern: new RegExp(`^/v1/queues/${QUEUE}:clear$`), operation: 'clearQueuePool', schema: ClearQueuePoolRequestSchema, bind: bindQueueId },
+];
+
+function bindQueueId(req: AnyRequest, [queueId]: Params): void {
+  req.queueId = fromPath(req.queueId as string, queueId!, 'queue_id');
+}
+
+export interface HttpApiOptions {
+  core: MatchmakerCore;
+  /** The store, once open: backs GET /admin/v1/outcomes. */
+  store: () => Store | undefined;
+  maxBodyBytes: number;
+  log: Logger;
+}
+
+export function createHttpServer(options: HttpApiOptions): Server {
+  const { log } = options;
+  return createServer((req, res) => {
+    handle(req, res, options).catch((err: unknown) => {
+      const serviceError = asServiceError(err);
+      if (serviceError.code === 'INTERNAL') log.error({ err, url: req.url }, 'internal error');
+      sendError(res, serviceError);
+    });
+  }).on('clientError', (_err, socket) => {
+    socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+  });
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, options: HttpApiOptions): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const path = url.pathname;
+  if (req.method === 'GET' && path === '/livez') return sendJson(res, 200, { status: 'ok' });
+  if (req.method === 'GET' && path === '/readyz') {
+    const ready = options.core.state === 'serving';
+    return sendJson(res, ready ? 200 : 503, { status: ready ? 'ok' : options.core.state });
+  }
+  if (req.method === 'GET' && path === '/admin/v1/outcomes') return listOutcomes(url, res, options);
+
+  const matched = routes.filter((r) => r.pattern.test(path));
+  const route = matched.find((r) => r.method === req.method);
+  if (!route) {
+    if (matched.length > 0) throw new ServiceError('UNIMPLEMENTED', `${req.method} is not supported on ${path}; use ${matched.map((r) => r.method).join(', ')}`);
+    throw new ServiceError('NOT_FOUND', `no route for ${req.method} ${path}`);
+  }
+  const params = route.pattern.exec(path)!.slice(1).map((p, i) => decodePathSegment(p, i));
+  const body = await readJsonBody(req, options.maxBodyBytes);
+  let request: AnyRequest;
+  try {
+    request = fromJson(route.schema, body) as unknown as AnyRequest;
+  } catch (err) {
+    throw invalidArgument((err as Error).message);
+  }
+  route.bind(request, params);
+  const method = MatchmakerService.method[route.operation];
+  const call = options.core[route.operation].bind(options.core) as (r: unknown) => Promise<Parameters<typeof toJson>[1]>;
+  const response = await call(request);
+  sendJson(res, 200, toJson(method.output, response as never, { alwaysEmitImplicit: true }));
+}
+
+function decodePathSegment(segment: string, index: number): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw invalidArgument(`path segment ${index + 1} is not valid percent-encoding`);
+  }
+}
+
+async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<JsonValue> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) throw invalidArgument(`request body exceeds ${maxBytes} bytes`);
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8').trim();
+  if (text === '') return {};
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch (err) {
+    throw invalidArgument(`request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+function listOutcomes(url: URL, res: ServerResponse, options: HttpApiOptions): void {
+  const store = options.store();
+  if (!store || options.core.state !== 'serving') throw new ServiceError('UNAVAILABLE', 'service is not serving; retry with backoff');
+  const after = url.searchParams.get('after_sequence');
+  const limit = url.searchParams.get('limit');
+  if (after !== null && !/^\d+$/.test(after)) throw invalidArgument('after_sequence must be a non-negative integer');
+  if (limit !== null && !/^\d+$/.test(limit)) throw invalidArgument('limit must be a non-negative integer');
+  const outcomes = store.listOutcomes({
+    afterSequence: after === null ? undefined : BigInt(after),
+    queueId: url.searchParams.get('queue_id') ?? undefined,
+    limit: limit === null ? 1000 : Math.min(10_000, Number(limit)),
+  });
+  sendJson(res, 200, { outcomes: outcomes.map((o) => toJson(OutcomeSchema, o)) });
+}
+
+function sendError(res: ServerResponse, err: ServiceError): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (err.reason) res.setHeader(REASON_HEADER, err.reason);
+  sendJson(res, ERROR_CODES[err.code].http, { code: err.code, message: err.message });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}

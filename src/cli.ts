@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+// matchmaker serve --config queues --data ./data   (every setting also from the environment: docs/configuration.md)
+// matchmaker check --config queues                 (validates queue files and exits non-zero on an invalid one)
+import { parseArgs } from 'node:util';
+import { scanQueueDirectory } from './config/queue-files.js';
+import { loadServiceConfig } from './config/service-config.js';
+import { createLogger } from './log.js';
+import { startService } from './server.js';
+
+const USAGE = `usage:
+  matchmaker serve [--config DIR] [--data DIR] [--grpc-port N] [--http-port N]
+  matchmaker check [--config DIR]`;
+
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string' },
+      data: { type: 'string' },
+      'grpc-port': { type: 'string' },
+      'http-port': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const command = positionals[0];
+  if (values.help || !command) {
+    console.log(USAGE);
+    return command ? 0 : 2;
+  }
+  const config = loadServiceConfig({
+    queue_config_dir: values.config,
+    data_dir: values.data,
+    grpc_port: values['grpc-port'],
+    http_port: values['http-port'],
+  });
+
+  if (command === 'check') {
+    const scan = scanQueueDirectory(config.queue_config_dir);
+    for (const e of scan.errors) console.error(e.message);
+    for (const q of scan.queues.values()) console.log(`ok ${q.queueId} (${q.file})`);
+    return scan.errors.length > 0 ? 1 : 0;
+  }
+  if (command !== 'serve') {
+    console.error(`unknown command "${command}"\n${USAGE}`);
+    return 2;
+  }
+
+  const log = createLogger(config.log_level);
+  const service = await startService(config, log);
+  const onSignal = (signal: string) => {
+    log.info({ signal }, 'signal received');
+    service.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
+  return -1; // keep running
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  },
+);

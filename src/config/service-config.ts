@@ -1,0 +1,66 @@
+// The service's own settings: one schema, every key with its default. Each key can come from a
+// command-line flag or an environment variable (flags win). Units are in the names.
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(0).max(65535);
+const ms = z.coerce.number().int().min(0);
+
+export const serviceConfigSchema = z.object({
+  /** Directory of queue files, one YAML file per queue. Flag --config, env QUEUE_CONFIG_DIR. */
+  queue_config_dir: z.string().min(1).default('queues'),
+  /** Directory of the embedded store (lmdb). Flag --data, env DATA_DIR. */
+  data_dir: z.string().min(1).default('./data'),
+  /** Interface both servers bind to. Env BIND_ADDRESS. */
+  bind_address: z.string().min(1).default('0.0.0.0'),
+  /** gRPC port (plain HTTP/2); 0 picks a free port. Env GRPC_PORT. */
+  grpc_port: port.default(9001),
+  /** HTTP/JSON port (plain HTTP/1.1); 0 picks a free port. Env HTTP_PORT. */
+  http_port: port.default(8080),
+  /** Largest accepted HTTP request body. Env HTTP_MAX_BODY_BYTES. */
+  http_max_body_bytes: z.coerce.number().int().min(1024).default(1024 * 1024),
+  /** After SIGTERM: how long the servers keep answering (UNAVAILABLE, health NOT_SERVING) before they close,
+   *  so load balancers and clients move away cleanly. Env SHUTDOWN_DRAIN_MS. */
+  shutdown_drain_ms: ms.default(0),
+  /** After SIGTERM: the longest wait for in-flight requests before the store is closed anyway. Env SHUTDOWN_TIMEOUT_MS. */
+  shutdown_timeout_ms: ms.default(10_000),
+  /** Quiet period after a change in the queue directory before it is re-read (editors and config maps
+   *  write several events per change). Env CONFIG_RELOAD_DEBOUNCE_MS. */
+  config_reload_debounce_ms: ms.default(250),
+  /** pino log level. Env LOG_LEVEL. */
+  log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type ServiceConfig = z.infer<typeof serviceConfigSchema>;
+
+/** Environment variable of each key. */
+export const serviceConfigEnv: Record<keyof ServiceConfig, string> = {
+  queue_config_dir: 'QUEUE_CONFIG_DIR',
+  data_dir: 'DATA_DIR',
+  bind_address: 'BIND_ADDRESS',
+  grpc_port: 'GRPC_PORT',
+  http_port: 'HTTP_PORT',
+  http_max_body_bytes: 'HTTP_MAX_BODY_BYTES',
+  shutdown_drain_ms: 'SHUTDOWN_DRAIN_MS',
+  shutdown_timeout_ms: 'SHUTDOWN_TIMEOUT_MS',
+  config_reload_debounce_ms: 'CONFIG_RELOAD_DEBOUNCE_MS',
+  log_level: 'LOG_LEVEL',
+};
+
+/** Reads the settings: flags over environment over defaults. Throws a message naming the bad key. */
+export function loadServiceConfig(
+  flags: Partial<Record<keyof ServiceConfig, string>>,
+  env: NodeJS.ProcessEnv = process.env,
+): ServiceConfig {
+  const raw: Record<string, string> = {};
+  for (const key of Object.keys(serviceConfigEnv) as (keyof ServiceConfig)[]) {
+    const value = flags[key] ?? env[serviceConfigEnv[key]];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const parsed = serviceConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const key = String(issue.path[0]) as keyof ServiceConfig;
+    throw new Error(`invalid setting ${key} (env ${serviceConfigEnv[key]}): ${issue.message}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,211 @@
+// The transport-neutral service core: every operation of matchmaker.core.v1.MatchmakerService with all
+// of its validation. The gRPC and HTTP adapters decode a request message, call one method here and encode
+// the answer or the ServiceError; nothing else.
+import { randomUUID } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import { timestampNow } from '@bufbuild/protobuf/wkt';
+import type { QueueConfig, RulesetConfig } from '../config/queue-config.js';
+import { BackfillRequestSchema, TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
+import {
+  CancelBackfillRequestsResponseSchema,
+  CancelTicketResponseSchema,
+  ClearQueuePoolResponseSchema,
+  CreateBackfillRequestResponseSchema,
+  CreateTicketResponseSchema,
+  ReactivateTicketsResponseSchema,
+  type CancelBackfillRequestsRequest,
+  type CancelBackfillRequestsResponse,
+  type CancelTicketRequest,
+  type CancelTicketResponse,
+  type ClearQueuePoolRequest,
+  type ClearQueuePoolResponse,
+  type CreateBackfillRequestRequest,
+  type CreateBackfillRequestResponse,
+  type CreateTicketRequest,
+  type CreateTicketResponse,
+  type ReactivateTicketsRequest,
+  type ReactivateTicketsResponse,
+} from '../gen/matchmaker/core/v1/service_pb.js';
+import { RemovalReason } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { parseBackfillEngineInput, parseTicketEngineInput } from '../engine/engine-input.js';
+import type { QueueRegistry } from '../queue/queue-registry.js';
+import type { QueueRuntime } from '../queue/queue-runtime.js';
+import { failedPrecondition, invalidArgument, notFound, ServiceError, unavailable, type ErrorCode } from './errors.js';
+
+export type ServiceState = 'starting' | 'serving' | 'stopping';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** UUIDs are compared and stored in lowercase, so one id in two spellings is still one ticket. */
+function requireUuid(value: string, field: string): string {
+  if (value === '') throw invalidArgument(`${field} is required`);
+  if (!UUID.test(value)) throw invalidArgument(`${field} must be a UUID, got "${value}"`);
+  return value.toLowerCase();
+}
+
+function requireQueueId(value: string, field: string): string {
+  if (value === '') throw invalidArgument(`${field} is required`);
+  return value;
+}
+
+function checkSize(bytes: Uint8Array | undefined, limit: number, field: string, limitName: string): void {
+  if (bytes !== undefined && bytes.length > limit) {
+    throw invalidArgument(`${field} is ${bytes.length} bytes, over the queue's ${limitName} of ${limit}`);
+  }
+}
+
+/** The rulesets a ticket competes in. Empty means all; unknown or repeated ids are refused. */
+function rulesetsOf(config: QueueConfig, queueId: string, ids: readonly string[], field: string): RulesetConfig[] {
+  if (ids.length === 0) return config.rulesets;
+  const seen = new Set<string>();
+  return ids.map((id, i) => {
+    if (seen.has(id)) throw failedPrecondition(`${field}[${i}]: ruleset "${id}" is listed twice`);
+    seen.add(id);
+    const ruleset = config.rulesets.find((r) => r.id === id);
+    if (!ruleset) throw failedPrecondition(`${field}[${i}]: queue "${queueId}" has no ruleset "${id}"`);
+    return ruleset;
+  });
+}
+
+export class MatchmakerCore {
+  state: ServiceState = 'starting';
+  private registry: QueueRegistry | undefined;
+  private inFlight = 0;
+  private onIdle: (() => void) | undefined;
+
+  /** Called once the store is open and the queues are loaded. */
+  serve(registry: QueueRegistry): void {
+    this.registry = registry;
+    this.state = 'serving';
+  }
+
+  /** New requests are refused with UNAVAILABLE from now on; resolves when in-flight ones have finished. */
+  stopAccepting(): Promise<void> {
+    this.state = 'stopping';
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.onIdle = resolve));
+  }
+
+  createTicket(req: CreateTicketRequest): Promise<CreateTicketResponse> {
+    return this.track(async () => {
+      const t = req.ticket;
+      if (!t) throw invalidArgument('ticket is required');
+      const id = requireUuid(t.id, 'ticket.id');
+      const queue = this.queueFor(requireQueueId(t.queueId, 'ticket.queue_id'), 'NOT_FOUND');
+      const { limits } = queue.config;
+      checkSize(t.engineInput, limits.max_engine_input_bytes, 'ticket.engine_input', 'max_engine_input_bytes');
+      checkSize(t.metadata, limits.max_metadata_bytes, 'ticket.metadata', 'max_metadata_bytes');
+      const rulesets = rulesetsOf(queue.config, queue.queueId, t.rulesetIds, 'ticket.ruleset_ids');
+      const input = parseTicketEngineInput(t.engineInput, id, 'ticket.engine_input');
+      const party = input.players.length;
+      // A party never splits: it needs a team at least its size in every ruleset it names (or, when it
+      // names none, in at least one ruleset of the queue).
+      const tooSmall = rulesets.filter((r) => r.team_size < party);
+      if (t.rulesetIds.length > 0 ? tooSmall.length > 0 : tooSmall.length === rulesets.length) {
+        const r = tooSmall[0]!;
+        throw failedPrecondition(`ticket.engine_input: a party of ${party} players does not fit a team of ${r.team_size} in ruleset "${r.id}"`);
+      }
+      const ticket = create(TicketSchema, { ...t, id, createdAt: timestampNow() });
+      await queue.createTicket(ticket, input);
+      return create(CreateTicketResponseSchema, { ticketId: id });
+    });
+  }
+
+  cancelTicket(req: CancelTicketRequest): Promise<CancelTicketResponse> {
+    return this.track(async () => {
+      const id = requireUuid(req.ticketId, 'ticket_id');
+      const queue = this.queueFor(requireQueueId(req.queueId, 'queue_id'), 'FAILED_PRECONDITION');
+      await queue.cancelTicket(id);
+      return create(CancelTicketResponseSchema);
+    });
+  }
+
+  reactivateTickets(req: ReactivateTicketsRequest): Promise<ReactivateTicketsResponse> {
+    return this.track(async () => {
+      const ids = req.ticketIds.map((id, i) => requireUuid(id, `ticket_ids[${i}]`));
+      const queue = this.queueFor(requireQueueId(req.queueId, 'queue_id'), 'FAILED_PRECONDITION');
+      const failedTicketIds = await queue.reactivateTickets(ids);
+      return create(ReactivateTicketsResponseSchema, { failedTicketIds });
+    });
+  }
+
+  createBackfillRequest(req: CreateBackfillRequestRequest): Promise<CreateBackfillRequestResponse> {
+    return this.track(async () => {
+      const b = req.backfillRequest;
+      if (!b) throw invalidArgument('backfill_request is required');
+      const id = b.id === '' ? randomUUID() : requireUuid(b.id, 'backfill_request.id');
+      const matchId = requireUuid(b.matchId, 'backfill_request.match_id');
+      const queue = this.queueFor(requireQueueId(b.queueId, 'backfill_request.queue_id'), 'NOT_FOUND');
+      const { limits, rulesets } = queue.config;
+      checkSize(b.engineInput, limits.max_engine_input_bytes, 'backfill_request.engine_input', 'max_engine_input_bytes');
+      checkSize(b.metadata, limits.max_metadata_bytes, 'backfill_request.metadata', 'max_metadata_bytes');
+      let rulesetId = b.rulesetId;
+      if (rulesetId === '') {
+        if (rulesets.length > 1) {
+          throw failedPrecondition(`backfill_request.ruleset_id is required: queue "${queue.queueId}" has ${rulesets.length} rulesets`);
+        }
+        rulesetId = rulesets[0]!.id;
+      } else if (!rulesets.some((r) => r.id === rulesetId)) {
+        throw failedPrecondition(`backfill_request.ruleset_id: queue "${queue.queueId}" has no ruleset "${rulesetId}"`);
+      }
+      const input = parseBackfillEngineInput(b.engineInput, 'backfill_request.engine_input');
+      const request = create(BackfillRequestSchema, {
+        ...b,
+        id,
+        matchId,
+        rulesetId,
+        slotsRequested: Math.max(1, b.slotsRequested),
+        createdAt: timestampNow(),
+      });
+      await queue.createBackfillRequest(request, input);
+      return create(CreateBackfillRequestResponseSchema, { backfillId: id });
+    });
+  }
+
+  cancelBackfillRequests(req: CancelBackfillRequestsRequest): Promise<CancelBackfillRequestsResponse> {
+    return this.track(async () => {
+      const ids = req.backfillIds.map((id, i) => requireUuid(id, `backfill_ids[${i}]`));
+      const queue = this.queueFor(requireQueueId(req.queueId, 'queue_id'), 'FAILED_PRECONDITION');
+      const failedBackfillIds = await queue.cancelBackfillRequests(ids);
+      return create(CancelBackfillRequestsResponseSchema, { failedBackfillIds });
+    });
+  }
+
+  /** Every failure of ClearQueuePool is NOT_FOUND, as the spec says. */
+  clearQueuePool(req: ClearQueuePoolRequest): Promise<ClearQueuePoolResponse> {
+    return this.track(async () => {
+      try {
+        const queue = this.queueFor(requireQueueId(req.queueId, 'queue_id'), 'NOT_FOUND');
+        const result = await queue.clear(RemovalReason.CLEAR_COMMAND);
+        return create(ClearQueuePoolResponseSchema, {
+          ticketsCleared: BigInt(result.ticketsCleared),
+          backfillRequestsCleared: BigInt(result.backfillRequestsCleared),
+        });
+      } catch (err) {
+        throw notFound(err instanceof ServiceError ? err.message : `queue pool could not be cleared: ${(err as Error).message}`);
+      }
+    });
+  }
+
+  /** The queue's runtime, if it can take writes now. */
+  private queueFor(queueId: string, unknownCode: ErrorCode): QueueRuntime {
+    if (this.state === 'starting' || !this.registry) throw unavailable('service is starting; retry with backoff');
+    if (this.state === 'stopping') throw unavailable('service is shutting down; retry with backoff');
+    const queue = this.registry.get(queueId);
+    if (!queue) throw new ServiceError(unknownCode, `queue "${queueId}" does not exist`);
+    if (queue.state === 'retiring' || queue.state === 'retired') {
+      throw failedPrecondition(`queue "${queueId}" is retiring: its configuration was removed; do not retry against it`, 'QUEUE_RETIRING');
+    }
+    if (queue.state !== 'running') throw unavailable(`queue "${queueId}" is ${queue.state}; retry with backoff`);
+    return queue;
+  }
+
+  private async track<T>(op: () => Promise<T>): Promise<T> {
+    this.inFlight++;
+    try {
+      return await op();
+    } finally {
+      if (--this.inFlight === 0) this.onIdle?.();
+    }
+  }
+}

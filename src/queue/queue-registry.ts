@@ -1,0 +1,64 @@
+// The set of queue runtimes, kept in step with the queue directory: a new file starts a queue, a valid
+// change is applied in place, a deleted file retires the queue.
+import type { Logger } from 'pino';
+import type { DirectoryScan, QueueFile } from '../config/queue-files.js';
+import type { Store } from '../store/store.js';
+import { QueueRuntime } from './queue-runtime.js';
+
+export class QueueRegistry {
+  private readonly runtimes = new Map<string, QueueRuntime>();
+  private files = new Map<string, QueueFile>();
+  /** Last error reported per file, so an unchanged bad file is not reported again on every rescan. */
+  private reportedErrors = new Map<string, string>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+  ) {}
+
+  get(queueId: string): QueueRuntime | undefined {
+    return this.runtimes.get(queueId);
+  }
+
+  /** The queue files in force: the previous scan's result, used to keep a bad file's last good version. */
+  get current(): ReadonlyMap<string, QueueFile> {
+    return this.files;
+  }
+
+  applyScan(scan: DirectoryScan): void {
+    const errors = new Map(scan.errors.map((e) => [e.file, e.message]));
+    for (const [file, message] of errors) {
+      if (this.reportedErrors.get(file) !== message) this.log.error({ file }, `queue file refused, last good version kept: ${message}`);
+    }
+    this.reportedErrors = errors;
+
+    for (const [queueId, file] of scan.queues) {
+      const runtime = this.runtimes.get(queueId);
+      if (!runtime || runtime.state === 'retired' || runtime.state === 'retiring') {
+        if (runtime?.state === 'retiring') continue; // re-added while its pool is being removed: next scan starts it
+        const fresh = new QueueRuntime(queueId, file.config, this.store, this.log);
+        this.runtimes.set(queueId, fresh);
+        fresh.start();
+      } else if (JSON.stringify(runtime.config) !== JSON.stringify(file.config)) {
+        runtime.config = file.config;
+        this.log.info({ queue: queueId, file: file.file }, 'queue config reloaded');
+      }
+    }
+    for (const [queueId, runtime] of this.runtimes) {
+      if (!scan.queues.has(queueId) && (runtime.state === 'running' || runtime.state === 'starting')) {
+        this.log.warn({ queue: queueId }, 'queue file removed: retiring the queue');
+        void runtime.retire();
+      }
+    }
+    this.files = scan.queues;
+  }
+
+  /** Queues with stored tickets but no queue file. Their data is kept until the file returns. */
+  dormantQueueIds(): string[] {
+    return this.store.storedQueueIds().filter((id) => !this.runtimes.has(id));
+  }
+
+  stopAll(): void {
+    for (const runtime of this.runtimes.values()) runtime.stop();
+  }
+}

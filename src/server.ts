@@ -1,0 +1,105 @@
+// Composes the service: servers first (so probes answer NOT_SERVING / UNAVAILABLE while starting), then
+// the store and the queues, then serving. stop() is the SIGTERM path.
+import type { AddressInfo } from 'node:net';
+import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
+import type { Logger } from 'pino';
+import { createGrpcServer } from './api/grpc.js';
+import { createHttpServer } from './api/http.js';
+import { scanQueueDirectory, watchQueueDirectory } from './config/queue-files.js';
+import type { ServiceConfig } from './config/service-config.js';
+import { MatchmakerCore } from './core/matchmaker-core.js';
+import { engineVersion } from './engine/native.js';
+import { QueueRegistry } from './queue/queue-registry.js';
+import { LmdbStore } from './store/lmdb-store.js';
+import type { Store } from './store/store.js';
+import { MatchmakerService } from './gen/matchmaker/core/v1/service_pb.js';
+
+export interface RunningService {
+  grpcPort: number;
+  httpPort: number;
+  stop(): Promise<void>;
+}
+
+const HEALTH_SERVICES = ['', MatchmakerService.typeName];
+
+export async function startService(config: ServiceConfig, log: Logger): Promise<RunningService> {
+  const core = new MatchmakerCore();
+  const health = new HealthImplementation();
+  const setHealth = (status: 'SERVING' | 'NOT_SERVING') => HEALTH_SERVICES.forEach((s) => health.setStatus(s, status));
+  setHealth('NOT_SERVING');
+
+  let store: Store | undefined;
+  const grpcServer = createGrpcServer(core, health, log);
+  const httpServer = createHttpServer({ core, store: () => store, maxBodyBytes: config.http_max_body_bytes, log });
+
+  const grpcPort = await new Promise<number>((resolve, reject) =>
+    grpcServer.bindAsync(`${config.bind_address}:${config.grpc_port}`, ServerCredentials.createInsecure(), (err, port) =>
+      err ? reject(err) : resolve(port),
+    ),
+  );
+  const httpPort = await new Promise<number>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(config.http_port, config.bind_address, () => resolve((httpServer.address() as AddressInfo).port));
+  });
+
+  const fatal = (err: unknown) => {
+    log.fatal({ err }, 'store commit failed: stopping so that a restart reloads the durable state');
+    process.exit(1);
+  };
+  store = new LmdbStore({ path: config.data_dir, onFatal: fatal });
+  const registry = new QueueRegistry(store, log);
+  registry.applyScan(scanQueueDirectory(config.queue_config_dir));
+  const dormant = registry.dormantQueueIds();
+  if (dormant.length > 0) log.warn({ queues: dormant }, 'stored tickets of queues with no queue file are kept until the file returns');
+  const watcher = watchQueueDirectory(config.queue_config_dir, config.config_reload_debounce_ms, () => {
+    try {
+      registry.applyScan(scanQueueDirectory(config.queue_config_dir, registry.current));
+    } catch (err) {
+      log.error({ err }, 'queue directory could not be read; configuration unchanged');
+    }
+  });
+
+  core.serve(registry);
+  setHealth('SERVING');
+  log.info({ grpcPort, httpPort, queues: [...registry.current.keys()], engine: engineVersion(), producerId: store.producerId }, 'listening');
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      setHealth('NOT_SERVING');
+      const drained = core.stopAccepting();
+      log.info({ drainMs: config.shutdown_drain_ms }, 'shutting down: new requests get UNAVAILABLE');
+      await sleep(config.shutdown_drain_ms);
+      const finished = await Promise.race([drained.then(() => true), sleep(config.shutdown_timeout_ms).then(() => false)]);
+      if (!finished) log.warn('shutdown timeout: closing with requests still in flight');
+      watcher.close();
+      await Promise.all([closeGrpc(grpcServer, config.shutdown_timeout_ms), closeHttp(httpServer)]);
+      registry.stopAll();
+      await store!.close();
+      log.info('stopped');
+    })());
+  return { grpcPort, httpPort, stop };
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function closeGrpc(server: GrpcServer, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, timeoutMs);
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+function closeHttp(server: ReturnType<typeof createHttpServer>): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}

@@ -29,9 +29,9 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   const setHealth = (status: 'SERVING' | 'NOT_SERVING') => HEALTH_SERVICES.forEach((s) => health.setStatus(s, status));
   setHealth('NOT_SERVING');
 
-  let store: Store | undefined;
+  let opened: { store: Store; registry: QueueRegistry } | undefined;
   const grpcServer = createGrpcServer(core, health, log);
-  const httpServer = createHttpServer({ core, store: () => store, maxBodyBytes: config.http_max_body_bytes, log });
+  const httpServer = createHttpServer({ core, state: () => opened, maxBodyBytes: config.http_max_body_bytes, log });
 
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${config.bind_address}:${config.grpc_port}`, ServerCredentials.createInsecure(), (err, port) =>
@@ -47,8 +47,9 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     log.fatal({ err }, 'store commit failed: stopping so that a restart reloads the durable state');
     process.exit(1);
   };
-  store = new LmdbStore({ path: config.data_dir, onFatal: fatal });
+  const store = new LmdbStore({ path: config.data_dir, onFatal: fatal });
   const registry = new QueueRegistry(store, log);
+  opened = { store, registry };
   registry.applyScan(scanQueueDirectory(config.queue_config_dir));
   const dormant = registry.dormantQueueIds();
   if (dormant.length > 0) log.warn({ queues: dormant }, 'stored tickets of queues with no queue file are kept until the file returns');
@@ -76,7 +77,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       watcher.close();
       await Promise.all([closeGrpc(grpcServer, config.shutdown_timeout_ms), closeHttp(httpServer)]);
       registry.stopAll();
-      await store!.close();
+      await store.close();
       log.info('stopped');
     })());
   return { grpcPort, httpPort, stop };

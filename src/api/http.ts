@@ -17,6 +17,7 @@ import {
 import { OutcomeSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { asServiceError, ERROR_CODES, invalidArgument, REASON_HEADER, ServiceError } from '../core/errors.js';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
+import type { QueueRegistry } from '../queue/queue-registry.js';
 import type { Store } from '../store/store.js';
 
 type Params = string[];
@@ -41,7 +42,7 @@ function fromPath(bodyValue: string, pathValue: string, field: string): string {
   return pathValue;
 }
 
-const QUEUE = '([^/:]+)';
+const QUEUE = '([^/:]*)';
 const routes: Route[] = [
   {
     method: 'POST',
@@ -96,8 +97,8 @@ function bindQueueId(req: AnyRequest, [queueId]: Params): void {
 
 export interface HttpApiOptions {
   core: MatchmakerCore;
-  /** The store, once open: backs GET /admin/v1/outcomes. */
-  store: () => Store | undefined;
+  /** The store and the queues, once open: back the read-only admin routes. */
+  state: () => { store: Store; registry: QueueRegistry } | undefined;
   maxBodyBytes: number;
   log: Logger;
 }
@@ -123,7 +124,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: HttpAp
     const ready = options.core.state === 'serving';
     return sendJson(res, ready ? 200 : 503, { status: ready ? 'ok' : options.core.state });
   }
-  if (req.method === 'GET' && path === '/admin/v1/outcomes') return listOutcomes(url, res, options);
+  if (req.method === 'GET' && path.startsWith('/admin/')) return admin(path, url, res, options);
 
   const matched = routes.filter((r) => r.pattern.test(path));
   const route = matched.find((r) => r.method === req.method);
@@ -171,9 +172,36 @@ async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<Jso
   }
 }
 
-function listOutcomes(url: URL, res: ServerResponse, options: HttpApiOptions): void {
-  const store = options.store();
-  if (!store || options.core.state !== 'serving') throw new ServiceError('UNAVAILABLE', 'service is not serving; retry with backoff');
+/**
+ * Read-only operator views (docs/operations.md): GET /admin/v1/queues, GET /admin/v1/queues/{queue_id}/tickets/{ticket_id},
+ * GET /admin/v1/outcomes?queue_id=&after_sequence=&limit=.
+ */
+function admin(path: string, url: URL, res: ServerResponse, options: HttpApiOptions): void {
+  const state = options.state();
+  if (!state || options.core.state !== 'serving') throw new ServiceError('UNAVAILABLE', 'service is not serving; retry with backoff');
+  if (path === '/admin/v1/outcomes') return listOutcomes(url, res, state.store);
+  if (path === '/admin/v1/queues') {
+    const queues = state.registry.all().map((q) => ({
+      queueId: q.queueId,
+      state: q.state,
+      activeTickets: q.activeTicketCount,
+      backfillRequests: q.backfillRequestCount,
+    }));
+    return sendJson(res, 200, { queues });
+  }
+  const ticketPath = /^\/admin\/v1\/queues\/([^/:]+)\/tickets\/([^/:]+)$/.exec(path);
+  if (ticketPath) {
+    const [queueId, ticketId] = ticketPath.slice(1).map((p, i) => decodePathSegment(p, i)) as [string, string];
+    const queue = state.registry.get(queueId);
+    if (!queue) throw new ServiceError('NOT_FOUND', `queue "${queueId}" does not exist`);
+    const found = queue.lookupTicket(ticketId.toLowerCase());
+    if (!found) throw new ServiceError('NOT_FOUND', `ticket ${ticketId} is not in queue "${queueId}"`);
+    return sendJson(res, 200, { state: found.state, matchId: found.matchId ?? '', ticket: toJson(TicketSchema, found.ticket) });
+  }
+  throw new ServiceError('NOT_FOUND', `no route for GET ${path}`);
+}
+
+function listOutcomes(url: URL, res: ServerResponse, store: Store): void {
   const after = url.searchParams.get('after_sequence');
   const limit = url.searchParams.get('limit');
   if (after !== null && !/^\d+$/.test(after)) throw invalidArgument('after_sequence must be a non-negative integer');

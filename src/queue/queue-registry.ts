@@ -20,6 +20,10 @@ export class QueueRegistry {
     return this.runtimes.get(queueId);
   }
 
+  all(): QueueRuntime[] {
+    return [...this.runtimes.values()];
+  }
+
   /** The queue files in force: the previous scan's result, used to keep a bad file's last good version. */
   get current(): ReadonlyMap<string, QueueFile> {
     return this.files;

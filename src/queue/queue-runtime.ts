@@ -85,6 +85,14 @@ export class QueueRuntime {
     return this.backfills.size;
   }
 
+  /** Where a ticket is now, for the admin view: active in the pool, resolved into a match, or unknown. */
+  lookupTicket(ticketId: string): { state: 'active' | 'resolved'; ticket: Ticket; matchId?: string } | undefined {
+    const active = this.active.get(ticketId);
+    if (active) return { state: 'active', ticket: active.ticket };
+    const resolved = this.resolved.get(ticketId);
+    return resolved && { state: 'resolved', ticket: resolved.ticket, matchId: resolved.matchId };
+  }
+
   /** Adds the ticket to the pool. Idempotent on the ticket id: a retry never makes a second entry. */
   async createTicket(ticket: Ticket, input: EngineInput): Promise<void> {
     if (this.active.has(ticket.id) || this.resolved.has(ticket.id)) {

@@ -1,0 +1,121 @@
+// The six operations over either transport, with one result shape, so a behaviour is asserted the same
+// way over gRPC and HTTP/JSON.
+import { create, fromJson, toJson, type DescMessage, type JsonValue, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import { credentials, makeGenericClientConstructor, Metadata, type Client, type ServiceError as GrpcError } from '@grpc/grpc-js';
+import { grpcServiceDefinition } from '../../src/api/grpc-definitions.js';
+import { ERROR_CODES, type ErrorCode } from '../../src/core/errors.js';
+import { BackfillRequestSchema, TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
+import {
+  CancelBackfillRequestsRequestSchema,
+  CancelTicketRequestSchema,
+  ClearQueuePoolRequestSchema,
+  CreateBackfillRequestRequestSchema,
+  CreateTicketRequestSchema,
+  MatchmakerService,
+  ReactivateTicketsRequestSchema,
+  type CancelBackfillRequestsResponse,
+  type CancelTicketResponse,
+  type ClearQueuePoolResponse,
+  type CreateBackfillRequestResponse,
+  type CreateTicketResponse,
+  type ReactivateTicketsResponse,
+} from '../../src/gen/matchmaker/core/v1/service_pb.js';
+import type { TestService } from './service.js';
+
+export type Failure = { ok: false; code: ErrorCode; message: string; reason?: string; httpStatus?: number };
+export type Result<T> = { ok: true; value: T } | Failure;
+
+export type TicketInit = MessageInitShape<typeof TicketSchema>;
+export type BackfillInit = MessageInitShape<typeof BackfillRequestSchema>;
+
+export interface Transport {
+  readonly name: 'grpc' | 'http';
+  createTicket(ticket: TicketInit): Promise<Result<CreateTicketResponse>>;
+  cancelTicket(queueId: string, ticketId: string): Promise<Result<CancelTicketResponse>>;
+  reactivateTickets(queueId: string, ticketIds: string[]): Promise<Result<ReactivateTicketsResponse>>;
+  createBackfillRequest(request: BackfillInit): Promise<Result<CreateBackfillRequestResponse>>;
+  cancelBackfillRequests(queueId: string, backfillIds: string[]): Promise<Result<CancelBackfillRequestsResponse>>;
+  clearQueuePool(queueId: string): Promise<Result<ClearQueuePoolResponse>>;
+  close(): void;
+}
+
+const codeByGrpcStatus = new Map(Object.entries(ERROR_CODES).map(([name, c]) => [c.grpc as number, name as ErrorCode]));
+
+export const MatchmakerClient = makeGenericClientConstructor(grpcServiceDefinition(MatchmakerService), 'MatchmakerService');
+
+export function grpcClient(service: TestService): Client & Record<string, (...args: unknown[]) => unknown> {
+  return new MatchmakerClient(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure()) as never;
+}
+
+/** One unary call; resolves with the response or the failure (code name, message, x-svc-reason). */
+export function grpcUnary<T>(client: Client, method: string, request: unknown): Promise<Result<T>> {
+  return new Promise((resolve) => {
+    (client as unknown as Record<string, Function>)[method]!(request, new Metadata(), (err: GrpcError | null, res: T) => {
+      if (!err) return resolve({ ok: true, value: res });
+      const reason = err.metadata?.get('x-svc-reason')[0];
+      resolve({ ok: false, code: codeByGrpcStatus.get(err.code) ?? ('UNKNOWN' as ErrorCode), message: err.details, ...(reason ? { reason: String(reason) } : {}) });
+    });
+  });
+}
+
+export function grpcTransport(service: TestService): Transport {
+  const client = grpcClient(service);
+  const call = <T>(method: string, schema: DescMessage, init: Record<string, unknown>) =>
+    grpcUnary<T>(client, method, create(schema, init as never));
+  return {
+    name: 'grpc',
+    createTicket: (ticket) => call('CreateTicket', CreateTicketRequestSchema, { ticket }),
+    cancelTicket: (queueId, ticketId) => call('CancelTicket', CancelTicketRequestSchema, { queueId, ticketId }),
+    reactivateTickets: (queueId, ticketIds) => call('ReactivateTickets', ReactivateTicketsRequestSchema, { queueId, ticketIds }),
+    createBackfillRequest: (backfillRequest) => call('CreateBackfillRequest', CreateBackfillRequestRequestSchema, { backfillRequest }),
+    cancelBackfillRequests: (queueId, backfillIds) => call('CancelBackfillRequests', CancelBackfillRequestsRequestSchema, { queueId, backfillIds }),
+    clearQueuePool: (queueId) => call('ClearQueuePool', ClearQueuePoolRequestSchema, { queueId }),
+    close: () => client.close(),
+  };
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown>;
+}
+
+export async function httpRequest(service: TestService, method: string, path: string, body?: unknown): Promise<HttpResult> {
+  const res = await fetch(`${service.baseUrl}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+export function httpTransport(service: TestService): Transport {
+  const q = (queueId: string) => encodeURIComponent(queueId);
+  async function call<S extends DescMessage>(method: string, path: string, output: S, body?: JsonValue): Promise<Result<MessageShape<S>>> {
+    const res = await httpRequest(service, method, path, body);
+    if (res.status === 200) return { ok: true, value: fromJson(output, res.body as JsonValue) };
+    const reason = res.headers.get('x-svc-reason');
+    return { ok: false, code: res.body.code as ErrorCode, message: res.body.message as string, httpStatus: res.status, ...(reason ? { reason } : {}) };
+  }
+  const out = MatchmakerService.method;
+  return {
+    name: 'http',
+    createTicket: (ticket) =>
+      call('POST', `/v1/queues/${q(ticket.queueId ?? '')}/tickets`, out.createTicket.output, { ticket: toJson(TicketSchema, create(TicketSchema, ticket)) }),
+    cancelTicket: (queueId, ticketId) => call('DELETE', `/v1/queues/${q(queueId)}/tickets/${encodeURIComponent(ticketId)}`, out.cancelTicket.output),
+    reactivateTickets: (queueId, ticketIds) => call('POST', `/v1/queues/${q(queueId)}/tickets:reactivate`, out.reactivateTickets.output, { ticketIds }),
+    createBackfillRequest: (request) =>
+      call('POST', `/v1/queues/${q(request.queueId ?? '')}/backfills`, out.createBackfillRequest.output, {
+        backfillRequest: toJson(BackfillRequestSchema, create(BackfillRequestSchema, request)),
+      }),
+    cancelBackfillRequests: (queueId, backfillIds) => call('POST', `/v1/queues/${q(queueId)}/backfills:cancel`, out.cancelBackfillRequests.output, { backfillIds }),
+    clearQueuePool: (queueId) => call('POST', `/v1/queues/${q(queueId)}:clear`, out.clearQueuePool.output),
+    close: () => undefined,
+  };
+}
+
+export const TRANSPORTS = [
+  ['grpc', grpcTransport],
+  ['http', httpTransport],
+] as const;

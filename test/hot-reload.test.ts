@@ -1,0 +1,88 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
+import { uuid } from './support/fixtures.js';
+import { removeDirs, startService, type TestService } from './support/service.js';
+
+const queueFile = (rulesets: string) => `
+config:
+  rulesets:
+${rulesets}
+`;
+const DUEL = `    - id: duel
+      teams: 2
+      team_size: 1
+`;
+const TRIO = `    - id: trio
+      teams: 2
+      team_size: 3
+`;
+
+let service: TestService;
+let api: Transport;
+beforeAll(async () => {
+  service = await startService({ queues: { 'hot.one': queueFile(DUEL) } });
+  api = grpcTransport(service);
+});
+afterAll(async () => {
+  api.close();
+  await service.stop();
+  removeDirs(service.dataDir, service.queueDir);
+});
+
+/** Retries `attempt` until it returns true; hot reload is asynchronous (file watch + debounce). */
+async function eventually(attempt: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await attempt()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('condition not met in time');
+}
+
+describe('queue files are hot-reloaded', () => {
+  it('starts a queue whose file appears', async () => {
+    expect((await api.createTicket({ id: uuid(), queueId: 'hot.two' })).ok).toBe(false);
+    writeFileSync(join(service.queueDir, 'hot.two.yaml'), queueFile(DUEL));
+    await eventually(async () => (await api.createTicket({ id: uuid(), queueId: 'hot.two' })).ok);
+  });
+
+  it('applies a valid change in place, keeping the pool', async () => {
+    const kept = uuid();
+    expect((await api.createTicket({ id: kept, queueId: 'hot.one' })).ok).toBe(true);
+    writeFileSync(join(service.queueDir, 'hot.one.yaml'), queueFile(DUEL + TRIO));
+    await eventually(async () => (await api.createTicket({ id: uuid(), queueId: 'hot.one', rulesetIds: ['trio'] })).ok);
+    expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.one/tickets/${kept}`)).status).toBe(200);
+  });
+
+  it('refuses an invalid change with a message naming the file and the path, and keeps the last good config', async () => {
+    writeFileSync(join(service.queueDir, 'hot.one.yaml'), queueFile(DUEL + TRIO.replace('team_size: 3', 'team_size: three')));
+    const refused = await service.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('hot.one.yaml') && l.msg.includes('config.rulesets[1].team_size'));
+    expect(refused.level).toBe(50);
+    // The previous version (with "trio") is still in force.
+    expect((await api.createTicket({ id: uuid(), queueId: 'hot.one', rulesetIds: ['trio'] })).ok).toBe(true);
+
+    writeFileSync(join(service.queueDir, 'hot.one.yaml'), 'config: [unclosed');
+    await service.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('hot.one.yaml') && l.msg.includes('not valid YAML'));
+    expect((await api.createTicket({ id: uuid(), queueId: 'hot.one', rulesetIds: ['trio'] })).ok).toBe(true);
+  });
+
+  it('retires a queue whose file is deleted: writes get QUEUE_RETIRING and the pool is removed with QUEUE_RETIRED', async () => {
+    const ids = [uuid(), uuid()];
+    for (const id of ids) expect((await api.createTicket({ id, queueId: 'hot.two' })).ok).toBe(true);
+    rmSync(join(service.queueDir, 'hot.two.yaml'));
+    await eventually(async () => {
+      const res = await api.createTicket({ id: uuid(), queueId: 'hot.two' });
+      return !res.ok && res.code === 'FAILED_PRECONDITION' && res.reason === 'QUEUE_RETIRING';
+    });
+    await eventually(async () => {
+      const outcomes = (await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=hot.two')).body.outcomes as {
+        kind: string;
+        ticketsRemoved?: { ticketIds: string[]; reason: string };
+      }[];
+      const removed = outcomes.filter((o) => o.kind === 'ticket.removed' && o.ticketsRemoved!.reason === 'QUEUE_RETIRED');
+      return removed.flatMap((o) => o.ticketsRemoved!.ticketIds).filter((id) => ids.includes(id)).length === ids.length;
+    });
+  });
+});

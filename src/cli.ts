@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // matchmaker serve --config queues --data ./data   (every setting also from the environment: docs/configuration.md)
 // matchmaker check --config queues                 (validates queue files and exits non-zero on an invalid one)
+// matchmaker engine-input '{"players":[...]}'       (prints the base64 of a serialized EngineInput, for HTTP clients)
 import { parseArgs } from 'node:util';
+import { fromJsonString, toBinary } from '@bufbuild/protobuf';
+import { EngineInputSchema } from './gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { scanQueueDirectory } from './config/queue-files.js';
 import { loadServiceConfig } from './config/service-config.js';
 import { createLogger } from './log.js';
@@ -9,7 +12,8 @@ import { startService } from './server.js';
 
 const USAGE = `usage:
   matchmaker serve [--config DIR] [--data DIR] [--grpc-port N] [--http-port N]
-  matchmaker check [--config DIR]`;
+  matchmaker check [--config DIR]
+  matchmaker engine-input JSON     (EngineInput in canonical JSON -> base64 of its binary form)`;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -35,6 +39,12 @@ async function main(argv: string[]): Promise<number> {
     http_port: values['http-port'],
   });
 
+  if (command === 'engine-input') {
+    const json = positionals[1];
+    if (!json) throw new Error('engine-input needs the EngineInput as JSON');
+    console.log(Buffer.from(toBinary(EngineInputSchema, fromJsonString(EngineInputSchema, json))).toString('base64'));
+    return 0;
+  }
   if (command === 'check') {
     const scan = scanQueueDirectory(config.queue_config_dir);
     for (const e of scan.errors) console.error(e.message);

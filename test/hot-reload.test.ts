@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
 import { uuid } from './support/fixtures.js';
+import { pollUntil } from './support/queues.js';
 import { removeDirs, startService, type TestService } from './support/service.js';
 
 const queueFile = (rulesets: string) => `
@@ -31,15 +32,8 @@ afterAll(async () => {
   removeDirs(service.dataDir, service.queueDir);
 });
 
-/** Retries `attempt` until it returns true; hot reload is asynchronous (file watch + debounce). */
-async function eventually(attempt: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await attempt()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('condition not met in time');
-}
+/** Hot reload is asynchronous (file watch + debounce): retry until the condition holds. */
+const eventually = async (attempt: () => Promise<boolean>) => expect(await pollUntil(attempt, Boolean)).toBe(true);
 
 describe('queue files are hot-reloaded', () => {
   it('starts a queue whose file appears', async () => {

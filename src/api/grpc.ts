@@ -4,7 +4,7 @@ import { Metadata, Server, ServerCredentials, type sendUnaryData, type ServerUna
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
-import { asServiceError, ERROR_CODES, invalidArgument, REASON_HEADER, type ServiceError } from '../core/errors.js';
+import { asServiceError, ERROR_CODES, REASON_HEADER, type ServiceError } from '../core/errors.js';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
 import { grpcServiceDefinition, MatchmakerService, reflectionPackageDefinition } from './grpc-definitions.js';
 
@@ -25,7 +25,8 @@ export function createGrpcServer(core: MatchmakerCore, health: HealthImplementat
       try {
         request = fromBinary(input, unary.request);
       } catch (err) {
-        callback(toGrpcError(invalidArgument(`request does not decode as ${input.typeName}: ${(err as Error).message}`)));
+        const message = `request does not decode as ${input.typeName}: ${(err as Error).message}`;
+        callback(toGrpcError(core.malformed(method.localName as keyof typeof MatchmakerService.method, message)));
         return;
       }
       call(request).then(

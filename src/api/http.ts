@@ -109,6 +109,8 @@ export function createHttpServer(options: HttpApiOptions): Server {
     handle(req, res, options).catch((err: unknown) => {
       const serviceError = asServiceError(err);
       if (serviceError.code === 'INTERNAL') log.error({ err, url: req.url }, 'internal error');
+      // A body left unread (too large, or refused early) would be taken for the next request: close.
+      if (!req.complete) res.setHeader('connection', 'close');
       sendError(res, serviceError);
     });
   }).on('clientError', (_err, socket) => {
@@ -129,22 +131,52 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: HttpAp
   const matched = routes.filter((r) => r.pattern.test(path));
   const route = matched.find((r) => r.method === req.method);
   if (!route) {
-    if (matched.length > 0) throw new ServiceError('UNIMPLEMENTED', `${req.method} is not supported on ${path}; use ${matched.map((r) => r.method).join(', ')}`);
+    if (matched.length > 0) {
+      const allowed = matched.map((r) => r.method).join(', ');
+      res.setHeader('allow', allowed);
+      throw new ServiceError('UNIMPLEMENTED', `${req.method} is not supported on ${path}; use ${allowed}`);
+    }
     throw new ServiceError('NOT_FOUND', `no route for ${req.method} ${path}`);
   }
-  const params = route.pattern.exec(path)!.slice(1).map((p, i) => decodePathSegment(p, i));
-  const body = await readJsonBody(req, options.maxBodyBytes);
   let request: AnyRequest;
   try {
-    request = fromJson(route.schema, body) as unknown as AnyRequest;
+    const params = route.pattern.exec(path)!.slice(1).map((p, i) => decodePathSegment(p, i));
+    const body = await readJsonBody(req, options.maxBodyBytes);
+    request = decodeJson(route.schema, body);
+    route.bind(request, params);
   } catch (err) {
-    throw invalidArgument((err as Error).message);
+    throw options.core.malformed(route.operation, err instanceof ServiceError ? err.message : (err as Error).message);
   }
-  route.bind(request, params);
   const method = MatchmakerService.method[route.operation];
   const call = options.core[route.operation].bind(options.core) as (r: unknown) => Promise<Parameters<typeof toJson>[1]>;
   const response = await call(request);
   sendJson(res, 200, toJson(method.output, response as never, { alwaysEmitImplicit: true }));
+}
+
+/** fromJson, with the error prefixed by the path of the field that failed (ticket.created_at: ...). */
+function decodeJson(schema: DescMessage, body: JsonValue): AnyRequest {
+  try {
+    return fromJson(schema, body) as unknown as AnyRequest;
+  } catch (err) {
+    const at = failingField(schema, body, '');
+    throw invalidArgument(at ? `${at}: ${(err as Error).message}` : (err as Error).message);
+  }
+}
+
+/** The deepest message-typed field whose JSON does not decode on its own, as a snake_case path. */
+function failingField(schema: DescMessage, json: JsonValue, prefix: string): string | undefined {
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) return undefined;
+  for (const [key, value] of Object.entries(json)) {
+    const field = schema.fields.find((f) => f.jsonName === key || f.name === key);
+    if (!field || field.fieldKind !== 'message' || value === null) continue;
+    const path = prefix ? `${prefix}.${field.name}` : field.name;
+    try {
+      fromJson(field.message, value);
+    } catch {
+      return failingField(field.message, value, path) ?? path;
+    }
+  }
+  return undefined;
 }
 
 function decodePathSegment(segment: string, index: number): string {

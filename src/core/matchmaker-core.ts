@@ -12,6 +12,7 @@ import {
   ClearQueuePoolResponseSchema,
   CreateBackfillRequestResponseSchema,
   CreateTicketResponseSchema,
+  MatchmakerService,
   ReactivateTicketsResponseSchema,
   type CancelBackfillRequestsRequest,
   type CancelBackfillRequestsResponse,
@@ -84,6 +85,14 @@ export class MatchmakerCore {
     this.state = 'stopping';
     if (this.inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => (this.onIdle = resolve));
+  }
+
+  /**
+   * The error for a request that did not decode (bad bytes, bad JSON, a path/body conflict). ClearQueuePool
+   * reports every failure as NOT_FOUND, as the spec says; every other operation INVALID_ARGUMENT.
+   */
+  malformed(operation: keyof typeof MatchmakerService.method, message: string): ServiceError {
+    return operation === 'clearQueuePool' ? notFound(message) : invalidArgument(message);
   }
 
   createTicket(req: CreateTicketRequest): Promise<CreateTicketResponse> {

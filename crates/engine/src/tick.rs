@@ -70,6 +70,7 @@ pub(crate) struct Scratch {
     room: Vec<u32>,
     sums: Vec<f64>,
     alt_sums: Vec<f64>,
+    containment: Vec<bool>,
 }
 
 
@@ -130,6 +131,8 @@ struct Ctx<'p, 'a> {
     pool: &'p PoolColumns<'a>,
     params: &'p TickParams<'a>,
     s: &'p Sorted,
+    /// Filter f is containment (else overlap); a bool slice keeps the hot loop simple.
+    containment: &'p [bool],
     f: usize,
     h: usize,
     norm: f64,
@@ -153,16 +156,14 @@ impl Ctx<'_, '_> {
         let f = self.f;
         let (va, aa) = (&self.s.vals[a * f..a * f + f], &self.s.accs[a * f..a * f + f]);
         let (vb, ab) = (&self.s.vals[b * f..b * f + f], &self.s.accs[b * f..b * f + f]);
-        for k in 0..f {
-            let ok = match self.params.filters[k] {
-                FilterMode::Overlap => va[k] & vb[k] != 0,
-                FilterMode::Containment => va[k] & !ab[k] == 0 && vb[k] & !aa[k] == 0,
-            };
-            if !ok {
-                return false;
-            }
+        let mut ok = true;
+        // Both tests are computed and selected, so the loop has no data-dependent branches.
+        for (k, &containment) in self.containment.iter().enumerate() {
+            let overlap_ok = va[k] & vb[k] != 0;
+            let contain_ok = (va[k] & !ab[k]) | (vb[k] & !aa[k]) == 0;
+            ok &= if containment { contain_ok } else { overlap_ok };
         }
-        true
+        ok
     }
 
     #[inline]
@@ -234,7 +235,10 @@ pub(crate) fn run(
     }
     prepare(pool, params, &mut ws.sorted);
     let Workspace { sorted, links, scratch } = ws;
-    let ctx = Ctx { pool, params, s: sorted, f: pool.filter_count, h: pool.host_count, norm: params.mmr_normalization_ref };
+    scratch.containment.clear();
+    scratch.containment.extend(params.filters.iter().map(|m| *m == FilterMode::Containment));
+    let containment = std::mem::take(&mut scratch.containment);
+    let ctx = Ctx { pool, params, s: sorted, containment: &containment, f: pool.filter_count, h: pool.host_count, norm: params.mmr_normalization_ref };
 
     links.next_right.clear();
     links.next_right.extend(0..(n as u32 + 2));
@@ -247,19 +251,36 @@ pub(crate) fn run(
     let mut matches = 0usize;
     let mut written = 0usize;
 
-    const AHEAD: usize = 8;
+    // Seeds jump around in skill order, so their data is cold. Two-stage prefetch: the `used`
+    // flag of a far seed, then, if that flag says it will really run, its skill neighbourhood
+    // in every column stream.
+    const FAR: usize = 16;
+    const NEAR: usize = 6;
+    const SPAN: usize = 8;
     let (f, h) = (ctx.f, ctx.h);
     for k in 0..n {
-        // Seeds jump around in skill order; prefetch the data a later seed will touch first.
-        if let Some(&(_, key)) = sorted.by_age.get(k + AHEAD) {
+        if let Some(&(_, key)) = sorted.by_age.get(k + FAR) {
+            prefetch(&links.used, (key & 0xFFFF_FFFF) as usize);
+        }
+        if let Some(&(_, key)) = sorted.by_age.get(k + NEAR) {
             let q = (key & 0xFFFF_FFFF) as usize;
-            prefetch(&links.used, q);
-            prefetch(&sorted.rec, q);
-            prefetch(&sorted.lat, q * h);
-            prefetch(&sorted.vals, q * f);
-            prefetch(&sorted.accs, q * f);
-            prefetch(&links.next_left, q);
-            prefetch(&links.next_right, q + 2);
+            if !links.used[q] {
+                let (a, b) = (q.saturating_sub(SPAN), q + SPAN);
+                prefetch(&links.next_left, q);
+                prefetch(&links.next_right, q + 2);
+                let mut p = a;
+                while p <= b {
+                    prefetch(&sorted.rec, p);
+                    p += 2;
+                }
+                for x in (a * f..=b * f).step_by(8) {
+                    prefetch(&sorted.vals, x);
+                    prefetch(&sorted.accs, x);
+                }
+                for x in (a * h..=b * h).step_by(32) {
+                    prefetch(&sorted.lat, x);
+                }
+            }
         }
         let sp = (sorted.by_age[k].1 & 0xFFFF_FFFF) as u32;
         if links.used[sp as usize] {
@@ -281,6 +302,7 @@ pub(crate) fn run(
             }
         }
     }
+    scratch.containment = containment;
     matches
 }
 
@@ -335,37 +357,40 @@ fn try_form(
     let mut left = find(&mut links.next_left, slot - 1);
     let mut right = find(&mut links.next_right, slot + 1);
     let mut examined = 0usize;
+    // Raw-unit window, widened by a hair so it never prunes a ticket the exact (divided) spread
+    // check below would accept.
+    let win = spread * ctx.norm * (1.0 + 1e-12);
+    // Slot k holds skill position k - 1; distances are infinite outside the window.
+    let dist_left = |left: u32| {
+        if left > 0 {
+            let d = e_s - ctx.eff(left - 1);
+            if d <= win { d } else { f64::INFINITY }
+        } else {
+            f64::INFINITY
+        }
+    };
+    let dist_right = |right: u32| {
+        if right < right_sentinel {
+            let d = ctx.eff(right - 1) - e_s;
+            if d <= win { d } else { f64::INFINITY }
+        } else {
+            f64::INFINITY
+        }
+    };
+    let (mut dl, mut dr) = (dist_left(left), dist_right(right));
     while remaining > 0 && examined < limit {
-        // Slot k holds skill position k - 1.
-        let dl = if left > 0 {
-            let d = (e_s - ctx.eff(left - 1)) / ctx.norm;
-            if d <= spread { Some(d) } else { None }
+        let p = if dl < dr {
+            let p = left - 1;
+            left = find(&mut links.next_left, left - 1);
+            dl = dist_left(left);
+            p
+        } else if dr < f64::INFINITY {
+            let p = right - 1;
+            right = find(&mut links.next_right, right + 1);
+            dr = dist_right(right);
+            p
         } else {
-            None
-        };
-        let dr = if right < right_sentinel {
-            let d = (ctx.eff(right - 1) - e_s) / ctx.norm;
-            if d <= spread { Some(d) } else { None }
-        } else {
-            None
-        };
-        let p = match (dl, dr) {
-            (None, None) => break,
-            (Some(a), Some(b)) if a < b => {
-                let p = left - 1;
-                left = find(&mut links.next_left, left - 1);
-                p
-            }
-            (Some(_), None) => {
-                let p = left - 1;
-                left = find(&mut links.next_left, left - 1);
-                p
-            }
-            _ => {
-                let p = right - 1;
-                right = find(&mut links.next_right, right + 1);
-                p
-            }
+            break;
         };
         examined += 1;
 

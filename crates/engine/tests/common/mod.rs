@@ -1,0 +1,261 @@
+//! Shared test helpers: an owned pool, a decoded match, and an independent invariant checker.
+#![allow(dead_code)]
+
+use matchmaker_engine::{
+    run_tick, EngineError, FilterMode, MatchOutput, OutputCapacity, PoolColumns, Ruleset, TickParams, Workspace, NO_HOST,
+};
+
+/// Owned ticket columns; `add` appends one ticket with "unspecified" attributes and latency 0.
+#[derive(Clone, Debug, Default)]
+pub struct Pool {
+    pub filters: Vec<FilterMode>,
+    pub host_count: usize,
+    pub party_size: Vec<u8>,
+    pub mmr_mean: Vec<f64>,
+    pub arrival_ms: Vec<f64>,
+    pub ruleset_mask: Vec<u32>,
+    pub attr_values: Vec<u64>,
+    pub attr_accepts: Vec<u64>,
+    pub latency_ms: Vec<u16>,
+}
+
+impl Pool {
+    pub fn new(filters: Vec<FilterMode>, host_count: usize) -> Self {
+        Pool { filters, host_count, ..Default::default() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.party_size.len()
+    }
+
+    /// Adds a ticket; returns its pool index.
+    pub fn add(&mut self, party: u8, mmr: f64, arrival_ms: f64, mask: u32) -> usize {
+        self.party_size.push(party);
+        self.mmr_mean.push(mmr);
+        self.arrival_ms.push(arrival_ms);
+        self.ruleset_mask.push(mask);
+        for f in &self.filters {
+            match f {
+                FilterMode::Overlap => self.attr_values.push(u64::MAX),
+                FilterMode::Containment => self.attr_values.push(0),
+            }
+            self.attr_accepts.push(u64::MAX);
+        }
+        self.latency_ms.extend(std::iter::repeat_n(0, self.host_count));
+        self.len() - 1
+    }
+
+    pub fn set_attr(&mut self, t: usize, f: usize, values: u64, accepts: u64) {
+        let nf = self.filters.len();
+        self.attr_values[t * nf + f] = values;
+        self.attr_accepts[t * nf + f] = accepts;
+    }
+
+    pub fn set_latency(&mut self, t: usize, lat: &[u16]) {
+        let h = self.host_count;
+        self.latency_ms[t * h..(t + 1) * h].copy_from_slice(lat);
+    }
+
+    pub fn columns(&self) -> PoolColumns<'_> {
+        PoolColumns {
+            party_size: &self.party_size,
+            mmr_mean: &self.mmr_mean,
+            arrival_ms: &self.arrival_ms,
+            ruleset_mask: &self.ruleset_mask,
+            attr_values: &self.attr_values,
+            attr_accepts: &self.attr_accepts,
+            latency_ms: &self.latency_ms,
+            filter_count: self.filters.len(),
+            host_count: self.host_count,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Match {
+    pub ruleset: u32,
+    pub tickets: Vec<u32>,
+    pub teams: Vec<u32>,
+    pub preferred_host: u32,
+    pub acceptable_hosts: u64,
+    pub accepts: Vec<u64>,
+}
+
+impl Match {
+    /// Tickets sorted, for order-independent comparisons.
+    pub fn sorted_tickets(&self) -> Vec<u32> {
+        let mut t = self.tickets.clone();
+        t.sort_unstable();
+        t
+    }
+
+    pub fn team_of(&self, ticket: u32) -> Option<u32> {
+        self.tickets.iter().position(|&t| t == ticket).map(|i| self.teams[i])
+    }
+}
+
+pub fn params<'a>(pool: &'a Pool, rulesets: &'a [Ruleset<'a>], now_ms: f64, seed: u64) -> TickParams<'a> {
+    TickParams {
+        mmr_normalization_ref: 0.1,
+        party_synergy_bonus: 0.0,
+        filters: &pool.filters,
+        rulesets,
+        now_ms,
+        seed,
+    }
+}
+
+pub fn ruleset(teams: u32, team_size: u32) -> Ruleset<'static> {
+    Ruleset {
+        teams,
+        team_size,
+        max_skill_spread: 10.0,
+        max_team_imbalance: f64::INFINITY,
+        max_latency_ms: 1000,
+        require_host: false,
+        relaxation: &[],
+    }
+}
+
+pub fn try_run(pool: &Pool, params: &TickParams<'_>) -> Result<Vec<Match>, EngineError> {
+    let mut ws = Workspace::new();
+    let cap = OutputCapacity::for_pool(pool.len(), pool.filters.len(), pool.host_count);
+    let mut out = MatchOutput::with_capacity(cap);
+    let count = run_tick(&pool.columns(), params, &mut ws, &mut out.buffers())?;
+    Ok(decode(&out, count, pool.filters.len()))
+}
+
+pub fn run(pool: &Pool, params: &TickParams<'_>) -> Vec<Match> {
+    try_run(pool, params).expect("valid input")
+}
+
+pub fn decode(out: &MatchOutput, count: usize, f: usize) -> Vec<Match> {
+    (0..count)
+        .map(|m| {
+            let (a, b) = (out.match_offsets[m] as usize, out.match_offsets[m + 1] as usize);
+            Match {
+                ruleset: out.match_ruleset[m],
+                tickets: out.match_tickets[a..b].to_vec(),
+                teams: out.ticket_team[a..b].to_vec(),
+                preferred_host: out.match_preferred_host[m],
+                acceptable_hosts: out.match_acceptable_hosts[m],
+                accepts: out.match_accepts[m * f..(m + 1) * f].to_vec(),
+            }
+        })
+        .collect()
+}
+
+/// Floating-point slack for bound checks (the engine compares in f64 too).
+const EPS: f64 = 1e-9;
+
+/// Checks every documented constraint of every match, recomputing from the pool. Returns the
+/// first violation as text.
+pub fn check_invariants(pool: &Pool, p: &TickParams<'_>, matches: &[Match]) -> Result<(), String> {
+    let n = pool.len();
+    let (f, h) = (pool.filters.len(), pool.host_count);
+    let mut seen = vec![false; n];
+    for (mi, m) in matches.iter().enumerate() {
+        let ctx = |msg: String| format!("match {mi} {m:?}: {msg}");
+        let r = m.ruleset as usize;
+        let rs = p.rulesets.get(r).ok_or_else(|| ctx("ruleset out of range".into()))?;
+        if m.tickets.is_empty() || m.tickets.len() != m.teams.len() {
+            return Err(ctx("ticket/team arrays malformed".into()));
+        }
+        // No ticket twice, ruleset bit set.
+        for &t in &m.tickets {
+            let t = t as usize;
+            if t >= n {
+                return Err(ctx(format!("ticket {t} out of range")));
+            }
+            if std::mem::replace(&mut seen[t], true) {
+                return Err(ctx(format!("ticket {t} used twice")));
+            }
+            if pool.ruleset_mask[t] & (1 << r) == 0 {
+                return Err(ctx(format!("ticket {t} does not compete in ruleset {r}")));
+            }
+        }
+        // Exact team sizes (a ticket has one team entry, so parties are never split).
+        let mut fill = vec![0u32; rs.teams as usize];
+        let mut sums = vec![0.0f64; rs.teams as usize];
+        let eff = |t: usize| pool.mmr_mean[t] + p.party_synergy_bonus * f64::from(pool.party_size[t] - 1);
+        for (&t, &tm) in m.tickets.iter().zip(&m.teams) {
+            let slot = fill.get_mut(tm as usize).ok_or_else(|| ctx(format!("team {tm} out of range")))?;
+            *slot += u32::from(pool.party_size[t as usize]);
+            sums[tm as usize] += eff(t as usize) * f64::from(pool.party_size[t as usize]);
+        }
+        if fill.iter().any(|&x| x != rs.team_size) {
+            return Err(ctx(format!("team fills {fill:?} != {}", rs.team_size)));
+        }
+        // Relaxed bounds from the oldest ticket's wait.
+        let oldest_wait = m
+            .tickets
+            .iter()
+            .map(|&t| p.now_ms - pool.arrival_ms[t as usize])
+            .fold(f64::NEG_INFINITY, f64::max);
+        let (spread, lat_bound) = rs.bounds_for_wait(oldest_wait);
+        let effs: Vec<f64> = m.tickets.iter().map(|&t| eff(t as usize)).collect();
+        let lo = effs.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = effs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        if (hi - lo) / p.mmr_normalization_ref > spread + EPS {
+            return Err(ctx(format!("skill spread {} > {spread}", (hi - lo) / p.mmr_normalization_ref)));
+        }
+        let tlo = sums.iter().cloned().fold(f64::INFINITY, f64::min);
+        let thi = sums.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let imb = (thi - tlo) / f64::from(rs.team_size) / p.mmr_normalization_ref;
+        if imb > rs.max_team_imbalance + EPS {
+            return Err(ctx(format!("team imbalance {imb} > {}", rs.max_team_imbalance)));
+        }
+        // Attributes pairwise compatible; accept intersections exact.
+        for a in 0..m.tickets.len() {
+            for b in (a + 1)..m.tickets.len() {
+                let (ta, tb) = (m.tickets[a] as usize, m.tickets[b] as usize);
+                for (k, mode) in pool.filters.iter().enumerate() {
+                    let (va, aa) = (pool.attr_values[ta * f + k], pool.attr_accepts[ta * f + k]);
+                    let (vb, ab) = (pool.attr_values[tb * f + k], pool.attr_accepts[tb * f + k]);
+                    let ok = match mode {
+                        FilterMode::Overlap => va & vb != 0,
+                        FilterMode::Containment => va & !ab == 0 && vb & !aa == 0,
+                    };
+                    if !ok {
+                        return Err(ctx(format!("tickets {ta} and {tb} incompatible on filter {k}")));
+                    }
+                }
+            }
+        }
+        for k in 0..f {
+            let want = m.tickets.iter().fold(u64::MAX, |acc, &t| acc & pool.attr_accepts[t as usize * f + k]);
+            if m.accepts[k] != want {
+                return Err(ctx(format!("accepts[{k}] = {:#x}, want {want:#x}", m.accepts[k])));
+            }
+        }
+        // Hosts: every acceptable host within the relaxed bound, preferred is the cheapest.
+        let cost = |hst: usize| m.tickets.iter().map(|&t| pool.latency_ms[t as usize * h + hst]).max().unwrap_or(0);
+        if h < 64 && m.acceptable_hosts >> h != 0 {
+            return Err(ctx("acceptable host bit beyond host_count".into()));
+        }
+        for hst in 0..h {
+            if m.acceptable_hosts & (1 << hst) != 0 && u32::from(cost(hst)) > lat_bound {
+                return Err(ctx(format!("host {hst} marked acceptable with cost {}", cost(hst))));
+            }
+        }
+        if m.acceptable_hosts == 0 {
+            if m.preferred_host != NO_HOST {
+                return Err(ctx("preferred host without acceptable hosts".into()));
+            }
+            if rs.require_host {
+                return Err(ctx("require_host but no acceptable host".into()));
+            }
+        } else {
+            let ph = m.preferred_host as usize;
+            if ph >= h || m.acceptable_hosts & (1 << ph) == 0 {
+                return Err(ctx("preferred host not acceptable".into()));
+            }
+            for hst in 0..h {
+                if m.acceptable_hosts & (1 << hst) != 0 && (cost(hst), hst) < (cost(ph), ph) {
+                    return Err(ctx(format!("host {hst} is cheaper than preferred {ph}")));
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! Property tests: every formed match satisfies every constraint; obvious matches are found.
+mod common;
+
+use common::{check_invariants, run, Pool};
+use matchmaker_engine::{FilterMode, RelaxationStep, Ruleset, TickParams};
+use proptest::prelude::*;
+
+const NOW: f64 = 10_000_000.0;
+
+#[derive(Clone, Debug)]
+struct Ticket {
+    party: u8,
+    mmr: f64,
+    wait: f64,
+    mask: u32,
+    attrs: Vec<(u64, u64)>,
+    lat: Vec<u16>,
+}
+
+#[derive(Clone, Debug)]
+struct RulesetSpec {
+    teams: u32,
+    team_size: u32,
+    spread: f64,
+    imbalance: f64,
+    latency: u32,
+    require_host: bool,
+    relax: Vec<RelaxationStep>,
+}
+
+fn ruleset_spec() -> impl Strategy<Value = RulesetSpec> {
+    (1u32..=3, 1u32..=4, 0.0f64..4.0, prop_oneof![Just(f64::INFINITY), 0.0f64..2.0], 20u32..200, any::<bool>(), 0usize..3)
+        .prop_flat_map(|(teams, team_size, spread, imbalance, latency, require_host, steps)| {
+            prop::collection::vec((1_000.0f64..60_000.0, 0.0f64..3.0, 0u32..100), steps).prop_map(move |raw| {
+                // Build widening steps: sorted waits, cumulative increments.
+                let mut waits: Vec<f64> = raw.iter().map(|r| r.0).collect();
+                waits.sort_by(f64::total_cmp);
+                let (mut s, mut l) = (spread, latency);
+                let relax = waits
+                    .iter()
+                    .zip(&raw)
+                    .map(|(&w, r)| {
+                        s += r.1;
+                        l += r.2;
+                        RelaxationStep { after_wait_ms: w, max_skill_spread: s, max_latency_ms: l }
+                    })
+                    .collect();
+                RulesetSpec { teams, team_size, spread, imbalance, latency, require_host, relax }
+            })
+        })
+}
+
+fn attr(mode: FilterMode) -> impl Strategy<Value = (u64, u64)> {
+    let unspecified = match mode {
+        FilterMode::Overlap => (u64::MAX, u64::MAX),
+        FilterMode::Containment => (0, u64::MAX),
+    };
+    prop_oneof![
+        Just(unspecified),
+        // Small value universes so compatibility is sometimes true, sometimes false.
+        (1u64..16, 0u64..16).prop_map(|(v, a)| (v, a | v)),
+        (0u64..16, 0u64..16),
+    ]
+}
+
+fn ticket(filters: Vec<FilterMode>, hosts: usize, rulesets: usize) -> impl Strategy<Value = Ticket> {
+    let attrs: Vec<_> = filters.iter().map(|&m| attr(m)).collect();
+    (
+        1u8..=4,
+        0.0f64..1.0,
+        0.0f64..90_000.0,
+        1u32..(1u32 << rulesets),
+        attrs,
+        prop::collection::vec(0u16..300, hosts),
+    )
+        .prop_map(|(party, mmr, wait, mask, attrs, lat)| Ticket { party, mmr, wait, mask, attrs, lat })
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    filters: Vec<FilterMode>,
+    hosts: usize,
+    rulesets: Vec<RulesetSpec>,
+    tickets: Vec<Ticket>,
+    bonus: f64,
+    seed: u64,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        prop::collection::vec(prop_oneof![Just(FilterMode::Overlap), Just(FilterMode::Containment)], 0..=3),
+        0usize..=4,
+        prop::collection::vec(ruleset_spec(), 1..=3),
+        0.0f64..0.05,
+        any::<u64>(),
+    )
+        .prop_flat_map(|(filters, hosts, rulesets, bonus, seed)| {
+            let t = ticket(filters.clone(), hosts, rulesets.len());
+            prop::collection::vec(t, 0..80)
+                .prop_map(move |tickets| Case { filters: filters.clone(), hosts, rulesets: rulesets.clone(), tickets, bonus, seed })
+        })
+}
+
+fn build(c: &Case) -> Pool {
+    let mut pool = Pool::new(c.filters.clone(), c.hosts);
+    for t in &c.tickets {
+        let i = pool.add(t.party, t.mmr, NOW - t.wait, t.mask);
+        for (f, &(v, a)) in t.attrs.iter().enumerate() {
+            pool.set_attr(i, f, v, a);
+        }
+        pool.set_latency(i, &t.lat);
+    }
+    pool
+}
+
+fn rulesets(c: &Case) -> Vec<Ruleset<'_>> {
+    c.rulesets
+        .iter()
+        .map(|r| Ruleset {
+            teams: r.teams,
+            team_size: r.team_size,
+            max_skill_spread: r.spread,
+            max_team_imbalance: r.imbalance,
+            max_latency_ms: r.latency,
+            require_host: r.require_host,
+            relaxation: &r.relax,
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_match_satisfies_every_constraint(c in case()) {
+        let pool = build(&c);
+        let rs = rulesets(&c);
+        let p = TickParams {
+            mmr_normalization_ref: 0.1,
+            party_synergy_bonus: c.bonus,
+            filters: &c.filters,
+            rulesets: &rs,
+            now_ms: NOW,
+            seed: c.seed,
+        };
+        let m = run(&pool, &p);
+        if let Err(e) = check_invariants(&pool, &p, &m) {
+            return Err(TestCaseError::fail(e));
+        }
+        // Determinism.
+        prop_assert_eq!(run(&pool, &p), m);
+    }
+
+    #[test]
+    fn obvious_match_is_found(c in case(), teams in 1u32..=3, team_size in 1u32..=4) {
+        // Noise from `c`, plus teams*team_size identical solos that are compatible with anything,
+        // have zero latency everywhere, and compete only in ruleset 0 (made easy to satisfy).
+        let mut c = c;
+        for t in &mut c.tickets {
+            t.mask &= !1; // keep the noise out of ruleset 0
+            if t.mask == 0 { t.mask = 2; }
+        }
+        c.rulesets[0] = RulesetSpec {
+            teams, team_size, spread: 0.5, imbalance: f64::INFINITY, latency: 50, require_host: c.hosts > 0, relax: vec![],
+        };
+        let mut pool = build(&c);
+        for _ in 0..teams * team_size {
+            pool.add(1, 0.5, NOW - 1_000.0, 1);
+        }
+        let rs = rulesets(&c);
+        let p = TickParams {
+            mmr_normalization_ref: 0.1,
+            party_synergy_bonus: c.bonus,
+            filters: &c.filters,
+            rulesets: &rs,
+            now_ms: NOW,
+            seed: c.seed,
+        };
+        let m = run(&pool, &p);
+        prop_assert!(m.iter().any(|mm| mm.ruleset == 0), "no ruleset-0 match formed");
+        if let Err(e) = check_invariants(&pool, &p, &m) {
+            return Err(TestCaseError::fail(e));
+        }
+    }
+
+    #[test]
+    fn single_ruleset_pool_of_compatible_solos_is_fully_matched(k in 1usize..8, teams in 1u32..=3, team_size in 1u32..=3, seed in any::<u64>()) {
+        // k full matches' worth of identical solos: everyone must be matched.
+        let mut pool = Pool::new(vec![FilterMode::Overlap], 2);
+        for i in 0..k * (teams * team_size) as usize {
+            let t = pool.add(1, 0.5, NOW - i as f64, 1);
+            pool.set_latency(t, &[10, 20]);
+        }
+        let rs = [Ruleset { teams, team_size, max_skill_spread: 0.1, max_team_imbalance: 0.0, max_latency_ms: 50, require_host: true, relaxation: &[] }];
+        let filters = pool.filters.clone();
+        let p = TickParams { mmr_normalization_ref: 0.1, party_synergy_bonus: 0.0, filters: &filters, rulesets: &rs, now_ms: NOW, seed };
+        let m = run(&pool, &p);
+        prop_assert_eq!(m.len(), k);
+        prop_assert!(m.iter().all(|mm| mm.preferred_host == 0 && mm.acceptable_hosts == 0b11));
+        if let Err(e) = check_invariants(&pool, &p, &m) {
+            return Err(TestCaseError::fail(e));
+        }
+    }
+}

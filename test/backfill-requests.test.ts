@@ -1,26 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpRequest, TRANSPORTS, type Transport } from './support/transports.js';
 import { party, uuid } from './support/fixtures.js';
-import { removeDirs, startService, type TestService } from './support/service.js';
+import { useService } from './support/service.js';
 
-let service: TestService;
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(async () => {
-  await service.stop();
-  removeDirs(service.dataDir, service.queueDir);
-});
+const env = useService();
 
 const backfillCount = async () => {
-  const res = await httpRequest(service, 'GET', '/admin/v1/queues');
+  const res = await httpRequest(env.service, 'GET', '/admin/v1/queues');
   return (res.body.queues as { queueId: string; backfillRequests: number }[]).find((q) => q.queueId === 'test.basic')!.backfillRequests;
 };
 
 describe.each(TRANSPORTS)('backfill requests over %s', (_name, connect) => {
   let api: Transport;
   beforeAll(async () => {
-    api = connect(service);
+    api = connect(env.service);
     await api.clearQueuePool('test.basic');
   });
   afterAll(() => api.close());

@@ -1,21 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpRequest, TRANSPORTS, type Transport } from './support/transports.js';
 import { party, uuid } from './support/fixtures.js';
-import { removeDirs, startService, type TestService } from './support/service.js';
+import { useService } from './support/service.js';
 
-let service: TestService;
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(async () => {
-  await service.stop();
-  removeDirs(service.dataDir, service.queueDir);
-});
+const env = useService();
 
 describe.each(TRANSPORTS)('CancelTicket over %s', (_name, connect) => {
   let api: Transport;
   beforeAll(() => {
-    api = connect(service);
+    api = connect(env.service);
   });
   afterAll(() => api.close());
 
@@ -24,7 +17,7 @@ describe.each(TRANSPORTS)('CancelTicket over %s', (_name, connect) => {
     expect((await api.createTicket({ id, queueId: 'test.basic', engineInput: party(1) })).ok).toBe(true);
     const res = await api.cancelTicket('test.basic', id);
     expect(res.ok).toBe(true);
-    const stored = await httpRequest(service, 'GET', `/admin/v1/queues/test.basic/tickets/${id}`);
+    const stored = await httpRequest(env.service, 'GET', `/admin/v1/queues/test.basic/tickets/${id}`);
     expect(stored.status).toBe(404);
   });
 
@@ -42,7 +35,7 @@ describe.each(TRANSPORTS)('CancelTicket over %s', (_name, connect) => {
     await api.createTicket({ id: keep, queueId: 'test.basic' });
     await api.createTicket({ id: drop, queueId: 'test.basic' });
     await api.cancelTicket('test.basic', drop);
-    expect((await httpRequest(service, 'GET', `/admin/v1/queues/test.basic/tickets/${keep}`)).status).toBe(200);
+    expect((await httpRequest(env.service, 'GET', `/admin/v1/queues/test.basic/tickets/${keep}`)).status).toBe(200);
   });
 
   it('a ticket can be created again after it was cancelled', async () => {
@@ -50,6 +43,6 @@ describe.each(TRANSPORTS)('CancelTicket over %s', (_name, connect) => {
     await api.createTicket({ id, queueId: 'test.basic' });
     await api.cancelTicket('test.basic', id);
     expect((await api.createTicket({ id, queueId: 'test.basic' })).ok).toBe(true);
-    expect((await httpRequest(service, 'GET', `/admin/v1/queues/test.basic/tickets/${id}`)).body.state).toBe('active');
+    expect((await httpRequest(env.service, 'GET', `/admin/v1/queues/test.basic/tickets/${id}`)).body.state).toBe('active');
   });
 });

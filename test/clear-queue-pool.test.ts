@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpRequest, TRANSPORTS, type Transport } from './support/transports.js';
 import { uuid } from './support/fixtures.js';
-import { removeDirs, startService, type TestService } from './support/service.js';
+import { useService } from './support/service.js';
 
-let service: TestService;
-beforeAll(async () => {
-  service = await startService({
+const env = useService({
     queues: {
       'test.clear': `
 config:
@@ -18,11 +16,6 @@ config:
 `,
     },
   });
-});
-afterAll(async () => {
-  await service.stop();
-  removeDirs(service.dataDir, service.queueDir);
-});
 
 interface OutcomeJson {
   id: string;
@@ -35,19 +28,19 @@ interface OutcomeJson {
 }
 
 async function outcomesAfter(sequence: bigint): Promise<OutcomeJson[]> {
-  const res = await httpRequest(service, 'GET', `/admin/v1/outcomes?queue_id=test.clear&after_sequence=${sequence}`);
+  const res = await httpRequest(env.service, 'GET', `/admin/v1/outcomes?queue_id=test.clear&after_sequence=${sequence}`);
   return res.body.outcomes as OutcomeJson[];
 }
 
 async function lastSequence(): Promise<bigint> {
-  const all = (await httpRequest(service, 'GET', '/admin/v1/outcomes?limit=10000')).body.outcomes as OutcomeJson[];
+  const all = (await httpRequest(env.service, 'GET', '/admin/v1/outcomes?limit=10000')).body.outcomes as OutcomeJson[];
   return all.length === 0 ? 0n : BigInt(all[all.length - 1]!.producerSequence);
 }
 
 describe.each(TRANSPORTS)('ClearQueuePool over %s', (_name, connect) => {
   let api: Transport;
   beforeAll(() => {
-    api = connect(service);
+    api = connect(env.service);
   });
   afterAll(() => api.close());
 
@@ -61,7 +54,7 @@ describe.each(TRANSPORTS)('ClearQueuePool over %s', (_name, connect) => {
 
     const res = await api.clearQueuePool('test.clear');
     expect(res.ok && res.value).toMatchObject({ ticketsCleared: 3n, backfillRequestsCleared: 1n });
-    for (const id of tickets) expect((await httpRequest(service, 'GET', `/admin/v1/queues/test.clear/tickets/${id}`)).status).toBe(404);
+    for (const id of tickets) expect((await httpRequest(env.service, 'GET', `/admin/v1/queues/test.clear/tickets/${id}`)).status).toBe(404);
 
     const outcomes = await outcomesAfter(since);
     const removed = outcomes.filter((o) => o.kind === 'ticket.removed');

@@ -1,21 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TRANSPORTS, type Transport } from './support/transports.js';
 import { uuid } from './support/fixtures.js';
-import { removeDirs, startService, type TestService } from './support/service.js';
+import { useService } from './support/service.js';
 
-let service: TestService;
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(async () => {
-  await service.stop();
-  removeDirs(service.dataDir, service.queueDir);
-});
+const env = useService();
 
 describe.each(TRANSPORTS)('ReactivateTickets over %s', (_name, connect) => {
   let api: Transport;
   beforeAll(() => {
-    api = connect(service);
+    api = connect(env.service);
   });
   afterAll(() => api.close());
 

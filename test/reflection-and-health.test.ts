@@ -8,19 +8,12 @@ import { loadSync } from '@grpc/proto-loader';
 import { service as healthService } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uuid } from './support/fixtures.js';
-import { removeDirs, startService, type TestService } from './support/service.js';
+import { useService } from './support/service.js';
 
 const require = createRequire(import.meta.url);
 const reflectionProto = require.resolve('@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto');
 
-let service: TestService;
-beforeAll(async () => {
-  service = await startService();
-});
-afterAll(async () => {
-  await service.stop();
-  removeDirs(service.dataDir, service.queueDir);
-});
+const env = useService();
 
 interface ReflectionResponse {
   listServicesResponse?: { service: { name: string }[] };
@@ -33,7 +26,7 @@ function reflect(request: Record<string, unknown>): Promise<ReflectionResponse> 
   const pkg = loadPackageDefinition(loadSync(reflectionProto, { keepCase: false })) as never as {
     grpc: { reflection: { v1: { ServerReflection: new (addr: string, creds: unknown) => Client & { ServerReflectionInfo(): NodeJS.ReadWriteStream & { end(): void } } } } };
   };
-  const client = new pkg.grpc.reflection.v1.ServerReflection(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure());
+  const client = new pkg.grpc.reflection.v1.ServerReflection(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure());
   return new Promise((resolve, reject) => {
     const stream = client.ServerReflectionInfo();
     stream.on('data', (res: ReflectionResponse) => {
@@ -86,7 +79,7 @@ describe('server reflection', () => {
 
   it('serves the descriptors as declared in proto/, snake_case field names included', async () => {
     const files = await descriptorsFor('matchmaker.core.v1.MatchmakerService');
-    const serviceFile = files.find((f) => f.name === 'matchmaker/core/v1/service.proto')!;
+    const serviceFile = files.find((f) => f.name === 'matchmaker/core/v1/env.service.proto')!;
     expect(serviceFile.service[0]!.method.map((m) => m.name)).toEqual([
       'CreateTicket',
       'CancelTicket',
@@ -138,7 +131,7 @@ describe('server reflection', () => {
       ]),
     );
     const Dynamic = makeGenericClientConstructor(definition as never, 'Dynamic');
-    const client = new Dynamic(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, Function> & Client;
+    const client = new Dynamic(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, Function> & Client;
     const call = (name: string, init: Record<string, unknown>) =>
       new Promise<Record<string, unknown>>((resolve, reject) =>
         client[name]!(create(registry.getMessage(svc.methods.find((m) => m.name === name)!.input.typeName) as DescMessage, init as never), (err: Error | null, res: Record<string, unknown>) =>
@@ -159,7 +152,7 @@ describe('server reflection', () => {
 describe('grpc.health.v1.Health', () => {
   it('answers SERVING for the server and for MatchmakerService once queues are loaded', async () => {
     const Health = makeGenericClientConstructor(healthService, 'Health');
-    const client = new Health(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, Function> & Client;
+    const client = new Health(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, Function> & Client;
     for (const name of ['', 'matchmaker.core.v1.MatchmakerService']) {
       const res = await new Promise<{ status: string }>((resolve, reject) =>
         client.Check!({ service: name }, (err: Error | null, r: { status: string }) => (err ? reject(err) : resolve(r))),
@@ -170,7 +163,7 @@ describe('grpc.health.v1.Health', () => {
   });
 
   it('HTTP probes answer 200 when serving', async () => {
-    expect((await fetch(`${service.baseUrl}/livez`)).status).toBe(200);
-    expect((await fetch(`${service.baseUrl}/readyz`)).status).toBe(200);
+    expect((await fetch(`${env.service.baseUrl}/livez`)).status).toBe(200);
+    expect((await fetch(`${env.service.baseUrl}/readyz`)).status).toBe(200);
   });
 });

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { afterAll, beforeAll } from 'vitest';
 
 const CLI = resolve(import.meta.dirname, '../../dist/src/cli.js');
 
@@ -131,4 +132,23 @@ export async function startService(options: ServiceOptions = {}): Promise<TestSe
 
 export function removeDirs(...dirs: string[]): void {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
+}
+
+/** One service for the whole test file: started before its tests, stopped and removed after them. */
+export function useService(options: ServiceOptions = {}): { readonly service: TestService } {
+  let service: TestService | undefined;
+  beforeAll(async () => {
+    service = await startService(options);
+  });
+  afterAll(async () => {
+    if (!service) return;
+    await service.stop();
+    removeDirs(service.dataDir, service.queueDir);
+  });
+  return {
+    get service(): TestService {
+      if (!service) throw new Error('the service is not started yet (use it inside tests or hooks)');
+      return service;
+    },
+  };
 }

@@ -79,7 +79,7 @@ describe('server reflection', () => {
 
   it('serves the descriptors as declared in proto/, snake_case field names included', async () => {
     const files = await descriptorsFor('matchmaker.core.v1.MatchmakerService');
-    const serviceFile = files.find((f) => f.name === 'matchmaker/core/v1/env.service.proto')!;
+    const serviceFile = files.find((f) => f.name === 'matchmaker/core/v1/service.proto')!;
     expect(serviceFile.service[0]!.method.map((m) => m.name)).toEqual([
       'CreateTicket',
       'CancelTicket',

@@ -76,7 +76,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       if (!finished) log.warn('shutdown timeout: closing with requests still in flight');
       watcher.close();
       await Promise.all([closeGrpc(grpcServer, config.shutdown_timeout_ms), closeHttp(httpServer)]);
-      registry.stopAll();
+      await registry.stopAll();
       await store.close();
       log.info('stopped');
     })());

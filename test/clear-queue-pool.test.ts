@@ -7,6 +7,7 @@ const env = useService({
     queues: {
       'test.clear': `
 config:
+  tick_interval_ms: 3600000
   outcomes:
     batch_chunk_size: 2
   rulesets:

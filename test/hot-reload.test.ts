@@ -8,6 +8,7 @@ import { removeDirs, startService, type TestService } from './support/service.js
 
 const queueFile = (rulesets: string) => `
 config:
+  tick_interval_ms: 3600000
   rulesets:
 ${rulesets}
 `;

@@ -217,6 +217,7 @@ function admin(path: string, url: URL, res: ServerResponse, options: HttpApiOpti
       queueId: q.queueId,
       state: q.state,
       activeTickets: q.activeTicketCount,
+      resolvedTickets: q.resolvedTicketCount,
       backfillRequests: q.backfillRequestCount,
     }));
     return sendJson(res, 200, { queues });

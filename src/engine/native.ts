@@ -2,14 +2,17 @@
 import { createRequire } from 'node:module';
 import { dirname, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type * as Addon from '../../native/index.cjs';
 
-interface EngineAddon {
-  engineVersion(): string;
-}
+export type { MatchArrays, PoolArrays, QueueParams, RulesetParams } from '../../native/index.cjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 // This file runs from src/engine (tests) or dist/src/engine (built); native/ sits at the package root.
 const packageRoot = resolve(here, here.includes(`${sep}dist${sep}`) ? '../../..' : '../..');
-const addon = createRequire(import.meta.url)(resolve(packageRoot, 'native/index.cjs')) as EngineAddon;
+const addon = createRequire(import.meta.url)(resolve(packageRoot, 'native/index.cjs')) as typeof Addon;
 
 export const engineVersion = (): string => addon.engineVersion();
+export const TickEngine = addon.TickEngine;
+export type TickEngine = Addon.TickEngine;
+/** The engine's "no host" marker in matchPreferredHost. */
+export const NO_HOST = 0xffff_ffff;

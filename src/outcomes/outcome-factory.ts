@@ -3,8 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
+import type { Match } from '../gen/matchmaker/core/v1/resources_pb.js';
 import {
   BackfillRequestsRemovedSchema,
+  MatchCreatedSchema,
   OutcomeBatchSchema,
   OutcomeSchema,
   TicketsRemovedSchema,
@@ -63,4 +65,8 @@ export function backfillRequestsRemoved(queueId: string, backfillIds: readonly s
       value: create(BackfillRequestsRemovedSchema, { backfillRequestIds: chunk, batch, reason }),
     }),
   );
+}
+
+export function matchCreated(queueId: string, match: Match): Outcome {
+  return newOutcome(queueId, { case: 'matchCreated', value: create(MatchCreatedSchema, { match }) });
 }

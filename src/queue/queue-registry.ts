@@ -44,7 +44,7 @@ export class QueueRegistry {
         this.runtimes.set(queueId, fresh);
         fresh.start();
       } else if (JSON.stringify(runtime.config) !== JSON.stringify(file.config)) {
-        runtime.config = file.config;
+        runtime.reconfigure(file.config);
         this.log.info({ queue: queueId, file: file.file }, 'queue config reloaded');
       }
     }
@@ -62,7 +62,8 @@ export class QueueRegistry {
     return this.store.storedQueueIds().filter((id) => !this.runtimes.has(id));
   }
 
-  stopAll(): void {
-    for (const runtime of this.runtimes.values()) runtime.stop();
+  /** Stops every queue's ticking; resolves once ticks in progress have committed. */
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.runtimes.values()].map((runtime) => runtime.stop()));
   }
 }

@@ -1,34 +1,30 @@
-// One queue's runtime: its active pool, resolved tickets kept for reactivation, backfill requests, and
-// their lifecycle. Every change is applied to memory in the same synchronous step that issues its store
-// commit. The store applies commits in call order, so anything later derived from the pool (a match,
-// a removal) is never durable before the changes it depends on; callers are answered once their own
-// commit is durable.
-import { fromBinary, toBinary } from '@bufbuild/protobuf';
+// One queue's runtime: its active pool, the tick loop, resolved tickets kept for reactivation, and backfill
+// requests. Every change is applied to memory in the same synchronous step that issues its store commit.
+// The store applies commits in call order, so anything later derived from the pool (a match, a removal) is
+// never durable before the changes it depends on; callers are answered once their own commit is durable.
+//
+// While a tick runs, the native engine reads the pool's columns on another thread: changes to the columns
+// wait in `afterTick` until it ends, and a match that contains a ticket cancelled meanwhile is dropped.
+import { randomUUID } from 'node:crypto';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { timestampDate, timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
-import {
-  BackfillRequestSchema,
-  TicketSchema,
-  type BackfillRequest,
-  type Ticket,
-} from '../gen/matchmaker/core/v1/resources_pb.js';
-import type { EngineInput } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { BackfillRequestSchema, MatchSchema, TicketSchema, type BackfillRequest, type Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
+import { EngineOutputSchema, type EngineInput } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { RemovalReason } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import type { QueueConfig } from '../config/queue-config.js';
 import { failedPrecondition } from '../core/errors.js';
 import { parseBackfillEngineInput, parseTicketEngineInput } from '../engine/engine-input.js';
-import { backfillRequestsRemoved, ticketsRemoved } from '../outcomes/outcome-factory.js';
+import { buildEngineOutput } from '../engine/engine-output.js';
+import { TicketPool, type PoolLayout } from '../engine/ticket-pool.js';
+import { engineParams, TickRunner, type EngineMatch } from '../engine/tick-runner.js';
+import { backfillRequestsRemoved, matchCreated, ticketsRemoved } from '../outcomes/outcome-factory.js';
 import type { Store, StoreChange, StoredTicket } from '../store/store.js';
 
 export type QueueState = 'starting' | 'running' | 'retiring' | 'retired' | 'stopped';
 
-/** A ticket in the active pool, with its engine input parsed once at ingestion. */
-export interface PoolTicket {
-  ticket: Ticket;
-  input: EngineInput;
-}
-
 interface ResolvedTicket {
-  ticket: Ticket;
+  bytes: Uint8Array;
   matchId: string;
   resolvedAtMs: number;
 }
@@ -43,42 +39,82 @@ export interface ClearResult {
   backfillRequestsCleared: number;
 }
 
+const layoutOf = (config: QueueConfig): PoolLayout => ({
+  filters: config.engine.attribute_filters,
+  rulesetIds: config.rulesets.map((r) => r.id),
+  defaultLatencyMs: config.engine.default_latency_ms,
+});
+
+const createdAtMs = (ticket: Ticket) => (ticket.createdAt ? timestampDate(ticket.createdAt).getTime() : Date.now());
+
 export class QueueRuntime {
   state: QueueState = 'starting';
-  private readonly active = new Map<string, PoolTicket>();
+  /** Active tickets: id -> the Ticket exactly as acknowledged (binary). Insertion order is arrival order. */
+  private readonly active = new Map<string, Uint8Array>();
+  /** Resolved tickets, in resolution order, kept for terminal_retention_ttl_secs. */
   private readonly resolved = new Map<string, ResolvedTicket>();
   private readonly backfills = new Map<string, PoolBackfill>();
   /** match_id -> backfill id: one open request per running match. */
   private readonly backfillByMatch = new Map<string, string>();
 
+  private pool: TicketPool;
+  private readonly runner: TickRunner;
+  private ticking = false;
+  private readonly afterTick: (() => void)[] = [];
+  private readonly cancelledDuringTick = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private currentTick: Promise<void> = Promise.resolve();
+  private seed = 1;
+
   constructor(
     readonly queueId: string,
-    public config: QueueConfig,
+    private configValue: QueueConfig,
     private readonly store: Store,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.pool = new TicketPool(layoutOf(configValue));
+    this.runner = new TickRunner(engineParams(configValue));
+  }
 
-  /** Restores the pool from the store. Synchronous: reads are memory-mapped. */
+  get config(): QueueConfig {
+    return this.configValue;
+  }
+
+  /** Restores the pool from the store, then starts ticking. */
   start(): void {
     const snapshot = this.store.loadQueue(this.queueId);
     for (const stored of snapshot.tickets) {
-      const ticket = fromBinary(TicketSchema, stored.ticket);
       if (stored.state === 'resolved') {
-        this.resolved.set(ticket.id, { ticket, matchId: stored.matchId ?? '', resolvedAtMs: stored.resolvedAtMs ?? 0 });
+        this.resolved.set(stored.ticketId, { bytes: stored.ticket, matchId: stored.matchId ?? '', resolvedAtMs: stored.resolvedAtMs ?? 0 });
       } else {
-        this.active.set(ticket.id, { ticket, input: parseTicketEngineInput(ticket.engineInput, ticket.id, 'engine_input') });
+        this.active.set(stored.ticketId, stored.ticket);
       }
     }
+    this.rebuildPool();
     for (const stored of snapshot.backfills) {
       const request = fromBinary(BackfillRequestSchema, stored.request);
       this.addBackfill({ request, input: parseBackfillEngineInput(request.engineInput, 'engine_input') });
     }
     this.state = 'running';
+    this.schedule();
     this.log.info({ queue: this.queueId, tickets: this.active.size, resolved: this.resolved.size, backfills: this.backfills.size }, 'queue started');
+  }
+
+  /** A valid hot-reloaded configuration: the engine and the pool's columns follow it after the current tick. */
+  reconfigure(config: QueueConfig): void {
+    this.configValue = config;
+    this.withPool(() => {
+      this.runner.configure(engineParams(config));
+      this.rebuildPool();
+    });
   }
 
   get activeTicketCount(): number {
     return this.active.size;
+  }
+
+  get resolvedTicketCount(): number {
+    return this.resolved.size;
   }
 
   get backfillRequestCount(): number {
@@ -88,9 +124,9 @@ export class QueueRuntime {
   /** Where a ticket is now, for the admin view: active in the pool, resolved into a match, or unknown. */
   lookupTicket(ticketId: string): { state: 'active' | 'resolved'; ticket: Ticket; matchId?: string } | undefined {
     const active = this.active.get(ticketId);
-    if (active) return { state: 'active', ticket: active.ticket };
+    if (active) return { state: 'active', ticket: fromBinary(TicketSchema, active) };
     const resolved = this.resolved.get(ticketId);
-    return resolved && { state: 'resolved', ticket: resolved.ticket, matchId: resolved.matchId };
+    return resolved && { state: 'resolved', ticket: fromBinary(TicketSchema, resolved.bytes), matchId: resolved.matchId };
   }
 
   /** Adds the ticket to the pool. Idempotent on the ticket id: a retry never makes a second entry. */
@@ -99,8 +135,8 @@ export class QueueRuntime {
       // A retry (or a concurrent duplicate) of a create we already issued: answer once that one is durable.
       return this.store.whenDurable();
     }
-    this.active.set(ticket.id, { ticket, input });
-    await this.store.commit([{ type: 'ticket.put', ticket: this.storedActive(ticket) }]);
+    this.activate(ticket.id, toBinary(TicketSchema, ticket), ticket, input);
+    await this.store.commit([{ type: 'ticket.put', ticket: this.storedActive(ticket.id, this.active.get(ticket.id)!) }]);
   }
 
   /**
@@ -112,7 +148,7 @@ export class QueueRuntime {
     if (match) {
       throw failedPrecondition(`ticket ${ticketId} is already in committed match ${match.matchId}; the match outcome will be delivered`);
     }
-    if (!this.active.delete(ticketId)) return this.store.whenDurable();
+    if (!this.deactivate(ticketId)) return this.store.whenDurable();
     await this.store.commit([{ type: 'ticket.delete', queueId: this.queueId, ticketId }]);
   }
 
@@ -129,10 +165,15 @@ export class QueueRuntime {
         failed.push(id);
         continue;
       }
+      const ticket = fromBinary(TicketSchema, resolved.bytes);
+      try {
+        this.activate(id, resolved.bytes, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input'));
+      } catch {
+        failed.push(id); // no longer fits the queue (its configuration changed since)
+        continue;
+      }
       this.resolved.delete(id);
-      const input = parseTicketEngineInput(resolved.ticket.engineInput, id, 'engine_input');
-      this.active.set(id, { ticket: resolved.ticket, input });
-      changes.push({ type: 'ticket.put', ticket: this.storedActive(resolved.ticket) });
+      changes.push({ type: 'ticket.put', ticket: this.storedActive(id, resolved.bytes) });
     }
     await (changes.length > 0 ? this.store.commit(changes) : this.store.whenDurable());
     return failed;
@@ -174,7 +215,7 @@ export class QueueRuntime {
   async clear(reason: RemovalReason): Promise<ClearResult> {
     const ticketIds = [...this.active.keys()];
     const backfillIds = [...this.backfills.keys()];
-    this.active.clear();
+    for (const id of ticketIds) this.deactivate(id);
     this.backfills.clear();
     this.backfillByMatch.clear();
     const chunk = this.config.outcomes.batch_chunk_size;
@@ -191,17 +232,143 @@ export class QueueRuntime {
   /** The queue file was deleted: refuse new writes, then remove the pool with QUEUE_RETIRED. */
   async retire(): Promise<void> {
     this.state = 'retiring';
+    this.stopTicking();
+    await this.currentTick;
     const result = await this.clear(RemovalReason.QUEUE_RETIRED);
     this.state = 'retired';
     this.log.info({ queue: this.queueId, ...result }, 'queue retired');
   }
 
-  stop(): void {
+  /** Stops ticking; resolves once a tick in progress has committed its matches. */
+  async stop(): Promise<void> {
     this.state = 'stopped';
+    this.stopTicking();
+    await this.currentTick;
   }
 
-  private storedActive(ticket: Ticket): StoredTicket {
-    return { queueId: this.queueId, ticketId: ticket.id, ticket: toBinary(TicketSchema, ticket), state: 'active' };
+  private activate(id: string, bytes: Uint8Array, ticket: Ticket, input: EngineInput): void {
+    // Prepared now, against the current pool, so a limit (64 host keys, 64 values per filter) refuses the
+    // request before anything is stored.
+    const pool = this.pool;
+    const row = pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket));
+    this.active.set(id, bytes);
+    // A pool rebuilt meanwhile (hot reload) was built from `active`, which already holds this ticket.
+    this.withPool(() => {
+      if (this.pool === pool && this.active.get(id) === bytes) pool.insert(id, row);
+    });
+  }
+
+  private deactivate(id: string): boolean {
+    if (!this.active.delete(id)) return false;
+    if (this.ticking) this.cancelledDuringTick.add(id);
+    this.withPool(() => this.pool.remove(id));
+    return true;
+  }
+
+  /** Runs `change` on the pool's columns now, or after the tick that is reading them. */
+  private withPool(change: () => void): void {
+    if (this.ticking) this.afterTick.push(change);
+    else change();
+  }
+
+  private rebuildPool(): void {
+    const pool = new TicketPool(layoutOf(this.config), Math.max(1024, this.active.size));
+    for (const [id, bytes] of this.active) {
+      const ticket = fromBinary(TicketSchema, bytes);
+      try {
+        pool.insert(id, pool.prepare(parseTicketEngineInput(ticket.engineInput, id, 'engine_input'), ticket.rulesetIds, createdAtMs(ticket)));
+      } catch (err) {
+        this.log.error({ queue: this.queueId, ticket: id, err: (err as Error).message }, 'ticket no longer fits the queue configuration; it stays stored but cannot match');
+      }
+    }
+    this.pool = pool;
+  }
+
+  private schedule(): void {
+    if (this.state !== 'running' || this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.currentTick = this.tick().finally(() => this.schedule());
+    }, this.config.tick_interval_ms);
+  }
+
+  private stopTicking(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private async tick(): Promise<void> {
+    const changes = this.expireResolved(Date.now());
+    if (this.pool.count > 0 && this.state === 'running') {
+      this.ticking = true;
+      let matches: EngineMatch[] = [];
+      try {
+        matches = await this.runner.run(this.pool, Date.now(), this.seed++);
+      } catch (err) {
+        this.log.error({ queue: this.queueId, err }, 'tick failed; the pool is unchanged');
+      }
+      this.ticking = false;
+      changes.push(...this.resolveMatches(matches));
+      this.cancelledDuringTick.clear();
+      for (const change of this.afterTick.splice(0)) change();
+    }
+    if (changes.length > 0) await this.store.commit(changes);
+  }
+
+  /**
+   * Moves each formed match's tickets from the pool to `resolved` and records its match.created outcome:
+   * one commit with the tick's other changes. A match holding a ticket cancelled or removed during the
+   * tick is dropped; its other tickets stay in the pool for the next tick.
+   */
+  private resolveMatches(matches: readonly EngineMatch[]): StoreChange[] {
+    const changes: StoreChange[] = [];
+    const nowMs = Date.now();
+    // Rows -> ids before any row moves: the pool's columns are still those the engine read.
+    const formed = matches
+      .map((match) => ({ match, ids: match.rows.map((row) => this.pool.ids[row]!) }))
+      .filter(({ ids }) => ids.every((id) => this.active.has(id) && !this.cancelledDuringTick.has(id)));
+    for (const { match, ids } of formed) {
+      const matchId = randomUUID();
+      const tickets = ids.map((id) => fromBinary(TicketSchema, this.active.get(id)!));
+      const inputs = tickets.map((t) => parseTicketEngineInput(t.engineInput, t.id, 'engine_input'));
+      const engineOutput = buildEngineOutput(match, inputs, this.pool, this.config);
+      for (const id of ids) {
+        const bytes = this.active.get(id)!;
+        this.active.delete(id);
+        this.pool.remove(id);
+        this.resolved.set(id, { bytes, matchId, resolvedAtMs: nowMs });
+        changes.push({ type: 'ticket.put', ticket: { ...this.storedActive(id, bytes), state: 'resolved', matchId, resolvedAtMs: nowMs } });
+      }
+      const outcome = matchCreated(
+        this.queueId,
+        create(MatchSchema, {
+          id: matchId,
+          tickets,
+          engineOutput: toBinary(EngineOutputSchema, engineOutput),
+          createdAt: timestampFromMs(nowMs),
+          rulesetId: this.config.rulesets[match.rulesetIndex]!.id,
+        }),
+      );
+      changes.push({ type: 'outcome.record', outcome });
+    }
+    if (formed.length > 0) this.log.debug({ queue: this.queueId, matches: formed.length, pool: this.pool.count }, 'matches formed');
+    return changes;
+  }
+
+  /** Resolved tickets past terminal_retention_ttl_secs can no longer be reactivated: forget them. */
+  private expireResolved(nowMs: number): StoreChange[] {
+    const retentionMs = this.config.terminal_retention_ttl_secs * 1000;
+    const changes: StoreChange[] = [];
+    for (const [ticketId, resolved] of this.resolved) {
+      if (nowMs - resolved.resolvedAtMs <= retentionMs) break; // resolution order: the rest are younger
+      this.resolved.delete(ticketId);
+      changes.push({ type: 'ticket.delete', queueId: this.queueId, ticketId });
+    }
+    return changes;
+  }
+
+  private storedActive(ticketId: string, bytes: Uint8Array): StoredTicket {
+    return { queueId: this.queueId, ticketId, ticket: bytes, state: 'active' };
   }
 
   private addBackfill(backfill: PoolBackfill): void {
@@ -217,4 +384,3 @@ export class QueueRuntime {
     return true;
   }
 }
-

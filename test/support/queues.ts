@@ -10,6 +10,7 @@ import type { TestService } from './service.js';
 /** A queue with one 2x5 ruleset and 64-byte limits on engine_input and metadata. */
 export const SMALL_LIMITS_QUEUE = `
 config:
+  tick_interval_ms: 3600000
   limits:
     max_engine_input_bytes: 64
     max_metadata_bytes: 64
@@ -23,6 +24,7 @@ export const SMALL_LIMIT_BYTES = 64;
 /** A queue with two rulesets: duel (teams of 1) and squads (teams of 3). */
 export const MULTI_RULESET_QUEUE = `
 config:
+  tick_interval_ms: 3600000
   rulesets:
     - id: duel
       teams: 2

@@ -42,9 +42,10 @@ export function writeQueues(dir: string, queues: Record<string, string>): void {
   for (const [id, yaml] of Object.entries(queues)) writeFileSync(join(dir, `${id}.yaml`), yaml);
 }
 
-/** A queue with one 2x5 ruleset unless told otherwise. */
+/** A queue with one 2x5 ruleset that does not tick during a test (API tests count the pool). */
 export const BASIC_QUEUE = `
 config:
+  tick_interval_ms: 3600000
   rulesets:
     - id: 5v5
       teams: 2

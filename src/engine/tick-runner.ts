@@ -1,0 +1,93 @@
+// Runs the native engine over a TicketPool. Owns the preallocated output arrays (grown only when the pool
+// outgrows them) and the engine's reusable scratch memory, so a steady-state tick allocates nothing.
+import type { QueueConfig } from '../config/queue-config.js';
+import { NO_HOST, TickEngine, type MatchArrays, type QueueParams } from './native.js';
+import type { TicketPool } from './ticket-pool.js';
+
+export interface EngineMatch {
+  rulesetIndex: number;
+  /** Pool rows of the match's tickets, and the team index of each. */
+  rows: number[];
+  teams: number[];
+  /** Host index, or undefined when there was no acceptable host. */
+  preferredHost: number | undefined;
+  acceptableHosts: bigint;
+  /** Per attribute filter: the intersection of accepts. */
+  accepts: bigint[];
+}
+
+export function engineParams(config: QueueConfig): QueueParams {
+  return {
+    mmrNormalizationRef: config.engine.mmr_normalization_ref,
+    partySynergyBonus: config.engine.party_synergy_bonus,
+    filterModes: config.engine.attribute_filters.map((f) => f.mode),
+    rulesets: config.rulesets.map((r) => ({
+      teams: r.teams,
+      teamSize: r.team_size,
+      maxSkillSpread: r.max_skill_spread,
+      maxTeamImbalance: r.max_team_imbalance,
+      maxLatencyMs: r.max_latency_ms,
+      requireHost: r.require_host,
+      relaxation: r.relaxation.map((s) => ({ afterWaitMs: s.after_wait_secs * 1000, maxSkillSpread: s.max_skill_spread, maxLatencyMs: s.max_latency_ms })),
+    })),
+  };
+}
+
+export class TickRunner {
+  private readonly engine: TickEngine;
+  private out: MatchArrays = TickRunner.outputs(0, 0);
+  private outCapacity = 0;
+  private outFilters = 0;
+
+  constructor(params: QueueParams) {
+    this.engine = new TickEngine(params);
+  }
+
+  /** New parameters (hot reload); only between ticks. */
+  configure(params: QueueParams): void {
+    this.engine.configure(params);
+  }
+
+  /** One tick. The pool's columns and the outputs must not change until it resolves. */
+  async run(pool: TicketPool, nowMs: number, seed: number): Promise<EngineMatch[]> {
+    if (pool.count > this.outCapacity || pool.filterCount !== this.outFilters) {
+      this.outCapacity = Math.max(1024, pool.count * 2);
+      this.outFilters = pool.filterCount;
+      this.out = TickRunner.outputs(this.outCapacity, this.outFilters);
+    }
+    const count = await this.engine.run(pool.columns(), this.out, nowMs, seed >>> 0);
+    return this.read(count, pool.filterCount);
+  }
+
+  private read(count: number, filters: number): EngineMatch[] {
+    const o = this.out;
+    const matches: EngineMatch[] = [];
+    for (let m = 0; m < count; m++) {
+      const start = o.matchOffsets[m]!;
+      const end = o.matchOffsets[m + 1]!;
+      const preferred = o.matchPreferredHost[m]!;
+      matches.push({
+        rulesetIndex: o.matchRuleset[m]!,
+        rows: Array.from(o.matchTickets.subarray(start, end)),
+        teams: Array.from(o.ticketTeam.subarray(start, end)),
+        preferredHost: preferred === NO_HOST ? undefined : preferred,
+        acceptableHosts: o.matchAcceptableHosts[m]!,
+        accepts: Array.from(o.matchAccepts.subarray(m * filters, (m + 1) * filters)),
+      });
+    }
+    return matches;
+  }
+
+  /** Worst case: every ticket alone in a match (OutputCapacity::for_pool in the engine crate). */
+  private static outputs(capacity: number, filters: number): MatchArrays {
+    return {
+      matchRuleset: new Uint32Array(capacity),
+      matchOffsets: new Uint32Array(capacity + 1),
+      matchTickets: new Uint32Array(capacity),
+      ticketTeam: new Uint32Array(capacity),
+      matchPreferredHost: new Uint32Array(capacity),
+      matchAcceptableHosts: new BigUint64Array(capacity),
+      matchAccepts: new BigUint64Array(capacity * filters),
+    };
+  }
+}

@@ -1,0 +1,237 @@
+// A queue's active pool as columns (struct of arrays) for the native engine: one row per ticket, O(1) add
+// and swap-remove, an id -> row map. Each ticket's engine_input is turned into its row once, at ingestion
+// (prepare); the tick reads the rows in place. Column layout and encodings: docs/engine.md.
+import type { EngineInput } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { failedPrecondition } from '../core/errors.js';
+
+/** Interned strings per attribute filter and per queue for host keys: bit positions in u64 masks. */
+export const MAX_KEYS = 64;
+const ALL = 0xffff_ffff_ffff_ffffn;
+/** Latencies are u16 in the columns; larger measurements are clamped. */
+const MAX_LATENCY = 0xffff;
+
+export interface PoolLayout {
+  filters: readonly { name: string; mode: 'overlap' | 'containment' }[];
+  rulesetIds: readonly string[];
+  defaultLatencyMs: number;
+}
+
+/** A ticket's row, computed once at ingestion. */
+export interface PoolRow {
+  partySize: number;
+  mmrMean: number;
+  arrivalMs: number;
+  rulesetMask: number;
+  attrValues: bigint[];
+  attrAccepts: bigint[];
+  /** Worst party latency per host index, for hosts some player measured (others: default latency). */
+  latencies: [host: number, ms: number][];
+}
+
+/** Strings to dense indices, at most MAX_KEYS. Indices are never reused, so a row's bits stay meaningful. */
+class Interner {
+  readonly keys: string[] = [];
+  private readonly index = new Map<string, number>();
+
+  constructor(private readonly what: string) {}
+
+  intern(key: string): number {
+    let i = this.index.get(key);
+    if (i === undefined) {
+      if (this.keys.length >= MAX_KEYS) {
+        throw failedPrecondition(`${this.what} already has ${MAX_KEYS} distinct values in this queue; "${key}" cannot be added`);
+      }
+      i = this.keys.length;
+      this.keys.push(key);
+      this.index.set(key, i);
+    }
+    return i;
+  }
+
+  /** The keys whose bits are set in `mask`. */
+  keysOf(mask: bigint): string[] {
+    return this.keys.filter((_, i) => (mask >> BigInt(i)) & 1n);
+  }
+}
+
+export class TicketPool {
+  count = 0;
+  private capacity = 0;
+  partySize = new Uint8Array(0);
+  mmrMean = new Float64Array(0);
+  arrivalMs = new Float64Array(0);
+  rulesetMask = new Uint32Array(0);
+  attrValues = new BigUint64Array(0);
+  attrAccepts = new BigUint64Array(0);
+  latencyMs = new Uint16Array(0);
+  /** Hosts in the latency matrix; may lag hosts.keys.length until the next insert. */
+  hostCount = 0;
+  /** Row -> ticket id. */
+  readonly ids: string[] = [];
+  private readonly rows = new Map<string, number>();
+  readonly hosts = new Interner('the host key set');
+  readonly attributeKeys: Interner[];
+  private readonly filterIndex: Map<string, number>;
+  private readonly allRulesets: number;
+
+  constructor(
+    readonly layout: PoolLayout,
+    initialCapacity = 1024,
+  ) {
+    this.attributeKeys = layout.filters.map((f) => new Interner(`attribute filter "${f.name}"`));
+    this.filterIndex = new Map(layout.filters.map((f, i) => [f.name, i]));
+    this.allRulesets = layout.rulesetIds.length >= 32 ? 0xffff_ffff : (1 << layout.rulesetIds.length) - 1;
+    this.grow(initialCapacity);
+  }
+
+  get filterCount(): number {
+    return this.layout.filters.length;
+  }
+
+  has(ticketId: string): boolean {
+    return this.rows.has(ticketId);
+  }
+
+  /**
+   * Turns a ticket into its row. Interns its host keys and attribute values (throws FAILED_PRECONDITION when a
+   * limit is reached) but does not touch the columns, so it is safe while a tick reads them.
+   */
+  prepare(input: EngineInput, rulesetIds: readonly string[], arrivalMs: number): PoolRow {
+    const players = input.players;
+    const mmrMean = players.reduce((sum, p) => sum + p.mmr, 0) / players.length;
+    let rulesetMask = this.allRulesets;
+    if (rulesetIds.length > 0) {
+      rulesetMask = 0;
+      for (const id of rulesetIds) rulesetMask |= 1 << this.layout.rulesetIds.indexOf(id);
+      rulesetMask >>>= 0;
+    }
+
+    const attrValues: bigint[] = [];
+    const attrAccepts: bigint[] = [];
+    this.layout.filters.forEach((filter, f) => {
+      const attribute = input.attributes[filter.name];
+      if (!attribute) {
+        // Unspecified: compatible with everyone under either mode (docs/engine.md).
+        attrValues.push(filter.mode === 'overlap' ? ALL : 0n);
+        attrAccepts.push(ALL);
+        return;
+      }
+      const keys = this.attributeKeys[f]!;
+      attrValues.push(attribute.values.reduce((m, v) => m | (1n << BigInt(keys.intern(v))), 0n));
+      attrAccepts.push(attribute.accepts.reduce((m, v) => m | (1n << BigInt(keys.intern(v))), 0n));
+    });
+
+    // A party's latency to a host is its worst player's; a player without a measurement counts as the default.
+    const worst = new Map<number, { ms: number; measuredBy: number }>();
+    for (const player of players) {
+      for (const [host, ms] of Object.entries(player.latencies)) {
+        const h = this.hosts.intern(host);
+        const seen = worst.get(h);
+        if (seen) {
+          seen.ms = Math.max(seen.ms, ms);
+          seen.measuredBy++;
+        } else worst.set(h, { ms, measuredBy: 1 });
+      }
+    }
+    const latencies: [number, number][] = [];
+    for (const [h, { ms, measuredBy }] of worst) {
+      const effective = measuredBy < players.length ? Math.max(ms, this.layout.defaultLatencyMs) : ms;
+      latencies.push([h, Math.min(effective, MAX_LATENCY)]);
+    }
+    return { partySize: players.length, mmrMean, arrivalMs, rulesetMask, attrValues, attrAccepts, latencies };
+  }
+
+  /** Appends a prepared row. Only between ticks: it may reallocate the columns. */
+  insert(ticketId: string, row: PoolRow): void {
+    if (this.rows.has(ticketId)) this.remove(ticketId);
+    if (this.hosts.keys.length > this.hostCount) this.widenLatency(this.hosts.keys.length);
+    if (this.count === this.capacity) this.grow(this.capacity * 2);
+    const r = this.count++;
+    this.partySize[r] = row.partySize;
+    this.mmrMean[r] = row.mmrMean;
+    this.arrivalMs[r] = row.arrivalMs;
+    this.rulesetMask[r] = row.rulesetMask;
+    const f = this.filterCount;
+    for (let i = 0; i < f; i++) {
+      this.attrValues[r * f + i] = row.attrValues[i]!;
+      this.attrAccepts[r * f + i] = row.attrAccepts[i]!;
+    }
+    const h = this.hostCount;
+    this.latencyMs.fill(Math.min(this.layout.defaultLatencyMs, MAX_LATENCY), r * h, (r + 1) * h);
+    for (const [host, ms] of row.latencies) this.latencyMs[r * h + host] = ms;
+    this.ids[r] = ticketId;
+    this.rows.set(ticketId, r);
+  }
+
+  /** Swap-remove: the last row moves into the hole. Only between ticks. */
+  remove(ticketId: string): boolean {
+    const r = this.rows.get(ticketId);
+    if (r === undefined) return false;
+    const last = --this.count;
+    this.rows.delete(ticketId);
+    if (r !== last) {
+      this.partySize[r] = this.partySize[last]!;
+      this.mmrMean[r] = this.mmrMean[last]!;
+      this.arrivalMs[r] = this.arrivalMs[last]!;
+      this.rulesetMask[r] = this.rulesetMask[last]!;
+      const f = this.filterCount;
+      this.attrValues.copyWithin(r * f, last * f, (last + 1) * f);
+      this.attrAccepts.copyWithin(r * f, last * f, (last + 1) * f);
+      const h = this.hostCount;
+      this.latencyMs.copyWithin(r * h, last * h, (last + 1) * h);
+      const moved = this.ids[last]!;
+      this.ids[r] = moved;
+      this.rows.set(moved, r);
+    }
+    this.ids.length = last;
+    return true;
+  }
+
+  /** The columns as the native engine reads them. */
+  columns() {
+    return {
+      partySize: this.partySize,
+      mmrMean: this.mmrMean,
+      arrivalMs: this.arrivalMs,
+      rulesetMask: this.rulesetMask,
+      attrValues: this.attrValues,
+      attrAccepts: this.attrAccepts,
+      latencyMs: this.latencyMs,
+      ticketCount: this.count,
+      filterCount: this.filterCount,
+      hostCount: this.hostCount,
+    };
+  }
+
+  /** Bytes of column storage per ticket (excluding spare capacity and the id map). */
+  columnBytesPerTicket(): number {
+    return 1 + 8 + 8 + 4 + 16 * this.filterCount + 2 * this.hostCount;
+  }
+
+  private grow(capacity: number): void {
+    const f = this.filterCount;
+    const h = this.hostCount;
+    const copy = <T extends { set(a: ArrayLike<number | bigint>): void; subarray(a: number, b: number): T }>(next: T, prev: T, width: number): T => {
+      next.set(prev.subarray(0, this.count * width) as never);
+      return next;
+    };
+    this.partySize = copy(new Uint8Array(capacity), this.partySize, 1);
+    this.mmrMean = copy(new Float64Array(capacity), this.mmrMean, 1);
+    this.arrivalMs = copy(new Float64Array(capacity), this.arrivalMs, 1);
+    this.rulesetMask = copy(new Uint32Array(capacity), this.rulesetMask, 1);
+    this.attrValues = copy(new BigUint64Array(capacity * f), this.attrValues, f);
+    this.attrAccepts = copy(new BigUint64Array(capacity * f), this.attrAccepts, f);
+    this.latencyMs = copy(new Uint16Array(capacity * h), this.latencyMs, h);
+    this.capacity = capacity;
+  }
+
+  /** A new host key widens every row; existing tickets did not measure it, so they get the default. */
+  private widenLatency(hostCount: number): void {
+    const old = this.hostCount;
+    const next = new Uint16Array(this.capacity * hostCount);
+    next.fill(Math.min(this.layout.defaultLatencyMs, MAX_LATENCY));
+    for (let r = 0; r < this.count; r++) next.set(this.latencyMs.subarray(r * old, (r + 1) * old), r * hostCount);
+    this.latencyMs = next;
+    this.hostCount = hostCount;
+  }
+}

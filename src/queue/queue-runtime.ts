@@ -5,6 +5,8 @@
 //
 // While a tick runs, the native engine reads the pool's columns on another thread: changes to the columns
 // wait in `afterTick` until it ends, and a match that contains a ticket cancelled meanwhile is dropped.
+// Formed matches are then resolved in chunks, yielding to the event loop between them, so a tick that
+// forms many matches never holds up requests.
 import { randomUUID } from 'node:crypto';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromMs } from '@bufbuild/protobuf/wkt';
@@ -20,6 +22,9 @@ import { TicketPool, type PoolLayout } from '../engine/ticket-pool.js';
 import { engineParams, TickRunner, type EngineMatch } from '../engine/tick-runner.js';
 import { backfillRequestsRemoved, matchCreated, ticketsRemoved } from '../outcomes/outcome-factory.js';
 import type { Store, StoreChange, StoredTicket } from '../store/store.js';
+
+/** Matches resolved per event-loop turn after a tick. */
+const RESOLVE_CHUNK = 1000;
 
 export type QueueState = 'starting' | 'running' | 'retiring' | 'retired' | 'stopped';
 
@@ -59,8 +64,11 @@ export class QueueRuntime {
 
   private pool: TicketPool;
   private readonly runner: TickRunner;
-  private ticking = false;
+  /** The engine is reading the columns: column changes wait in afterTick. */
+  private engineRunning = false;
   private readonly afterTick: (() => void)[] = [];
+  /** From the engine's start until every formed match is resolved: tickets that left the pool meanwhile. */
+  private tickInProgress = false;
   private readonly cancelledDuringTick = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private currentTick: Promise<void> = Promise.resolve();
@@ -260,14 +268,14 @@ export class QueueRuntime {
 
   private deactivate(id: string): boolean {
     if (!this.active.delete(id)) return false;
-    if (this.ticking) this.cancelledDuringTick.add(id);
+    if (this.tickInProgress) this.cancelledDuringTick.add(id);
     this.withPool(() => this.pool.remove(id));
     return true;
   }
 
   /** Runs `change` on the pool's columns now, or after the tick that is reading them. */
   private withPool(change: () => void): void {
-    if (this.ticking) this.afterTick.push(change);
+    if (this.engineRunning) this.afterTick.push(change);
     else change();
   }
 
@@ -298,40 +306,52 @@ export class QueueRuntime {
   }
 
   private async tick(): Promise<void> {
-    const changes = this.expireResolved(Date.now());
-    if (this.pool.count > 0 && this.state === 'running') {
-      this.ticking = true;
-      let matches: EngineMatch[] = [];
-      try {
-        matches = await this.runner.run(this.pool, Date.now(), this.seed++);
-      } catch (err) {
-        this.log.error({ queue: this.queueId, err }, 'tick failed; the pool is unchanged');
-      }
-      this.ticking = false;
-      changes.push(...this.resolveMatches(matches));
-      this.cancelledDuringTick.clear();
-      for (const change of this.afterTick.splice(0)) change();
+    const expired = this.expireResolved(Date.now());
+    if (expired.length > 0) void this.store.commit(expired);
+    if (this.pool.count === 0 || this.state !== 'running') return;
+    // What the engine's indices refer to (host keys, attribute values, rulesets), even if a hot reload
+    // replaces the pool or the config before every match is resolved.
+    const { pool, config } = this;
+    const startedMs = Date.now();
+    this.tickInProgress = true;
+    this.engineRunning = true;
+    let matches: EngineMatch[] = [];
+    try {
+      matches = await this.runner.run(pool, Date.now(), this.seed++);
+    } catch (err) {
+      this.log.error({ queue: this.queueId, err }, 'tick failed; the pool is unchanged');
     }
-    if (changes.length > 0) await this.store.commit(changes);
+    // Rows -> ids while the columns are still those the engine read; then let waiting changes in.
+    const formed = matches.map((match) => ({ match, ids: match.rows.map((row) => pool.ids[row]!) }));
+    this.engineRunning = false;
+    for (const change of this.afterTick.splice(0)) change();
+    for (let i = 0; i < formed.length; i += RESOLVE_CHUNK) {
+      if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+      const changes = this.resolveMatches(formed.slice(i, i + RESOLVE_CHUNK), pool, config);
+      if (changes.length > 0) void this.store.commit(changes);
+    }
+    this.tickInProgress = false;
+    this.cancelledDuringTick.clear();
+    this.log.debug({ queue: this.queueId, matches: formed.length, pool: this.pool.count, ms: Date.now() - startedMs }, 'tick');
   }
 
   /**
-   * Moves each formed match's tickets from the pool to `resolved` and records its match.created outcome:
-   * one commit with the tick's other changes. A match holding a ticket cancelled or removed during the
-   * tick is dropped; its other tickets stay in the pool for the next tick.
+   * Moves each formed match's tickets from the pool to `resolved` and records its match.created outcome, in
+   * one commit. A match holding a ticket that left the pool since the tick started (cancelled, removed) is
+   * dropped; its other tickets stay in the pool for the next tick.
    */
-  private resolveMatches(matches: readonly EngineMatch[]): StoreChange[] {
+  private resolveMatches(formed: readonly { match: EngineMatch; ids: string[] }[], pool: TicketPool, config: QueueConfig): StoreChange[] {
     const changes: StoreChange[] = [];
     const nowMs = Date.now();
-    // Rows -> ids before any row moves: the pool's columns are still those the engine read.
-    const formed = matches
-      .map((match) => ({ match, ids: match.rows.map((row) => this.pool.ids[row]!) }))
-      .filter(({ ids }) => ids.every((id) => this.active.has(id) && !this.cancelledDuringTick.has(id)));
     for (const { match, ids } of formed) {
+      if (!ids.every((id) => this.active.has(id) && !this.cancelledDuringTick.has(id))) {
+        this.log.debug({ queue: this.queueId, tickets: ids }, 'match dropped: one of its tickets left the pool during the tick');
+        continue;
+      }
       const matchId = randomUUID();
       const tickets = ids.map((id) => fromBinary(TicketSchema, this.active.get(id)!));
       const inputs = tickets.map((t) => parseTicketEngineInput(t.engineInput, t.id, 'engine_input'));
-      const engineOutput = buildEngineOutput(match, inputs, this.pool, this.config);
+      const engineOutput = buildEngineOutput(match, inputs, pool, config);
       for (const id of ids) {
         const bytes = this.active.get(id)!;
         this.active.delete(id);
@@ -346,12 +366,11 @@ export class QueueRuntime {
           tickets,
           engineOutput: toBinary(EngineOutputSchema, engineOutput),
           createdAt: timestampFromMs(nowMs),
-          rulesetId: this.config.rulesets[match.rulesetIndex]!.id,
+          rulesetId: config.rulesets[match.rulesetIndex]!.id,
         }),
       );
       changes.push({ type: 'outcome.record', outcome });
     }
-    if (formed.length > 0) this.log.debug({ queue: this.queueId, matches: formed.length, pool: this.pool.count }, 'matches formed');
     return changes;
   }
 

@@ -1,0 +1,82 @@
+// Requests keep flowing while a long tick runs on another thread, and a ticket cancelled during a tick is
+// never matched. A large pool that can never match (no acceptable host) makes every tick take a while.
+import { create, toBinary } from '@bufbuild/protobuf';
+import { timestampNow } from '@bufbuild/protobuf/wkt';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
+import { LmdbStore } from '../src/store/lmdb-store.js';
+import type { StoreChange } from '../src/store/store.js';
+import { engineInput, uuid } from './support/fixtures.js';
+import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
+import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
+
+const QUEUE = `
+config:
+  tick_interval_ms: 10
+  rulesets:
+    - id: duel
+      teams: 2
+      team_size: 1
+      require_host: true
+      max_latency_ms: 80
+`;
+const BACKGROUND = 200_000;
+
+let service: TestService;
+let api: Transport;
+beforeAll(async () => {
+  const queueDir = tempDir('queues');
+  const dataDir = tempDir('data');
+  writeQueues(queueDir, { 'tick.busy': QUEUE });
+  // Seed the store directly: tickets whose only host is 500 ms away never match.
+  const store = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
+  const far = engineInput({ players: [{ playerId: 'far', mmr: 0.5, latencies: { far: 500 } }] });
+  for (let done = 0; done < BACKGROUND; done += 20_000) {
+    const changes: StoreChange[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const id = uuid();
+      const ticket = toBinary(TicketSchema, create(TicketSchema, { id, queueId: 'tick.busy', createdAt: timestampNow(), engineInput: far }));
+      changes.push({ type: 'ticket.put', ticket: { queueId: 'tick.busy', ticketId: id, ticket, state: 'active' } });
+    }
+    await store.commit(changes);
+  }
+  await store.close();
+  service = await startService({ queueDir, dataDir, env: { LOG_LEVEL: 'debug' } });
+  api = grpcTransport(service);
+}, 120_000);
+afterAll(async () => {
+  api?.close();
+  await service?.stop();
+  if (service) removeDirs(service.dataDir, service.queueDir);
+});
+
+describe('ticks run off the event loop', () => {
+  it('never matches a ticket cancelled during a tick, and matches the others exactly once', async () => {
+    const near = (name: string) => engineInput({ players: [{ playerId: name, mmr: 0.5, latencies: { near: 10 } }] });
+    const cancelled: string[] = [];
+    const kept: string[] = [];
+    for (let i = 0; i < 150; i++) {
+      const [a, b] = [uuid(), uuid()];
+      expect((await api.createTicket({ id: a, queueId: 'tick.busy', engineInput: near(`a${i}`) })).ok).toBe(true);
+      expect((await api.createTicket({ id: b, queueId: 'tick.busy', engineInput: near(`b${i}`) })).ok).toBe(true);
+      // Cancel a little later, likely while the tick holding a and b runs.
+      await new Promise((r) => setTimeout(r, Math.random() * 40));
+      const res = await api.cancelTicket('tick.busy', a);
+      (res.ok ? cancelled : kept).push(a);
+      kept.push(b);
+    }
+    // Let the last ticks finish, then look at every match.
+    await new Promise((r) => setTimeout(r, 500));
+    const outcomes = (await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=tick.busy&limit=10000')).body.outcomes as {
+      matchCreated?: { match: { tickets: { id: string }[] } };
+    }[];
+    const matched = outcomes.flatMap((o) => o.matchCreated?.match.tickets.map((t) => t.id) ?? []);
+    expect(new Set(matched).size).toBe(matched.length);
+    for (const id of cancelled) expect(matched).not.toContain(id);
+    // Ticks were long (the background pool), and cancels did land during them: the dropped-match path ran.
+    const ticks = service.logs.filter((l) => l.msg === 'tick').map((l) => l.ms as number);
+    expect(Math.max(...ticks)).toBeGreaterThan(5);
+    expect(service.logs.some((l) => l.msg === 'match dropped: one of its tickets left the pool during the tick')).toBe(true);
+    expect(matched.length).toBeGreaterThan(0);
+  });
+});

@@ -6,11 +6,15 @@ import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import { createGrpcServer } from './api/grpc.js';
 import { createHttpServer } from './api/http.js';
-import { scanQueueDirectory, watchQueueDirectory } from './config/queue-files.js';
+import { scanQueueDirectory, watchQueueDirectory, type DirectoryScan } from './config/queue-files.js';
 import type { ServiceConfig } from './config/service-config.js';
 import { MatchmakerCore } from './core/matchmaker-core.js';
 import { engineVersion } from './engine/native.js';
 import { QueueRegistry } from './queue/queue-registry.js';
+import { OutcomeDelivery } from './outcomes/delivery.js';
+import { BrokerConnection } from './outcomes/sinks/broker-sink.js';
+import { sinkFactory } from './outcomes/sinks/index.js';
+import { attachOutcomeStream } from './outcomes/sinks/websocket-stream.js';
 import { LmdbStore } from './store/lmdb-store.js';
 import type { Store } from './store/store.js';
 import { MatchmakerService } from './gen/matchmaker/core/v1/service_pb.js';
@@ -29,9 +33,10 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   const setHealth = (status: 'SERVING' | 'NOT_SERVING') => HEALTH_SERVICES.forEach((s) => health.setStatus(s, status));
   setHealth('NOT_SERVING');
 
-  let opened: { store: Store; registry: QueueRegistry } | undefined;
+  let opened: { store: Store; registry: QueueRegistry; delivery: OutcomeDelivery } | undefined;
   const grpcServer = createGrpcServer(core, health, log);
   const httpServer = createHttpServer({ core, state: () => opened, maxBodyBytes: config.http_max_body_bytes, log });
+  const stream = attachOutcomeStream(httpServer, { state: () => opened, heartbeatMs: config.websocket_heartbeat_ms, log });
 
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${config.bind_address}:${config.grpc_port}`, ServerCredentials.createInsecure(), (err, port) =>
@@ -49,13 +54,22 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   };
   const store = new LmdbStore({ path: config.data_dir, onFatal: fatal });
   const registry = new QueueRegistry(store, log);
-  opened = { store, registry };
-  registry.applyScan(scanQueueDirectory(config.queue_config_dir));
+  const broker = new BrokerConnection(config, log);
+  const delivery = new OutcomeDelivery(store, sinkFactory({ broker, log }), log);
+  // Every queue known this run, retired ones included: their last outcomes still go out.
+  const follow = (scan: DirectoryScan) => {
+    registry.applyScan(scan);
+    return delivery.configure(new Map(registry.all().map((q) => [q.queueId, q.config.outcomes])));
+  };
+  opened = { store, registry, delivery };
+  await follow(scanQueueDirectory(config.queue_config_dir));
   const dormant = registry.dormantQueueIds();
   if (dormant.length > 0) log.warn({ queues: dormant }, 'stored tickets of queues with no queue file are kept until the file returns');
   const watcher = watchQueueDirectory(config.queue_config_dir, config.config_reload_debounce_ms, () => {
     try {
-      registry.applyScan(scanQueueDirectory(config.queue_config_dir, registry.current));
+      follow(scanQueueDirectory(config.queue_config_dir, registry.current)).catch((err: unknown) =>
+        log.error({ err }, 'outcome sinks could not follow the queue directory'),
+      );
     } catch (err) {
       log.error({ err }, 'queue directory could not be read; configuration unchanged');
     }
@@ -77,6 +91,8 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       watcher.close();
       await Promise.all([closeGrpc(grpcServer, config.shutdown_timeout_ms), closeHttp(httpServer)]);
       await registry.stopAll();
+      await Promise.all([delivery.stop(), stream.close()]);
+      await broker.close();
       await store.close();
       log.info('stopped');
     })());

@@ -17,6 +17,7 @@ import {
 import { OutcomeSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { asServiceError, ERROR_CODES, invalidArgument, REASON_HEADER, ServiceError } from '../core/errors.js';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
+import type { OutcomeDelivery } from '../outcomes/delivery.js';
 import type { QueueRegistry } from '../queue/queue-registry.js';
 import type { Store } from '../store/store.js';
 
@@ -97,8 +98,8 @@ function bindQueueId(req: AnyRequest, [queueId]: Params): void {
 
 export interface HttpApiOptions {
   core: MatchmakerCore;
-  /** The store and the queues, once open: back the read-only admin routes. */
-  state: () => { store: Store; registry: QueueRegistry } | undefined;
+  /** The store, the queues and outcome delivery, once open: back the admin routes and /metrics. */
+  state: () => { store: Store; registry: QueueRegistry; delivery: OutcomeDelivery } | undefined;
   maxBodyBytes: number;
   log: Logger;
 }
@@ -126,7 +127,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: HttpAp
     const ready = options.core.state === 'serving';
     return sendJson(res, ready ? 200 : 503, { status: ready ? 'ok' : options.core.state });
   }
-  if (req.method === 'GET' && path.startsWith('/admin/')) return admin(path, url, res, options);
+  if (req.method === 'GET' && path === '/metrics') return metrics(res, options);
+  if (path.startsWith('/admin/')) return admin(req.method ?? 'GET', path, url, res, options);
 
   const matched = routes.filter((r) => r.pattern.test(path));
   const route = matched.find((r) => r.method === req.method);
@@ -205,13 +207,23 @@ async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<Jso
 }
 
 /**
- * Read-only operator views (docs/operations.md): GET /admin/v1/queues, GET /admin/v1/queues/{queue_id}/tickets/{ticket_id},
- * GET /admin/v1/outcomes?queue_id=&after_sequence=&limit=.
+ * Operator routes (docs/api.md): GET /admin/v1/queues, GET /admin/v1/queues/{queue_id}/tickets/{ticket_id},
+ * GET /admin/v1/outcomes?queue_id=&after_sequence=&limit=, GET /admin/v1/deliveries,
+ * POST /admin/v1/queues/{queue_id}/deliveries:retry (releases a parked delivery).
  */
-function admin(path: string, url: URL, res: ServerResponse, options: HttpApiOptions): void {
+async function admin(method: string, path: string, url: URL, res: ServerResponse, options: HttpApiOptions): Promise<void> {
   const state = options.state();
   if (!state || options.core.state !== 'serving') throw new ServiceError('UNAVAILABLE', 'service is not serving; retry with backoff');
+  const retry = /^\/admin\/v1\/queues\/([^/:]+)\/deliveries:retry$/.exec(path);
+  if (method === 'POST' && retry) {
+    const queueId = decodePathSegment(retry[1]!, 0);
+    const released = await state.delivery.release(queueId);
+    if (!released) throw new ServiceError('FAILED_PRECONDITION', `queue "${queueId}" has no parked delivery`);
+    return sendJson(res, 200, { released: true });
+  }
+  if (method !== 'GET') throw new ServiceError('NOT_FOUND', `no route for ${method} ${path}`);
   if (path === '/admin/v1/outcomes') return listOutcomes(url, res, state.store);
+  if (path === '/admin/v1/deliveries') return sendJson(res, 200, { deliveries: state.delivery.status() });
   if (path === '/admin/v1/queues') {
     const queues = state.registry.all().map((q) => ({
       queueId: q.queueId,
@@ -234,14 +246,40 @@ function admin(path: string, url: URL, res: ServerResponse, options: HttpApiOpti
   throw new ServiceError('NOT_FOUND', `no route for GET ${path}`);
 }
 
+/** Prometheus text format. */
+function metrics(res: ServerResponse, options: HttpApiOptions): void {
+  const state = options.state();
+  const lines: string[] = [];
+  const gauge = (name: string, help: string, samples: [labels: string, value: number | string][]) => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
+  };
+  gauge('matchmaker_up', 'Whether the service is serving (1) or starting or stopping (0).', [['', options.core.state === 'serving' ? 1 : 0]]);
+  if (state) {
+    const queues = state.registry.all();
+    const label = (queueId: string) => `{queue_id="${queueId}"}`;
+    gauge('matchmaker_pool_tickets', 'Active tickets in the queue pool.', queues.map((q) => [label(q.queueId), q.activeTicketCount]));
+    gauge('matchmaker_resolved_tickets', 'Resolved tickets kept for reactivation.', queues.map((q) => [label(q.queueId), q.resolvedTicketCount]));
+    gauge('matchmaker_backfill_requests', 'Active backfill requests.', queues.map((q) => [label(q.queueId), q.backfillRequestCount]));
+    const deliveries = state.delivery.status();
+    gauge('matchmaker_outcome_deliveries_parked', 'Deliveries parked after exhausting retries (alert on > 0).', deliveries.map((d) => [label(d.queueId), d.parked ? 1 : 0]));
+    gauge('matchmaker_outcome_last_sequence', 'Highest producer_sequence recorded.', [['', String(state.store.lastSequence())]]);
+    gauge('matchmaker_outcome_delivered_sequence', 'Highest producer_sequence delivered per queue (push sinks).', deliveries.filter((d) => d.sink !== 'websocket').map((d) => [label(d.queueId), d.deliveredThrough]));
+  }
+  const body = lines.join('\n') + '\n';
+  res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
 function listOutcomes(url: URL, res: ServerResponse, store: Store): void {
   const after = url.searchParams.get('after_sequence');
+  const queueIdParam = url.searchParams.get('queue_id');
   const limit = url.searchParams.get('limit');
   if (after !== null && !/^\d+$/.test(after)) throw invalidArgument('after_sequence must be a non-negative integer');
   if (limit !== null && !/^\d+$/.test(limit)) throw invalidArgument('limit must be a non-negative integer');
   const outcomes = store.listOutcomes({
     afterSequence: after === null ? undefined : BigInt(after),
-    queueId: url.searchParams.get('queue_id') ?? undefined,
+    queueFilter: queueIdParam === null ? undefined : (queueId) => queueId === queueIdParam,
     limit: limit === null ? 1000 : Math.min(10_000, Number(limit)),
   });
   sendJson(res, 200, { outcomes: outcomes.map((o) => toJson(OutcomeSchema, o)) });

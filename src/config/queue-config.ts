@@ -65,6 +65,11 @@ const webhook = z
     encoding: z.enum(['protobuf', 'json']).default('protobuf'),
     timeout_ms: z.number().int().positive().default(5000),
     max_retries: z.number().int().min(0).default(10),
+    /** First retry waits up to this (full jitter), doubling per attempt up to retry_max_delay_ms. */
+    retry_base_delay_ms: z.number().int().positive().default(500),
+    retry_max_delay_ms: z.number().int().positive().default(60_000),
+    /** Outcomes per request; 1 sends one outcome per request (docs/outcomes.md describes the batch body). */
+    max_batch_size: z.number().int().min(1).max(1000).default(1),
   })
   .strict();
 

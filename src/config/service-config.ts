@@ -26,6 +26,22 @@ export const serviceConfigSchema = z.object({
   /** Quiet period after a change in the queue directory before it is re-read (editors and config maps
    *  write several events per change). Env CONFIG_RELOAD_DEBOUNCE_MS. */
   config_reload_debounce_ms: ms.default(250),
+  /** How long recorded outcomes are kept once delivered (push sinks) or at all (websocket sink). Env OUTCOME_RETENTION_SECS. */
+  outcome_retention_secs: z.coerce.number().int().min(60).default(7 * 24 * 3600),
+  /** NATS server of the broker sink. Env BROKER_URL. */
+  broker_url: z.string().min(1).default('nats://127.0.0.1:4222'),
+  /** NATS credentials file (JWT + nkey seed). Env BROKER_CREDENTIALS_FILE. */
+  broker_credentials_file: z.string().default(''),
+  /** NATS nkey seed (SU...), instead of a credentials file. Env BROKER_NKEY. */
+  broker_nkey: z.string().default(''),
+  /** create: the outcome stream is created at startup if missing; bind: it must exist. Env BROKER_RESOURCE_MODE. */
+  broker_resource_mode: z.enum(['create', 'bind']).default('create'),
+  /** Subjects are <prefix>.<queue_id>.<kind>. Env BROKER_SUBJECT_PREFIX_OUTCOMES. */
+  broker_subject_prefix_outcomes: z.string().min(1).default('svc.match.outcomes'),
+  /** JetStream stream holding every outcome. Env BROKER_STREAM_OUTCOMES. */
+  broker_stream_outcomes: z.string().min(1).default('SVC_MATCH_OUTCOMES'),
+  /** WebSocket stream: ping interval; a client that has not answered the previous ping is disconnected. Env WEBSOCKET_HEARTBEAT_MS. */
+  websocket_heartbeat_ms: z.coerce.number().int().min(100).default(15_000),
   /** pino log level. Env LOG_LEVEL. */
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -43,6 +59,14 @@ export const serviceConfigEnv: Record<keyof ServiceConfig, string> = {
   shutdown_drain_ms: 'SHUTDOWN_DRAIN_MS',
   shutdown_timeout_ms: 'SHUTDOWN_TIMEOUT_MS',
   config_reload_debounce_ms: 'CONFIG_RELOAD_DEBOUNCE_MS',
+  outcome_retention_secs: 'OUTCOME_RETENTION_SECS',
+  broker_url: 'BROKER_URL',
+  broker_credentials_file: 'BROKER_CREDENTIALS_FILE',
+  broker_nkey: 'BROKER_NKEY',
+  broker_resource_mode: 'BROKER_RESOURCE_MODE',
+  broker_subject_prefix_outcomes: 'BROKER_SUBJECT_PREFIX_OUTCOMES',
+  broker_stream_outcomes: 'BROKER_STREAM_OUTCOMES',
+  websocket_heartbeat_ms: 'WEBSOCKET_HEARTBEAT_MS',
   log_level: 'LOG_LEVEL',
 };
 

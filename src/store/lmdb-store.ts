@@ -6,12 +6,19 @@ import { mkdirSync } from 'node:fs';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import type { OutcomeQuery, QueueSnapshot, Store, StoreChange, StoredBackfill, StoredTicket } from './store.js';
+import type { OutcomeQuery, ParkedDelivery, QueueSnapshot, Store, StoreChange, StoredBackfill, StoredTicket } from './store.js';
 
 // Keys are `${queueId}\u0000${id}`: queue ids never contain NUL, so a queue's records form one key range.
 const SEP = '\u0000';
 const key = (queueId: string, id: string) => `${queueId}${SEP}${id}`;
 const rangeOf = (queueId: string) => ({ start: `${queueId}${SEP}`, end: `${queueId}\u0001` });
+// Per-queue outcome index keys sort by sequence: fixed-width hex.
+const indexKey = (queueId: string, sequence: bigint) => key(queueId, sequence.toString(16).padStart(16, '0'));
+
+interface DeliveryRecord {
+  cursor: string;
+  parked?: { sequence: string; attempts: number; lastError: string; parkedAtMs: number };
+}
 
 export interface LmdbStoreOptions {
   path: string;
@@ -26,7 +33,12 @@ export class LmdbStore implements Store {
   private readonly backfills: Database<StoredBackfill, string>;
   private readonly outcomes: Database<Uint8Array, number>;
   private readonly meta: Database<unknown, string>;
+  /** queueId\0sequence -> sequence: each queue's outcomes in order. */
+  private readonly queueIndex: Database<number, string>;
+  private readonly delivery: Database<DeliveryRecord, string>;
+  private readonly consumers: Database<string, string>;
   private nextSequence: bigint;
+  private readonly outcomeListeners: ((queueIds: ReadonlySet<string>) => void)[] = [];
 
   constructor(private readonly options: LmdbStoreOptions) {
     mkdirSync(options.path, { recursive: true });
@@ -35,6 +47,9 @@ export class LmdbStore implements Store {
     this.backfills = this.root.openDB<StoredBackfill, string>({ name: 'backfills' });
     this.outcomes = this.root.openDB<Uint8Array, number>({ name: 'outcomes', encoding: 'binary' });
     this.meta = this.root.openDB<unknown, string>({ name: 'meta' });
+    this.queueIndex = this.root.openDB<number, string>({ name: 'queue_outcomes' });
+    this.delivery = this.root.openDB<DeliveryRecord, string>({ name: 'delivery' });
+    this.consumers = this.root.openDB<string, string>({ name: 'consumers' });
 
     let producerId = this.meta.get('producer_id') as string | undefined;
     if (!producerId) {
@@ -53,8 +68,11 @@ export class LmdbStore implements Store {
       // Runs inside the batched write transaction, in call order: sequences are assigned in commit order.
       for (const change of changes) this.apply(change);
     });
+    const outcomeQueues = new Set(changes.flatMap((c) => (c.type === 'outcome.record' ? [c.outcome.queueId] : [])));
     return done.then(
-      () => undefined,
+      () => {
+        if (outcomeQueues.size > 0) for (const listener of this.outcomeListeners) listener(outcomeQueues);
+      },
       (err: unknown) => {
         this.options.onFatal(err);
         throw err;
@@ -85,9 +103,60 @@ export class LmdbStore implements Store {
         change.outcome.producerId = this.producerId;
         change.outcome.producerSequence = sequence;
         void this.outcomes.put(Number(sequence), toBinary(OutcomeSchema, change.outcome));
+        void this.queueIndex.put(indexKey(change.outcome.queueId, sequence), Number(sequence));
         return;
       }
+      case 'outcome.delete':
+        void this.outcomes.remove(Number(change.sequence));
+        void this.queueIndex.remove(indexKey(change.queueId, change.sequence));
+        return;
+      case 'delivery.advance': {
+        const record = this.delivery.get(change.queueId);
+        void this.delivery.put(change.queueId, { ...record, cursor: change.sequence.toString() });
+        return;
+      }
+      case 'delivery.park': {
+        const cursor = this.delivery.get(change.queueId)?.cursor ?? '0';
+        const parked = change.parked && { ...change.parked, sequence: change.parked.sequence.toString() };
+        void this.delivery.put(change.queueId, parked ? { cursor, parked } : { cursor });
+        return;
+      }
+      case 'consumer.advance':
+        void this.consumers.put(change.consumer, change.sequence.toString());
+        return;
     }
+  }
+
+  queueOutcomes(queueId: string, afterSequence: bigint, limit: number): Outcome[] {
+    const out: Outcome[] = [];
+    const { end } = rangeOf(queueId);
+    for (const { value } of this.queueIndex.getRange({ start: indexKey(queueId, afterSequence + 1n), end, limit })) {
+      const bytes = this.outcomes.get(value);
+      if (bytes) out.push(fromBinary(OutcomeSchema, bytes));
+    }
+    return out;
+  }
+
+  deliveryCursor(queueId: string): bigint {
+    return BigInt(this.delivery.get(queueId)?.cursor ?? '0');
+  }
+
+  parkedDelivery(queueId: string): ParkedDelivery | undefined {
+    const parked = this.delivery.get(queueId)?.parked;
+    return parked && { ...parked, sequence: BigInt(parked.sequence) };
+  }
+
+  consumerPosition(consumer: string): bigint | undefined {
+    const position = this.consumers.get(consumer);
+    return position === undefined ? undefined : BigInt(position);
+  }
+
+  lastSequence(): bigint {
+    return this.nextSequence - 1n;
+  }
+
+  onOutcomesCommitted(listener: (queueIds: ReadonlySet<string>) => void): void {
+    this.outcomeListeners.push(listener);
   }
 
   loadQueue(queueId: string): QueueSnapshot {
@@ -119,7 +188,7 @@ export class LmdbStore implements Store {
     const start = Number((query.afterSequence ?? 0n) + 1n);
     for (const { value } of this.outcomes.getRange({ start })) {
       const outcome = fromBinary(OutcomeSchema, value);
-      if (query.queueId !== undefined && outcome.queueId !== query.queueId) continue;
+      if (query.queueFilter && !query.queueFilter(outcome.queueId)) continue;
       out.push(outcome);
       if (out.length >= limit) break;
     }

@@ -30,7 +30,23 @@ export type StoreChange =
   | { type: 'backfill.put'; backfill: StoredBackfill }
   | { type: 'backfill.delete'; queueId: string; backfillId: string }
   /** Appends to the outbox. The store sets producer_id and the next producer_sequence at commit. */
-  | { type: 'outcome.record'; outcome: Outcome };
+  | { type: 'outcome.record'; outcome: Outcome }
+  /** Retention: forgets an outcome. */
+  | { type: 'outcome.delete'; queueId: string; sequence: bigint }
+  /** A push sink acknowledged every outcome of the queue up to `sequence`. */
+  | { type: 'delivery.advance'; queueId: string; sequence: bigint }
+  /** The queue's delivery ran out of retries (or was released, with `parked` undefined). */
+  | { type: 'delivery.park'; queueId: string; parked: ParkedDelivery | undefined }
+  /** A named stream consumer acknowledged every outcome up to `sequence`. */
+  | { type: 'consumer.advance'; consumer: string; sequence: bigint };
+
+/** A delivery that exhausted its retries: it holds back its queue until released. */
+export interface ParkedDelivery {
+  sequence: bigint;
+  attempts: number;
+  lastError: string;
+  parkedAtMs: number;
+}
 
 export interface QueueSnapshot {
   tickets: StoredTicket[];
@@ -40,7 +56,8 @@ export interface QueueSnapshot {
 export interface OutcomeQuery {
   /** Only outcomes with a producer_sequence above this. */
   afterSequence?: bigint;
-  queueId?: string;
+  /** Only outcomes of queues this accepts. */
+  queueFilter?: (queueId: string) => boolean;
   limit?: number;
 }
 
@@ -63,5 +80,16 @@ export interface Store {
   storedQueueIds(): string[];
   /** Recorded outcomes in producer_sequence order. */
   listOutcomes(query: OutcomeQuery): Outcome[];
+  /** One queue's recorded outcomes after `afterSequence`, in order (an index: no scan of other queues). */
+  queueOutcomes(queueId: string, afterSequence: bigint, limit: number): Outcome[];
+  /** The last sequence a push sink acknowledged for the queue (0 when none). */
+  deliveryCursor(queueId: string): bigint;
+  parkedDelivery(queueId: string): ParkedDelivery | undefined;
+  /** The last sequence a named stream consumer acknowledged, if it ever did. */
+  consumerPosition(consumer: string): bigint | undefined;
+  /** The highest producer_sequence committed so far (0 when none). */
+  lastSequence(): bigint;
+  /** Called after each commit that recorded outcomes, with their queues. */
+  onOutcomesCommitted(listener: (queueIds: ReadonlySet<string>) => void): void;
   close(): Promise<void>;
 }

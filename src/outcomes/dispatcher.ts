@@ -1,0 +1,109 @@
+// Delivers one queue's outcomes through its push sink, at least once and in occurrence order: it reads the
+// outbox after the queue's durable cursor, hands a batch to the sink, and advances the cursor only once the
+// sink acknowledged. A failure is retried with backoff; once the sink's retry budget is spent the delivery
+// is parked (recorded, counted, listed) and holds back the queue's later outcomes until released.
+import type { Logger } from 'pino';
+import type { Store } from '../store/store.js';
+import type { OutcomeSink } from './sink.js';
+
+export class QueueDispatcher {
+  private cursor: bigint;
+  private running = true;
+  private wake: (() => void) | undefined;
+  private pendingWake = false;
+  private attempts = 0;
+  private readonly done: Promise<void>;
+
+  constructor(
+    readonly queueId: string,
+    readonly sink: OutcomeSink,
+    private readonly store: Store,
+    private readonly log: Logger,
+  ) {
+    this.cursor = store.deliveryCursor(queueId);
+    this.done = this.loop();
+  }
+
+  /** New outcomes were committed for this queue. */
+  notify(): void {
+    this.pendingWake = true;
+    this.wake?.();
+  }
+
+  /** Releases a parked delivery: it is attempted again with a fresh retry budget. */
+  async release(): Promise<boolean> {
+    if (!this.store.parkedDelivery(this.queueId)) return false;
+    await this.store.commit([{ type: 'delivery.park', queueId: this.queueId, parked: undefined }]);
+    this.attempts = 0;
+    this.notify();
+    return true;
+  }
+
+  /** Stops after the delivery in flight (if any) settles. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.done;
+    await this.sink.close();
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      const batch = this.store.parkedDelivery(this.queueId) ? [] : this.store.queueOutcomes(this.queueId, this.cursor, this.sink.batchSize);
+      if (batch.length === 0) {
+        await this.idle();
+        continue;
+      }
+      try {
+        await this.sink.deliver(batch);
+      } catch (err) {
+        await this.failed(batch[0]!.producerSequence, err);
+        continue;
+      }
+      this.attempts = 0;
+      this.cursor = batch[batch.length - 1]!.producerSequence;
+      await this.store.commit([{ type: 'delivery.advance', queueId: this.queueId, sequence: this.cursor }]);
+    }
+  }
+
+  private async failed(sequence: bigint, err: unknown): Promise<void> {
+    this.attempts++;
+    const message = err instanceof Error ? err.message : String(err);
+    const { maxRetries, baseDelayMs, maxDelayMs } = this.sink.retry;
+    if (this.attempts > maxRetries) {
+      this.log.error({ queue: this.queueId, sink: this.sink.kind, sequence: String(sequence), attempts: this.attempts, err: message }, 'outcome delivery parked: retries exhausted');
+      await this.store.commit([
+        { type: 'delivery.park', queueId: this.queueId, parked: { sequence, attempts: this.attempts, lastError: message, parkedAtMs: Date.now() } },
+      ]);
+      return;
+    }
+    const delay = Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (this.attempts - 1));
+    this.log.warn({ queue: this.queueId, sink: this.sink.kind, sequence: String(sequence), attempt: this.attempts, retryInMs: Math.round(delay), err: message }, 'outcome delivery failed; retrying');
+    await this.idle(delay, false);
+  }
+
+  /**
+   * Waits for new outcomes (or a release, or stop), at most `timeoutMs`. The default timeout is a safety
+   * net only: commits notify.
+   */
+  private idle(timeoutMs = 5000, wakeOnNotify = true): Promise<void> {
+    if (!this.running) return Promise.resolve();
+    if (wakeOnNotify && this.pendingWake) {
+      this.pendingWake = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(finish, timeoutMs);
+      const self = this;
+      function finish() {
+        clearTimeout(timer);
+        self.wake = undefined;
+        self.pendingWake = false;
+        resolve();
+      }
+      this.wake = () => {
+        if (wakeOnNotify || !this.running) finish();
+      };
+    });
+  }
+}

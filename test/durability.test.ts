@@ -23,7 +23,7 @@ async function queueCounts(service: TestService, queueId: string) {
 }
 
 describe('kill -9 and restart', () => {
-  it('keeps every ticket acknowledged before the kill, even with writes in flight, over three kills', async () => {
+  it('keeps every ticket acknowledged before the kill, even with writes in flight, over three kills', { timeout: 120_000 }, async () => {
     const queueDir = tempDir('queues');
     const dataDir = tempDir('data');
     dirs.push(queueDir, dataDir);

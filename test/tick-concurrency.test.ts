@@ -41,7 +41,7 @@ beforeAll(async () => {
     await store.commit(changes);
   }
   await store.close();
-  service = await startService({ queueDir, dataDir, env: { LOG_LEVEL: 'debug' } });
+  service = await startService({ queueDir, dataDir, env: { LOG_LEVEL: 'debug' }, startTimeoutMs: 90_000 });
   api = grpcTransport(service);
 }, 120_000);
 afterAll(async () => {
@@ -51,7 +51,7 @@ afterAll(async () => {
 });
 
 describe('ticks run off the event loop', () => {
-  it('never matches a ticket cancelled during a tick, and matches the others exactly once', async () => {
+  it('never matches a ticket cancelled during a tick, and matches the others exactly once', { timeout: 120_000 }, async () => {
     const near = (name: string) => engineInput({ players: [{ playerId: name, mmr: 0.5, latencies: { near: 10 } }] });
     const cancelled: string[] = [];
     const kept: string[] = [];

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
-import type { QueueConfig, RulesetConfig } from '../config/queue-config.js';
+import type { QueueConfig } from '../config/queue-config.js';
 import { BackfillRequestSchema, TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import {
   CancelBackfillRequestsResponseSchema,
@@ -29,6 +29,7 @@ import {
 } from '../gen/matchmaker/core/v1/service_pb.js';
 import { RemovalReason } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { parseBackfillEngineInput, parseTicketEngineInput } from '../engine/engine-input.js';
+import { missingRuleset, rulesetTooSmall } from '../queue/admission.js';
 import type { QueueRegistry } from '../queue/queue-registry.js';
 import type { QueueRuntime } from '../queue/queue-runtime.js';
 import { failedPrecondition, invalidArgument, notFound, ServiceError, unavailable, type ErrorCode } from './errors.js';
@@ -55,16 +56,13 @@ function checkSize(bytes: Uint8Array | undefined, limit: number, field: string, 
   }
 }
 
-/** The rulesets a ticket competes in. Empty means all; unknown or repeated ids are refused. */
-function rulesetsOf(config: QueueConfig, queueId: string, ids: readonly string[], field: string): RulesetConfig[] {
-  if (ids.length === 0) return config.rulesets;
+/** Unknown or repeated ruleset ids are refused. */
+function checkRulesetIds(config: QueueConfig, queueId: string, ids: readonly string[], field: string): void {
   const seen = new Set<string>();
-  return ids.map((id, i) => {
+  ids.forEach((id, i) => {
     if (seen.has(id)) throw failedPrecondition(`${field}[${i}]: ruleset "${id}" is listed twice`);
     seen.add(id);
-    const ruleset = config.rulesets.find((r) => r.id === id);
-    if (!ruleset) throw failedPrecondition(`${field}[${i}]: queue "${queueId}" has no ruleset "${id}"`);
-    return ruleset;
+    if (missingRuleset(config, [id]) !== undefined) throw failedPrecondition(`${field}[${i}]: queue "${queueId}" has no ruleset "${id}"`);
   });
 }
 
@@ -104,15 +102,12 @@ export class MatchmakerCore {
       const { limits } = queue.config;
       checkSize(t.engineInput, limits.max_engine_input_bytes, 'ticket.engine_input', 'max_engine_input_bytes');
       checkSize(t.metadata, limits.max_metadata_bytes, 'ticket.metadata', 'max_metadata_bytes');
-      const rulesets = rulesetsOf(queue.config, queue.queueId, t.rulesetIds, 'ticket.ruleset_ids');
+      checkRulesetIds(queue.config, queue.queueId, t.rulesetIds, 'ticket.ruleset_ids');
       const input = parseTicketEngineInput(t.engineInput, id, 'ticket.engine_input');
       const party = input.players.length;
-      // A party never splits: it needs a team at least its size in every ruleset it names (or, when it
-      // names none, in at least one ruleset of the queue).
-      const tooSmall = rulesets.filter((r) => r.team_size < party);
-      if (t.rulesetIds.length > 0 ? tooSmall.length > 0 : tooSmall.length === rulesets.length) {
-        const r = tooSmall[0]!;
-        throw failedPrecondition(`ticket.engine_input: a party of ${party} players does not fit a team of ${r.team_size} in ruleset "${r.id}"`);
+      const tooSmall = rulesetTooSmall(queue.config, t.rulesetIds, party);
+      if (tooSmall) {
+        throw failedPrecondition(`ticket.engine_input: a party of ${party} players does not fit a team of ${tooSmall.team_size} in ruleset "${tooSmall.id}"`);
       }
       const ticket = create(TicketSchema, { ...t, id, createdAt: timestampNow() });
       await queue.createTicket(ticket, input);
@@ -154,7 +149,7 @@ export class MatchmakerCore {
           throw failedPrecondition(`backfill_request.ruleset_id is required: queue "${queue.queueId}" has ${rulesets.length} rulesets`);
         }
         rulesetId = rulesets[0]!.id;
-      } else if (!rulesets.some((r) => r.id === rulesetId)) {
+      } else if (missingRuleset(queue.config, [rulesetId]) !== undefined) {
         throw failedPrecondition(`backfill_request.ruleset_id: queue "${queue.queueId}" has no ruleset "${rulesetId}"`);
       }
       const input = parseBackfillEngineInput(b.engineInput, 'backfill_request.engine_input');

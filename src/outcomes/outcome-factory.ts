@@ -3,10 +3,14 @@
 import { randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
-import type { Match } from '../gen/matchmaker/core/v1/resources_pb.js';
+import type { BackfillRequest, Match, Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import {
+  BackfillRequestOrphanedSchema,
+  BackfillRequestsExpiredSchema,
   BackfillRequestsRemovedSchema,
   MatchCreatedSchema,
+  TicketOrphanedSchema,
+  TicketsExpiredSchema,
   OutcomeBatchSchema,
   OutcomeSchema,
   TicketsRemovedSchema,
@@ -69,4 +73,24 @@ export function backfillRequestsRemoved(queueId: string, backfillIds: readonly s
 
 export function matchCreated(queueId: string, match: Match): Outcome {
   return newOutcome(queueId, { case: 'matchCreated', value: create(MatchCreatedSchema, { match }) });
+}
+
+export function ticketsExpired(queueId: string, ticketIds: readonly string[], chunkSize: number): Outcome[] {
+  return chunked(ticketIds, chunkSize, (chunk, batch) =>
+    newOutcome(queueId, { case: 'ticketsExpired', value: create(TicketsExpiredSchema, { ticketIds: chunk, batch }) }),
+  );
+}
+
+export function backfillRequestsExpired(queueId: string, backfillIds: readonly string[], chunkSize: number): Outcome[] {
+  return chunked(backfillIds, chunkSize, (chunk, batch) =>
+    newOutcome(queueId, { case: 'backfillRequestsExpired', value: create(BackfillRequestsExpiredSchema, { backfillRequestIds: chunk, batch }) }),
+  );
+}
+
+export function ticketOrphaned(queueId: string, ticket: Ticket, rulesetId: string): Outcome {
+  return newOutcome(queueId, { case: 'ticketOrphaned', value: create(TicketOrphanedSchema, { ticket, rulesetId }) });
+}
+
+export function backfillRequestOrphaned(queueId: string, backfillRequest: BackfillRequest, rulesetId: string): Outcome {
+  return newOutcome(queueId, { case: 'backfillRequestOrphaned', value: create(BackfillRequestOrphanedSchema, { backfillRequest, rulesetId }) });
 }

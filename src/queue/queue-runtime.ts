@@ -13,14 +13,23 @@ import { timestampDate, timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
 import { BackfillRequestSchema, MatchSchema, TicketSchema, type BackfillRequest, type Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { EngineOutputSchema, type EngineInput } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
-import { RemovalReason } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { RemovalReason, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import type { QueueConfig } from '../config/queue-config.js';
 import { failedPrecondition } from '../core/errors.js';
 import { parseBackfillEngineInput, parseTicketEngineInput } from '../engine/engine-input.js';
 import { buildEngineOutput } from '../engine/engine-output.js';
 import { TicketPool, type PoolLayout } from '../engine/ticket-pool.js';
 import { engineParams, TickRunner, type EngineMatch } from '../engine/tick-runner.js';
-import { backfillRequestsRemoved, matchCreated, ticketsRemoved } from '../outcomes/outcome-factory.js';
+import {
+  backfillRequestOrphaned,
+  backfillRequestsExpired,
+  backfillRequestsRemoved,
+  matchCreated,
+  ticketOrphaned,
+  ticketsExpired,
+  ticketsRemoved,
+} from '../outcomes/outcome-factory.js';
+import { backfillFate, ticketFate } from './admission.js';
 import type { Store, StoreChange, StoredTicket } from '../store/store.js';
 
 /** Matches resolved per event-loop turn after a tick. */
@@ -50,7 +59,8 @@ const layoutOf = (config: QueueConfig): PoolLayout => ({
   defaultLatencyMs: config.engine.default_latency_ms,
 });
 
-const createdAtMs = (ticket: Ticket) => (ticket.createdAt ? timestampDate(ticket.createdAt).getTime() : Date.now());
+const createdAtMs = (item: Ticket | BackfillRequest) => (item.createdAt ? timestampDate(item.createdAt).getTime() : Date.now());
+const records = (outcomes: Outcome[]): StoreChange[] => outcomes.map((outcome) => ({ type: 'outcome.record', outcome }));
 
 export class QueueRuntime {
   state: QueueState = 'starting';
@@ -108,13 +118,49 @@ export class QueueRuntime {
     this.log.info({ queue: this.queueId, tickets: this.active.size, resolved: this.resolved.size, backfills: this.backfills.size }, 'queue started');
   }
 
-  /** A valid hot-reloaded configuration: the engine and the pool's columns follow it after the current tick. */
+  /**
+   * A valid hot-reloaded configuration. Tickets and requests that no longer fit leave the pool with their
+   * outcomes (admission.ts decides: orphaned, RULESET_PARAMS_CHANGED, QUEUE_CONFIG_CHANGED); the engine and
+   * the pool's columns follow the new configuration after the current tick.
+   */
   reconfigure(config: QueueConfig): void {
+    const previous = this.configValue;
     this.configValue = config;
+    const admission = (c: QueueConfig) => JSON.stringify([c.rulesets.map((r) => [r.id, r.team_size]), c.limits]);
+    const changes = admission(previous) === admission(config) ? [] : this.evictMisfits(config);
     this.withPool(() => {
       this.runner.configure(engineParams(config));
       this.rebuildPool();
     });
+    if (changes.length > 0) void this.store.commit(changes);
+  }
+
+  private evictMisfits(config: QueueConfig): StoreChange[] {
+    const changes: StoreChange[] = [];
+    const removed = new Map<RemovalReason, string[]>();
+    for (const [id, bytes] of [...this.active]) {
+      const ticket = fromBinary(TicketSchema, bytes);
+      const fate = ticketFate(config, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input').players.length);
+      if (fate.kind === 'keep') continue;
+      this.deactivate(id);
+      changes.push({ type: 'ticket.delete', queueId: this.queueId, ticketId: id });
+      if (fate.kind === 'orphaned') changes.push({ type: 'outcome.record', outcome: ticketOrphaned(this.queueId, ticket, fate.rulesetId) });
+      else removed.set(fate.reason, [...(removed.get(fate.reason) ?? []), id]);
+    }
+    const removedBackfills = new Map<RemovalReason, string[]>();
+    for (const [id, { request }] of [...this.backfills]) {
+      const fate = backfillFate(config, request);
+      if (fate.kind === 'keep') continue;
+      this.removeBackfill(id);
+      changes.push({ type: 'backfill.delete', queueId: this.queueId, backfillId: id });
+      if (fate.kind === 'orphaned') changes.push({ type: 'outcome.record', outcome: backfillRequestOrphaned(this.queueId, request, fate.rulesetId) });
+      else removedBackfills.set(fate.reason, [...(removedBackfills.get(fate.reason) ?? []), id]);
+    }
+    const chunk = config.outcomes.batch_chunk_size;
+    for (const [reason, ids] of removed) changes.push(...records(ticketsRemoved(this.queueId, ids, reason, chunk)));
+    for (const [reason, ids] of removedBackfills) changes.push(...records(backfillRequestsRemoved(this.queueId, ids, reason, chunk)));
+    if (changes.length > 0) this.log.info({ queue: this.queueId, tickets: this.active.size }, 'configuration change: tickets and requests that no longer fit left the pool');
+    return changes;
   }
 
   get activeTicketCount(): number {
@@ -230,8 +276,8 @@ export class QueueRuntime {
     const changes: StoreChange[] = [
       ...ticketIds.map((ticketId): StoreChange => ({ type: 'ticket.delete', queueId: this.queueId, ticketId })),
       ...backfillIds.map((backfillId): StoreChange => ({ type: 'backfill.delete', queueId: this.queueId, backfillId })),
-      ...ticketsRemoved(this.queueId, ticketIds, reason, chunk).map((outcome): StoreChange => ({ type: 'outcome.record', outcome })),
-      ...backfillRequestsRemoved(this.queueId, backfillIds, reason, chunk).map((outcome): StoreChange => ({ type: 'outcome.record', outcome })),
+      ...records(ticketsRemoved(this.queueId, ticketIds, reason, chunk)),
+      ...records(backfillRequestsRemoved(this.queueId, backfillIds, reason, chunk)),
     ];
     await (changes.length > 0 ? this.store.commit(changes) : this.store.whenDurable());
     return { ticketsCleared: ticketIds.length, backfillRequestsCleared: backfillIds.length };
@@ -306,7 +352,8 @@ export class QueueRuntime {
   }
 
   private async tick(): Promise<void> {
-    const expired = this.expireResolved(Date.now());
+    const now = Date.now();
+    const expired = [...this.expireResolved(now), ...this.expireTickets(now), ...this.expireBackfills(now)];
     if (expired.length > 0) void this.store.commit(expired);
     if (this.pool.count === 0 || this.state !== 'running') return;
     // What the engine's indices refer to (host keys, attribute values, rulesets), even if a hot reload
@@ -372,6 +419,33 @@ export class QueueRuntime {
       changes.push({ type: 'outcome.record', outcome });
     }
     return changes;
+  }
+
+  /**
+   * Active tickets older than ticket_ttl_secs leave the pool with ticket.expired. Runs between ticks, when
+   * the pool's columns hold exactly the active tickets, so their ages come from one column scan.
+   */
+  private expireTickets(nowMs: number): StoreChange[] {
+    const oldest = nowMs - this.config.ticket_ttl_secs * 1000;
+    const ids: string[] = [];
+    const { arrivalMs, ids: rows, count } = this.pool;
+    for (let r = 0; r < count; r++) if (arrivalMs[r]! < oldest) ids.push(rows[r]!);
+    for (const id of ids) this.deactivate(id);
+    return [
+      ...ids.map((ticketId): StoreChange => ({ type: 'ticket.delete', queueId: this.queueId, ticketId })),
+      ...records(ticketsExpired(this.queueId, ids, this.config.outcomes.batch_chunk_size)),
+    ];
+  }
+
+  /** Backfill requests older than backfill_ttl_secs leave with backfill.expired. */
+  private expireBackfills(nowMs: number): StoreChange[] {
+    const oldest = nowMs - this.config.backfill_ttl_secs * 1000;
+    const ids = [...this.backfills].filter(([, b]) => createdAtMs(b.request) < oldest).map(([id]) => id);
+    for (const id of ids) this.removeBackfill(id);
+    return [
+      ...ids.map((backfillId): StoreChange => ({ type: 'backfill.delete', queueId: this.queueId, backfillId })),
+      ...records(backfillRequestsExpired(this.queueId, ids, this.config.outcomes.batch_chunk_size)),
+    ];
   }
 
   /** Resolved tickets past terminal_retention_ttl_secs can no longer be reactivated: forget them. */

@@ -15,6 +15,8 @@ export interface ServiceOptions {
   queueDir?: string;
   dataDir?: string;
   env?: Record<string, string>;
+  /** How long to wait for the service to listen (a large stored pool takes a while to restore). */
+  startTimeoutMs?: number;
 }
 
 export interface TestService {
@@ -106,7 +108,7 @@ export async function startService(options: ServiceOptions = {}): Promise<TestSe
     });
   };
 
-  const listening = await waitForLog((l) => l.msg === 'listening');
+  const listening = await waitForLog((l) => l.msg === 'listening', options.startTimeoutMs);
   const grpcPort = listening.grpcPort as number;
   const httpPort = listening.httpPort as number;
   return {

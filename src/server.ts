@@ -55,7 +55,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   const store = new LmdbStore({ path: config.data_dir, onFatal: fatal });
   const registry = new QueueRegistry(store, log);
   const broker = new BrokerConnection(config, log);
-  const delivery = new OutcomeDelivery(store, sinkFactory({ broker, log }), log);
+  const delivery = new OutcomeDelivery(store, sinkFactory({ broker, log }), log, config.outcome_retention_secs * 1000);
   // Every queue known this run, retired ones included: their last outcomes still go out.
   const follow = (scan: DirectoryScan) => {
     registry.applyScan(scan);

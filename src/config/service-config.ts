@@ -27,7 +27,7 @@ export const serviceConfigSchema = z.object({
    *  write several events per change). Env CONFIG_RELOAD_DEBOUNCE_MS. */
   config_reload_debounce_ms: ms.default(250),
   /** How long recorded outcomes are kept once delivered (push sinks) or at all (websocket sink). Env OUTCOME_RETENTION_SECS. */
-  outcome_retention_secs: z.coerce.number().int().min(60).default(7 * 24 * 3600),
+  outcome_retention_secs: z.coerce.number().int().min(1).default(7 * 24 * 3600),
   /** NATS server of the broker sink. Env BROKER_URL. */
   broker_url: z.string().min(1).default('nats://127.0.0.1:4222'),
   /** NATS credentials file (JWT + nkey seed). Env BROKER_CREDENTIALS_FILE. */

@@ -3,7 +3,8 @@
 // served by the stream endpoint, which reads the outbox directly.
 import type { Logger } from 'pino';
 import type { QueueConfig } from '../config/queue-config.js';
-import type { Store } from '../store/store.js';
+import { timestampMs } from '@bufbuild/protobuf/wkt';
+import type { Store, StoreChange } from '../store/store.js';
 import { QueueDispatcher } from './dispatcher.js';
 import type { OutcomeSink } from './sink.js';
 
@@ -24,16 +25,50 @@ export class OutcomeDelivery {
   private readonly dispatchers = new Map<string, { settings: string; dispatcher: QueueDispatcher }>();
   private readonly sinks = new Map<string, OutcomesConfig['sink']>();
   private readonly streamListeners: ((queueIds: ReadonlySet<string>) => void)[] = [];
+  private readonly retentionTimer: NodeJS.Timeout;
 
   constructor(
     private readonly store: Store,
     private readonly createSink: SinkFactory,
     private readonly log: Logger,
+    private readonly retentionMs: number,
   ) {
     store.onOutcomesCommitted((queueIds) => {
       for (const id of queueIds) this.dispatchers.get(id)?.dispatcher.notify();
       for (const listener of this.streamListeners) listener(queueIds);
     });
+    this.retentionTimer = setInterval(() => {
+      this.sweepRetention(Date.now()).catch((err: unknown) => log.error({ err }, 'outcome retention sweep failed'));
+    }, Math.min(60_000, retentionMs));
+    this.retentionTimer.unref();
+  }
+
+  /**
+   * Forgets outcomes recorded more than the retention window ago: for a push sink only once delivered (an
+   * undelivered outcome is never dropped), for the websocket sink regardless of consumers. Answers how many.
+   */
+  async sweepRetention(nowMs: number, maxDeletes = 10_000): Promise<number> {
+    const cutoffMs = nowMs - this.retentionMs;
+    const deletes: StoreChange[] = [];
+    let after = 0n;
+    scan: for (;;) {
+      const page = this.store.listOutcomes({ afterSequence: after, limit: 1000 });
+      if (page.length === 0) break;
+      for (const outcome of page) {
+        after = outcome.producerSequence;
+        if (!outcome.occurredAt || timestampMs(outcome.occurredAt) >= cutoffMs) break scan; // sequence order is time order
+        const sink = this.sinks.get(outcome.queueId);
+        const delivered = sink === 'websocket' || outcome.producerSequence <= this.store.deliveryCursor(outcome.queueId);
+        if (!delivered) continue;
+        deletes.push({ type: 'outcome.delete', queueId: outcome.queueId, sequence: outcome.producerSequence });
+        if (deletes.length >= maxDeletes) break scan;
+      }
+    }
+    if (deletes.length > 0) {
+      await this.store.commit(deletes);
+      this.log.info({ outcomes: deletes.length }, 'outcomes past the retention window forgotten');
+    }
+    return deletes.length;
   }
 
   /** Called by the WebSocket stream to learn of new outcomes. */
@@ -87,6 +122,7 @@ export class OutcomeDelivery {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.retentionTimer);
     await Promise.all([...this.dispatchers.values()].map(({ dispatcher }) => dispatcher.stop()));
     this.dispatchers.clear();
   }

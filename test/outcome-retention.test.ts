@@ -1,0 +1,46 @@
+// Recorded outcomes are kept for OUTCOME_RETENTION_SECS: delivered ones (or, for the websocket sink, any)
+// are forgotten after it; an undelivered outcome of a push sink is never dropped.
+import { describe, expect, it } from 'vitest';
+import { uuid } from './support/fixtures.js';
+import { pollUntil } from './support/queues.js';
+import { useService } from './support/service.js';
+import { grpcTransport, httpRequest } from './support/transports.js';
+
+const queue = (outcomes: string) => `
+config:
+  tick_interval_ms: 3600000
+  rulesets:
+    - id: duel
+      teams: 2
+      team_size: 1
+  outcomes:
+${outcomes}`;
+
+const env = useService({
+  queues: {
+    'ret.stream': queue('    sink: websocket\n'),
+    // A webhook nobody listens on: its outcomes stay undelivered.
+    'ret.hook': queue('    sink: webhook\n    webhook:\n      url: http://127.0.0.1:9/hook\n      secret: s\n      timeout_ms: 200\n      max_retries: 1000\n      retry_base_delay_ms: 50\n      retry_max_delay_ms: 100\n'),
+  },
+  env: { OUTCOME_RETENTION_SECS: '1' },
+});
+
+const outcomesOf = async (queueId: string) =>
+  (await httpRequest(env.service, 'GET', `/admin/v1/outcomes?queue_id=${queueId}`)).body.outcomes as { id: string }[];
+
+describe('outcome retention', () => {
+  it('forgets outcomes past the window, but never an undelivered one', async () => {
+    const api = grpcTransport(env.service);
+    for (const queueId of ['ret.stream', 'ret.hook']) {
+      expect((await api.createTicket({ id: uuid(), queueId })).ok).toBe(true);
+      expect((await api.clearQueuePool(queueId)).ok).toBe(true);
+    }
+    expect(await outcomesOf('ret.stream')).toHaveLength(1);
+    const kept = await outcomesOf('ret.hook');
+    expect(kept).toHaveLength(1);
+    const gone = await pollUntil(() => outcomesOf('ret.stream'), (list) => list.length === 0, 15_000);
+    expect(gone).toEqual([]);
+    expect(await outcomesOf('ret.hook')).toEqual(kept);
+    api.close();
+  });
+});

@@ -1,0 +1,449 @@
+// Reference implementation of the standard matching engine's tick, in plain TypeScript. It ports
+// `run_tick` (crates/engine/src/lib.rs validation + crates/engine/src/tick.rs) one step at a time and is
+// meant to be READ: it documents the algorithm of docs/engine.md and is the oracle of the differential
+// test (test/engine-differential.test.ts), which requires bit-identical output from the native engine.
+//
+// It takes the same inputs as the napi binding (PoolArrays, QueueParams, nowMs, seed) and writes the same
+// MatchArrays layout. Faithfulness notes:
+// - Floating-point expressions are evaluated in the same order as the Rust code (JS numbers are f64, and
+//   Rust does not fuse multiply-adds), so every comparison sees the same bits.
+// - u64 bitsets (attributes, acceptable hosts) are bigint; u32 values (ruleset masks) use >>> 0.
+// - What the Rust code does only for speed (copying columns into skill order, prefetching, path halving
+//   in the union-find) is either kept because it is short or replaced by the obvious equivalent; none of it
+//   changes the result.
+import type { MatchArrays, PoolArrays, QueueParams, RulesetParams } from './native.js';
+
+/** `match_preferred_host` value when a match has no host (u32::MAX). */
+export const NO_HOST = 0xffff_ffff;
+const U64_MAX = 0xffff_ffff_ffff_ffffn;
+const MAX_RULESETS = 32;
+const MAX_HOSTS = 64;
+const MAX_PLAYERS_PER_MATCH = 1024;
+
+type Bounds = { maxSkillSpread: number; maxLatencyMs: number };
+
+/** Same as TickEngine, but synchronous and in TypeScript. */
+export class ReferenceTickEngine {
+  constructor(private params: QueueParams) {}
+
+  configure(params: QueueParams): void {
+    this.params = params;
+  }
+
+  run(pool: PoolArrays, out: MatchArrays, nowMs: number, seed: number | bigint): number {
+    return referenceTick(pool, this.params, out, nowMs, seed);
+  }
+}
+
+/**
+ * Bounds in force for a candidate whose oldest ticket has waited `waitMs`: those of the last relaxation
+ * step with `afterWaitMs <= waitMs`, else the base bounds (Ruleset::bounds_for_wait).
+ */
+export function boundsForWait(rs: RulesetParams, waitMs: number): Bounds {
+  let bounds: Bounds = { maxSkillSpread: rs.maxSkillSpread, maxLatencyMs: rs.maxLatencyMs };
+  for (const step of rs.relaxation) {
+    if (step.afterWaitMs <= waitMs) bounds = { maxSkillSpread: step.maxSkillSpread, maxLatencyMs: step.maxLatencyMs };
+    else break;
+  }
+  return bounds;
+}
+
+/** SplitMix64 finaliser (tick.rs `mix`), on u64 as bigint. */
+export function mix(z: bigint): bigint {
+  z = BigInt.asUintN(64, z + 0x9e37_79b9_7f4a_7c15n);
+  z = BigInt.asUintN(64, (z ^ (z >> 30n)) * 0xbf58_476d_1ce4_e5b9n);
+  z = BigInt.asUintN(64, (z ^ (z >> 27n)) * 0x94d0_49bb_1331_11ebn);
+  return z ^ (z >> 31n);
+}
+
+/** Three-way comparison of numbers that are never NaN (safe for infinities, unlike `a - b`). */
+function cmp(a: number, b: number): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Rust's f64::min / f64::max: a NaN argument is ignored (Math.min/max would return NaN). */
+function fmin(a: number, b: number): number {
+  return Number.isNaN(a) ? b : Number.isNaN(b) ? a : Math.min(a, b);
+}
+function fmax(a: number, b: number): number {
+  return Number.isNaN(a) ? b : Number.isNaN(b) ? a : Math.max(a, b);
+}
+
+/** Rust's f64::total_cmp restricted to finite numbers: like `a - b`, but -0 sorts before +0. */
+function totalCmp(a: number, b: number): number {
+  if (a !== b) return a < b ? -1 : 1;
+  if (a === 0) return (Object.is(a, -0) ? 0 : 1) - (Object.is(b, -0) ? 0 : 1);
+  return 0;
+}
+
+/** (max - min) of the team skill sums (tick.rs `range`). */
+function range(sums: readonly number[]): number {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const x of sums) {
+    lo = fmin(lo, x);
+    hi = fmax(hi, x);
+  }
+  return hi - lo;
+}
+
+/**
+ * Matches one queue's pool once: writes the matches into `out` and returns how many were formed.
+ * Throws on invalid input (where run_tick returns Err), before writing anything.
+ */
+export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchArrays, nowMs: number, seed: number | bigint): number {
+  validate(pool, params, out, nowMs);
+  const n = pool.ticketCount;
+  const F = pool.filterCount;
+  const H = pool.hostCount;
+  const norm = params.mmrNormalizationRef;
+  const rulesets = params.rulesets;
+  const containment = params.filterModes.map((m) => m === 'containment');
+  const seed64 = BigInt.asUintN(64, BigInt(seed));
+
+  out.matchOffsets[0] = 0;
+  if (n === 0 || rulesets.length === 0) return 0;
+
+  // ---- 1. Skill order: tickets sorted by (effective skill, pool index). ----------------------------
+  // eff = mmr_mean + party_synergy_bonus * (party_size - 1). -0 and +0 sort together (order_key).
+  const effOf = (i: number): number => pool.mmrMean[i]! + params.partySynergyBonus * (pool.partySize[i]! - 1);
+  const bySkill = Array.from({ length: n }, (_, i) => i);
+  const effByTicket = bySkill.map(effOf);
+  bySkill.sort((a, b) => cmp(effByTicket[a]!, effByTicket[b]!) || a - b);
+  // Per skill position p: the ticket (pool index), its effective skill, party size and ruleset mask.
+  const ticket = bySkill;
+  const eff = ticket.map((i) => effByTicket[i]!);
+  const party = ticket.map((i) => pool.partySize[i]!);
+  const rulesetMask = ticket.map((i) => pool.rulesetMask[i]!);
+
+  // ---- 2. Seed order: oldest first; equal arrivals by a seeded hash of the pool index (its high 32 bits),
+  // then by SKILL POSITION (tick.rs packs `hash & 0xFFFF_FFFF_0000_0000 | p` into one u64 key). ----------
+  const tieHash = ticket.map((i) => Number(mix(seed64 ^ mix(BigInt(i))) >> 32n));
+  const seedOrder = Array.from({ length: n }, (_, p) => p);
+  seedOrder.sort((p, q) => cmp(pool.arrivalMs[ticket[p]!]!, pool.arrivalMs[ticket[q]!]!) || tieHash[p]! - tieHash[q]! || p - q);
+
+  // ---- Per-ticket helpers (p, q are skill positions). ------------------------------------------------
+  /** Bit h set when the ticket's latency to host h is within `bound`. */
+  const hostMask = (p: number, bound: number): bigint => {
+    const row = ticket[p]! * H;
+    let m = 0n;
+    for (let h = 0; h < H; h++) if (pool.latencyMs[row + h]! <= bound) m |= 1n << BigInt(h);
+    return m;
+  };
+  /** Every attribute filter accepts the pair: overlap = values intersect; containment = each side's
+   *  values are within the other's accepts. */
+  const compatible = (p: number, q: number): boolean => {
+    const a = ticket[p]! * F;
+    const b = ticket[q]! * F;
+    for (let f = 0; f < F; f++) {
+      const va = pool.attrValues[a + f]!;
+      const vb = pool.attrValues[b + f]!;
+      const ok = containment[f]
+        ? ((va & ~pool.attrAccepts[b + f]!) | (vb & ~pool.attrAccepts[a + f]!)) === 0n
+        : (va & vb) !== 0n;
+      if (!ok) return false;
+    }
+    return true;
+  };
+  /** A ticket's weight in its team's skill sum: eff * party_size. */
+  const weight = (p: number): number => eff[p]! * party[p]!;
+  const waitOf = (p: number): number => nowMs - pool.arrivalMs[ticket[p]!]!;
+
+  // ---- Unused tickets, skipped in near-constant time. --------------------------------------------------
+  // Union-find "next unused slot" to the left and to the right, with path halving. Slot k is skill
+  // position k - 1; slots 0 and n + 1 are sentinels that are never used.
+  const used = new Uint8Array(n);
+  const nextLeft = Uint32Array.from({ length: n + 2 }, (_, k) => k);
+  const nextRight = Uint32Array.from({ length: n + 2 }, (_, k) => k);
+  const find = (next: Uint32Array, x: number): number => {
+    for (;;) {
+      const p = next[x]!;
+      if (p === x) return x;
+      const gp = next[p]!;
+      next[x] = gp;
+      x = gp;
+    }
+  };
+  const markUsed = (p: number): void => {
+    used[p] = 1;
+    nextRight[p + 1] = p + 2;
+    nextLeft[p + 1] = p;
+  };
+
+  // ---- 4. Candidate search around one seed, for one ruleset. ---------------------------------------------
+  interface Candidate {
+    /** Skill positions, seed first, then in the order the scan added them. */
+    sel: number[];
+    team: number[];
+    /** AND of the host masks of `sel` (the acceptable hosts when the ruleset requires a host). */
+    hosts: bigint;
+  }
+
+  const tryForm = (sp: number, r: number, rs: RulesetParams): Candidate | undefined => {
+    const teamSize = rs.teamSize;
+    const seedSize = party[sp]!;
+    if (seedSize > teamSize) return undefined;
+    if (rs.requireHost && H === 0) return undefined;
+    // Bounds from the seed's wait: every older unused ticket has already seeded, so the seed is normally
+    // the candidate's oldest; when it is not, these bounds are only tighter.
+    const { maxSkillSpread: spread, maxLatencyMs: latBound } = boundsForWait(rs, waitOf(sp));
+    let hosts = hostMask(sp, latBound);
+    if (rs.requireHost && hosts === 0n) return undefined;
+
+    const sel = [sp];
+    const team = [0];
+    const room = new Array<number>(rs.teams).fill(teamSize);
+    room[0]! -= seedSize;
+    let remaining = rs.teams * teamSize - seedSize;
+    const eSeed = eff[sp]!;
+    let lo = eSeed;
+    let hi = eSeed;
+
+    // Scan outwards in skill order over unused tickets, nearer side first (ties go right), until the match
+    // is full, both sides leave the skill window, or `limit` tickets were examined.
+    const limit = Math.min(Math.max(rs.teams * teamSize * 16, 64), 16_384);
+    // Raw-unit window, widened by a hair so it never prunes what the exact spread check would accept.
+    const win = spread * norm * (1.0 + 1e-12);
+    const distLeft = (slot: number): number => {
+      if (slot === 0) return Infinity;
+      const d = eSeed - eff[slot - 1]!;
+      return d <= win ? d : Infinity;
+    };
+    const distRight = (slot: number): number => {
+      if (slot === n + 1) return Infinity;
+      const d = eff[slot - 1]! - eSeed;
+      return d <= win ? d : Infinity;
+    };
+    let left = find(nextLeft, sp); // slot of the seed is sp + 1
+    let right = find(nextRight, sp + 2);
+    let dl = distLeft(left);
+    let dr = distRight(right);
+    let examined = 0;
+    while (remaining > 0 && examined < limit) {
+      let p: number;
+      if (dl < dr) {
+        p = left - 1;
+        left = find(nextLeft, left - 1);
+        dl = distLeft(left);
+      } else if (dr < Infinity) {
+        p = right - 1;
+        right = find(nextRight, right + 1);
+        dr = distRight(right);
+      } else break;
+      examined++;
+
+      // The ticket joins when all of these hold.
+      if (((rulesetMask[p]! >>> r) & 1) === 0) continue; // competes in this ruleset
+      const size = party[p]!;
+      if (size > remaining) continue;
+      // Best fit: the fullest team that still has room (lowest index on ties).
+      let best = -1;
+      for (let t = 0; t < rs.teams; t++) if (room[t]! >= size && (best === -1 || room[t]! < room[best]!)) best = t;
+      if (best === -1) continue;
+      const nlo = fmin(lo, eff[p]!);
+      const nhi = fmax(hi, eff[p]!);
+      if ((nhi - nlo) / norm > spread) continue; // skill spread within bound
+      const m = hostMask(p, latBound);
+      if (rs.requireHost && (hosts & m) === 0n) continue; // an acceptable host remains
+      if (!sel.every((o) => compatible(o, p))) continue; // attribute-compatible with everyone chosen
+
+      sel.push(p);
+      team.push(best);
+      room[best]! -= size;
+      remaining -= size;
+      lo = nlo;
+      hi = nhi;
+      hosts &= m;
+    }
+    if (remaining !== 0) return undefined;
+    if (rs.teams > 1 && !balance(sel, team, rs)) return undefined;
+    return { sel, team, hosts };
+  };
+
+  // ---- Team balancing (only for full candidates with more than one team). ---------------------------------
+  /** Rebalances `team` (a valid packing on entry) in place; returns whether the imbalance bound holds. */
+  const balance = (sel: readonly number[], team: number[], rs: RulesetParams): boolean => {
+    const len = sel.length;
+    let sums = new Array<number>(rs.teams).fill(0);
+    for (let i = 0; i < len; i++) sums[team[i]!]! += weight(sel[i]!);
+
+    // (a) Greedy repacking: largest parties first, strongest first within a size (then skill position),
+    // each into the team with the lowest sum that has room. Kept only if it packs and has a strictly
+    // smaller range than the scan's packing.
+    const order = Array.from({ length: len }, (_, i) => i).sort((a, b) => {
+      const pa = sel[a]!;
+      const pb = sel[b]!;
+      return party[pb]! - party[pa]! || totalCmp(eff[pb]!, eff[pa]!) || pa - pb;
+    });
+    const altTeam = new Array<number>(len).fill(0);
+    const altSums = new Array<number>(rs.teams).fill(0);
+    const room = new Array<number>(rs.teams).fill(rs.teamSize);
+    let packed = true;
+    for (const i of order) {
+      const size = party[sel[i]!]!;
+      let best = -1;
+      for (let t = 0; t < rs.teams; t++) if (room[t]! >= size && (best === -1 || altSums[t]! < altSums[best]!)) best = t;
+      if (best === -1) {
+        packed = false;
+        break;
+      }
+      room[best]! -= size;
+      altTeam[i] = best;
+      altSums[best]! += weight(sel[i]!);
+    }
+    if (packed && range(altSums) < range(sums)) {
+      for (let i = 0; i < len; i++) team[i] = altTeam[i]!;
+      sums = altSums;
+    }
+
+    // (b) Improving swaps of two equal-size tickets between the strongest and the weakest team: take the
+    // swap that leaves the smallest gap (first found on ties), while it strictly shrinks the gap; at most
+    // 4 * len rounds.
+    for (let round = 0; round < 4 * len; round++) {
+      let tmax = 0;
+      let tmin = 0;
+      for (let t = 1; t < rs.teams; t++) {
+        if (sums[t]! > sums[tmax]!) tmax = t;
+        if (sums[t]! < sums[tmin]!) tmin = t;
+      }
+      const diff = sums[tmax]! - sums[tmin]!;
+      if (tmax === tmin || diff <= 0) break;
+      let best: { a: number; b: number; newDiff: number } | undefined;
+      for (let a = 0; a < len; a++) {
+        if (team[a] !== tmax) continue;
+        for (let b = 0; b < len; b++) {
+          if (team[b] !== tmin || party[sel[a]!] !== party[sel[b]!]) continue;
+          const d = weight(sel[a]!) - weight(sel[b]!);
+          const newDiff = Math.abs(diff - 2.0 * d);
+          if (d > 0 && newDiff < diff && (best === undefined || newDiff < best.newDiff)) best = { a, b, newDiff };
+        }
+      }
+      if (best === undefined) break;
+      const d = weight(sel[best.a]!) - weight(sel[best.b]!);
+      sums[tmax]! -= d;
+      sums[tmin]! += d;
+      team[best.a] = tmin;
+      team[best.b] = tmax;
+    }
+
+    // Imbalance: (max team mean - min team mean) / norm, a team's mean being its sum / team_size.
+    return range(sums) / rs.teamSize / norm <= rs.maxTeamImbalance;
+  };
+
+  // ---- Output of one match. -----------------------------------------------------------------------------------
+  let matches = 0;
+  let written = 0;
+  const emit = (c: Candidate, r: number, rs: RulesetParams): void => {
+    const m = matches;
+    out.matchRuleset[m] = r;
+    c.sel.forEach((p, k) => {
+      out.matchTickets[written + k] = ticket[p]!;
+      out.ticketTeam[written + k] = c.team[k]!;
+    });
+    out.matchOffsets[m + 1] = written + c.sel.length;
+
+    // Acceptable hosts: every host within the (relaxed) latency bound of every ticket. With require_host
+    // the scan already maintained that set; without it, it is computed here and may be empty.
+    const { maxLatencyMs: latBound } = boundsForWait(rs, waitOf(c.sel[0]!));
+    let acceptable = c.hosts;
+    if (!rs.requireHost) {
+      acceptable = H === 0 ? 0n : U64_MAX >> BigInt(64 - H);
+      for (const p of c.sel) acceptable &= hostMask(p, latBound);
+    }
+    // Preferred: the acceptable host with the lowest cost (max latency over the tickets), lowest index on ties.
+    let preferred = NO_HOST;
+    let bestCost = Infinity;
+    for (let h = 0; h < H; h++) {
+      if (((acceptable >> BigInt(h)) & 1n) === 0n) continue;
+      const cost = Math.max(...c.sel.map((p) => pool.latencyMs[ticket[p]! * H + h]!));
+      if (cost < bestCost) {
+        bestCost = cost;
+        preferred = h;
+      }
+    }
+    out.matchPreferredHost[m] = preferred;
+    out.matchAcceptableHosts[m] = acceptable;
+
+    // Per filter: the intersection of the tickets' accepts.
+    for (let f = 0; f < F; f++) {
+      let inter = U64_MAX;
+      for (const p of c.sel) inter &= pool.attrAccepts[ticket[p]! * F + f]!;
+      out.matchAccepts[m * F + f] = inter;
+    }
+    matches++;
+    written += c.sel.length;
+  };
+
+  // ---- 3. Oldest first: each unused seed tries its rulesets in ascending index; the first match wins. ------
+  for (const sp of seedOrder) {
+    if (used[sp]) continue;
+    for (let r = 0; r < rulesets.length; r++) {
+      if (((rulesetMask[sp]! >>> r) & 1) === 0) continue; // bits >= the ruleset count are ignored
+      const rs = rulesets[r]!;
+      const c = tryForm(sp, r, rs);
+      if (c === undefined) continue;
+      emit(c, r, rs);
+      for (const p of c.sel) markUsed(p);
+      break;
+    }
+  }
+  return matches;
+}
+
+/** The checks of lib.rs `validate` (message wording differs). */
+function validate(pool: PoolArrays, params: QueueParams, out: MatchArrays, nowMs: number): void {
+  const n = pool.ticketCount;
+  const F = pool.filterCount;
+  const H = pool.hostCount;
+  const fail = (msg: string): never => {
+    throw new Error(`reference engine: ${msg}`);
+  };
+  if (!Number.isInteger(n) || n < 0 || n >= 0xffff_ffff) fail('bad ticketCount');
+  if (H > MAX_HOSTS) fail(`too many hosts: ${H}`);
+  if (params.filterModes.length !== F) fail(`filterModes has ${params.filterModes.length} entries, pool has ${F} filters`);
+  for (const m of params.filterModes) if (m !== 'overlap' && m !== 'containment') fail(`unknown filter mode "${m}"`);
+  const columns: [string, { length: number }, number][] = [
+    ['partySize', pool.partySize, n],
+    ['mmrMean', pool.mmrMean, n],
+    ['arrivalMs', pool.arrivalMs, n],
+    ['rulesetMask', pool.rulesetMask, n],
+    ['attrValues', pool.attrValues, n * F],
+    ['attrAccepts', pool.attrAccepts, n * F],
+    ['latencyMs', pool.latencyMs, n * H],
+  ];
+  for (const [name, col, len] of columns) if (col.length < len) fail(`${name} has ${col.length} elements, needs ${len}`);
+  if (!(Number.isFinite(params.mmrNormalizationRef) && params.mmrNormalizationRef > 0)) fail('mmrNormalizationRef must be finite and > 0');
+  if (!Number.isFinite(params.partySynergyBonus)) fail('partySynergyBonus must be finite');
+  if (!Number.isFinite(nowMs)) fail('nowMs must be finite');
+  if (params.rulesets.length > MAX_RULESETS) fail(`too many rulesets: ${params.rulesets.length}`);
+  params.rulesets.forEach((rs, r) => {
+    const bad = (reason: string) => fail(`ruleset ${r}: ${reason}`);
+    if (rs.teams < 1 || rs.teamSize < 1) bad('teams and teamSize must be >= 1');
+    if (rs.teams * rs.teamSize > MAX_PLAYERS_PER_MATCH) bad('teams * teamSize exceeds 1024');
+    if (!(rs.maxSkillSpread >= 0)) bad('maxSkillSpread must be >= 0');
+    if (!(rs.maxTeamImbalance >= 0)) bad('maxTeamImbalance must be >= 0');
+    let prev = { afterWaitMs: -Infinity, maxSkillSpread: rs.maxSkillSpread, maxLatencyMs: rs.maxLatencyMs };
+    for (const step of rs.relaxation) {
+      if (!Number.isFinite(step.afterWaitMs)) bad('relaxation afterWaitMs must be finite');
+      if (step.afterWaitMs < prev.afterWaitMs) bad('relaxation steps must be sorted by afterWaitMs');
+      if (!(step.maxSkillSpread >= prev.maxSkillSpread)) bad('relaxation steps may only widen maxSkillSpread');
+      if (step.maxLatencyMs < prev.maxLatencyMs) bad('relaxation steps may only widen maxLatencyMs');
+      prev = step;
+    }
+  });
+  for (let i = 0; i < n; i++) {
+    if (pool.partySize[i] === 0) fail(`ticket ${i}: partySize is 0`);
+    if (!Number.isFinite(pool.mmrMean[i])) fail(`ticket ${i}: mmrMean is not finite`);
+    if (!Number.isFinite(pool.arrivalMs[i])) fail(`ticket ${i}: arrivalMs is not finite`);
+  }
+  const outputs: [string, { length: number }, number][] = [
+    ['matchRuleset', out.matchRuleset, n],
+    ['matchOffsets', out.matchOffsets, n + 1],
+    ['matchTickets', out.matchTickets, n],
+    ['ticketTeam', out.ticketTeam, n],
+    ['matchPreferredHost', out.matchPreferredHost, n],
+    ['matchAcceptableHosts', out.matchAcceptableHosts, n],
+    ['matchAccepts', out.matchAccepts, n * F],
+  ];
+  for (const [name, buf, len] of outputs) if (buf.length < len) fail(`output ${name} has ${buf.length} elements, needs ${len}`);
+}

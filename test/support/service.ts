@@ -121,7 +121,7 @@ export async function startService(options: ServiceOptions = {}): Promise<TestSe
     logs,
     waitForLog,
     async stop() {
-      if (child.exitCode !== null) return child.exitCode;
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       child.kill('SIGTERM');
       return exited;
     },

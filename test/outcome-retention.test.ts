@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { uuid } from './support/fixtures.js';
 import { pollUntil } from './support/queues.js';
-import { useService } from './support/service.js';
+import { removeDirs, startService, tempDir, useService, writeQueues, type TestService } from './support/service.js';
 import { grpcTransport, httpRequest } from './support/transports.js';
 
 const queue = (outcomes: string) => `
@@ -42,5 +42,33 @@ describe('outcome retention', () => {
     expect(gone).toEqual([]);
     expect(await outcomesOf('ret.hook')).toEqual(kept);
     api.close();
+  });
+});
+
+describe('producer_sequence after retention', () => {
+  it('continues across a restart even when retention emptied the outbox', async () => {
+    const queueDir = tempDir('queues');
+    const dataDir = tempDir('data');
+    writeQueues(queueDir, { 'ret.seq': queue('    sink: websocket\n') });
+    const first = await startService({ queueDir, dataDir, env: { OUTCOME_RETENTION_SECS: '1' } });
+    const api = grpcTransport(first);
+    for (let i = 0; i < 3; i++) {
+      await api.createTicket({ id: uuid(), queueId: 'ret.seq' });
+      await api.clearQueuePool('ret.seq');
+    }
+    api.close();
+    const list = async (s: TestService) => (await httpRequest(s, 'GET', '/admin/v1/outcomes')).body.outcomes as { producerSequence: string }[];
+    expect((await list(first)).map((o) => o.producerSequence)).toEqual(['1', '2', '3']);
+    await pollUntil(() => list(first), (l) => l.length === 0, 15_000);
+    expect(await first.stop()).toBe(0);
+
+    const second = await startService({ queueDir, dataDir, env: { OUTCOME_RETENTION_SECS: '3600' } });
+    const api2 = grpcTransport(second);
+    await api2.createTicket({ id: uuid(), queueId: 'ret.seq' });
+    await api2.clearQueuePool('ret.seq');
+    api2.close();
+    expect((await list(second)).map((o) => o.producerSequence)).toEqual(['4']);
+    await second.stop();
+    removeDirs(queueDir, dataDir);
   });
 });

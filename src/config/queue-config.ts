@@ -68,8 +68,9 @@ const webhook = z
     /** First retry waits up to this (full jitter), doubling per attempt up to retry_max_delay_ms. */
     retry_base_delay_ms: z.number().int().positive().default(500),
     retry_max_delay_ms: z.number().int().positive().default(60_000),
-    /** Outcomes per request; 1 sends one outcome per request (docs/outcomes.md describes the batch body). */
-    max_batch_size: z.number().int().min(1).max(1000).default(1),
+    /** Outcomes per request; 1 sends one outcome per request (docs/outcomes-webhook.md describes the batch body).
+     *  At most 100: the batch's ids travel in headers, which proxies limit to a few KiB. */
+    max_batch_size: z.number().int().min(1).max(100).default(1),
   })
   .strict();
 

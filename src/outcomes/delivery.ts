@@ -26,6 +26,8 @@ export class OutcomeDelivery {
   private readonly sinks = new Map<string, OutcomesConfig['sink']>();
   private readonly streamListeners: ((queueIds: ReadonlySet<string>) => void)[] = [];
   private readonly retentionTimer: NodeJS.Timeout;
+  /** configure() calls run one after another: overlapping ones would start two dispatchers for a queue. */
+  private configuring: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly store: Store,
@@ -85,7 +87,12 @@ export class OutcomeDelivery {
    * Follows the queues' outcome settings. A queue that disappears keeps its dispatcher, so the outcomes of its
    * retirement are still delivered.
    */
-  async configure(queues: ReadonlyMap<string, OutcomesConfig>): Promise<void> {
+  configure(queues: ReadonlyMap<string, OutcomesConfig>): Promise<void> {
+    this.configuring = this.configuring.then(() => this.apply(queues));
+    return this.configuring;
+  }
+
+  private async apply(queues: ReadonlyMap<string, OutcomesConfig>): Promise<void> {
     for (const [queueId, config] of queues) {
       this.sinks.set(queueId, config.sink);
       const settings = JSON.stringify(config);
@@ -116,9 +123,13 @@ export class OutcomeDelivery {
     });
   }
 
-  /** Retries a parked delivery now. */
-  release(queueId: string): Promise<boolean> {
-    return this.dispatchers.get(queueId)?.dispatcher.release() ?? Promise.resolve(false);
+  /** Retries a parked delivery now (or, when the queue no longer has a push sink, just clears the record). */
+  async release(queueId: string): Promise<boolean> {
+    const dispatcher = this.dispatchers.get(queueId)?.dispatcher;
+    if (dispatcher) return dispatcher.release();
+    if (!this.store.parkedDelivery(queueId)) return false;
+    await this.store.commit([{ type: 'delivery.park', queueId, parked: undefined }]);
+    return true;
   }
 
   async stop(): Promise<void> {

@@ -57,10 +57,12 @@ export class LmdbStore implements Store {
       this.meta.putSync('producer_id', producerId);
     }
     this.producerId = producerId;
-    // The outcomes db is keyed by producer_sequence, so its last key is the last sequence ever committed.
-    let last = 0n;
-    for (const k of this.outcomes.getKeys({ reverse: true, limit: 1 })) last = BigInt(k);
-    this.nextSequence = last + 1n;
+    // Kept in meta with every commit that records outcomes: the outbox itself may be emptied by retention.
+    // (An outbox written before that was kept: continue after its last key.)
+    const kept = BigInt((this.meta.get('next_sequence') as string | undefined) ?? '1');
+    let afterLast = 1n;
+    for (const k of this.outcomes.getKeys({ reverse: true, limit: 1 })) afterLast = BigInt(k) + 1n;
+    this.nextSequence = kept > afterLast ? kept : afterLast;
   }
 
   commit(changes: readonly StoreChange[]): Promise<void> {
@@ -104,6 +106,7 @@ export class LmdbStore implements Store {
         change.outcome.producerSequence = sequence;
         void this.outcomes.put(Number(sequence), toBinary(OutcomeSchema, change.outcome));
         void this.queueIndex.put(indexKey(change.outcome.queueId, sequence), Number(sequence));
+        void this.meta.put('next_sequence', this.nextSequence.toString());
         return;
       }
       case 'outcome.delete':

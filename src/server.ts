@@ -89,9 +89,10 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       const finished = await Promise.race([drained.then(() => true), sleep(config.shutdown_timeout_ms).then(() => false)]);
       if (!finished) log.warn('shutdown timeout: closing with requests still in flight');
       watcher.close();
-      await Promise.all([closeGrpc(grpcServer, config.shutdown_timeout_ms), closeHttp(httpServer)]);
+      // Stream sockets are connections of the HTTP server too: close them with it, or close() waits forever.
+      await Promise.all([closeGrpc(grpcServer, config.shutdown_timeout_ms), stream.close(), closeHttp(httpServer)]);
       await registry.stopAll();
-      await Promise.all([delivery.stop(), stream.close()]);
+      await delivery.stop();
       await broker.close();
       await store.close();
       log.info('stopped');

@@ -38,6 +38,8 @@ export class LmdbStore implements Store {
   private readonly delivery: Database<DeliveryRecord, string>;
   private readonly consumers: Database<string, string>;
   private nextSequence: bigint;
+  /** The highest sequence whose commit has completed (nextSequence runs ahead while a commit is in flight). */
+  private committedSequence: bigint;
   private readonly outcomeListeners: ((queueIds: ReadonlySet<string>) => void)[] = [];
 
   constructor(private readonly options: LmdbStoreOptions) {
@@ -63,16 +65,19 @@ export class LmdbStore implements Store {
     let afterLast = 1n;
     for (const k of this.outcomes.getKeys({ reverse: true, limit: 1 })) afterLast = BigInt(k) + 1n;
     this.nextSequence = kept > afterLast ? kept : afterLast;
+    this.committedSequence = this.nextSequence - 1n;
   }
 
   commit(changes: readonly StoreChange[]): Promise<void> {
     const done = this.root.transaction(() => {
       // Runs inside the batched write transaction, in call order: sequences are assigned in commit order.
       for (const change of changes) this.apply(change);
+      return this.nextSequence - 1n;
     });
     const outcomeQueues = new Set(changes.flatMap((c) => (c.type === 'outcome.record' ? [c.outcome.queueId] : [])));
     return done.then(
-      () => {
+      (through: bigint) => {
+        if (through > this.committedSequence) this.committedSequence = through;
         if (outcomeQueues.size > 0) for (const listener of this.outcomeListeners) listener(outcomeQueues);
       },
       (err: unknown) => {
@@ -155,7 +160,7 @@ export class LmdbStore implements Store {
   }
 
   lastSequence(): bigint {
-    return this.nextSequence - 1n;
+    return this.committedSequence;
   }
 
   onOutcomesCommitted(listener: (queueIds: ReadonlySet<string>) => void): void {

@@ -87,7 +87,7 @@ export interface Store {
   parkedDelivery(queueId: string): ParkedDelivery | undefined;
   /** The last sequence a named stream consumer acknowledged, if it ever did. */
   consumerPosition(consumer: string): bigint | undefined;
-  /** The highest producer_sequence committed so far (0 when none). */
+  /** The highest producer_sequence whose commit has completed (0 when none). */
   lastSequence(): bigint;
   /** Called after each commit that recorded outcomes, with their queues. */
   onOutcomesCommitted(listener: (queueIds: ReadonlySet<string>) => void): void;

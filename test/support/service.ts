@@ -108,7 +108,10 @@ export async function startService(options: ServiceOptions = {}): Promise<TestSe
     });
   };
 
-  const listening = await waitForLog((l) => l.msg === 'listening', options.startTimeoutMs);
+  const listening = await waitForLog((l) => l.msg === 'listening', options.startTimeoutMs).catch((err: unknown) => {
+    child.kill('SIGKILL'); // never leave a half-started service behind
+    throw err;
+  });
   const grpcPort = listening.grpcPort as number;
   const httpPort = listening.httpPort as number;
   return {

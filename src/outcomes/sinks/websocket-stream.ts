@@ -1,6 +1,16 @@
-// PLACEHOLDER, replaced by the WebSocket outcome stream implementation.
-import type { Server } from 'node:http';
+// The WebSocket outcome stream (docs/outcomes-websocket.md): GET /v1/outcomes/stream upgraded on the HTTP
+// server. Each connection reads the outbox after its own offset, in producer_sequence order, filtered by
+// queue id and to queues whose sink is `websocket`; new outcomes wake every connection whose filter they
+// pass. A named consumer's acknowledgements advance its durable position (a `consumer.advance` change),
+// from which a reconnect without `from_offset` resumes. The server pings every heartbeat interval and
+// terminates a connection that did not answer the previous ping.
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { toJson } from '@bufbuild/protobuf';
 import type { Logger } from 'pino';
+import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import { QUEUE_ID_PATTERN } from '../../config/queue-config.js';
+import { OutcomeSchema, type Outcome } from '../../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import type { Store } from '../../store/store.js';
 import type { OutcomeDelivery } from '../delivery.js';
 
@@ -11,7 +21,381 @@ export interface OutcomeStreamDeps {
   log: Logger;
 }
 
+export const STREAM_PATH = '/v1/outcomes/stream';
+/** Outcomes read from the outbox per page. */
+export const PAGE_SIZE = 500;
+/** Above this many bytes queued on a socket the stream stops reading the outbox until they are written. */
+export const HIGH_WATER_BYTES = 1024 * 1024;
+/** A client that leaves more than this of answers to its own frames (acked, error) unread is disconnected (1008). */
+const REPLY_BACKLOG_BYTES = 1024 * 1024;
+const HEARTBEAT_FRAME = JSON.stringify({ type: 'heartbeat' });
+/** Client frames are small JSON objects. */
+const MAX_CLIENT_FRAME_BYTES = 16 * 1024;
+const CONSUMER_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const OFFSET_PATTERN = /^\d{1,20}$/;
+const MAX_OFFSET = 2n ** 64n - 1n;
+/** After close(1001), how long a client gets to answer the close handshake before its socket is destroyed. */
+const CLOSE_GRACE_MS = 1000;
+
+type Opened = NonNullable<ReturnType<OutcomeStreamDeps['state']>>;
+
+/** Server -> client frames. Offsets are decimal strings (uint64, as in the protobuf JSON mapping). */
+export type ServerFrame =
+  | { type: 'ready'; after: string; consumer?: string }
+  | { type: 'outcome'; offset: string; outcome: unknown }
+  | { type: 'acked'; offset: string; consumer?: string }
+  | { type: 'heartbeat' }
+  | { type: 'error'; code: 'INVALID_ARGUMENT' | 'INTERNAL'; message: string };
+
+interface StreamQuery {
+  /** Accepts a queue id by the `queue_id` parameter (the sink check is separate). */
+  matches: (queueId: string) => boolean;
+  queueParam: string | undefined;
+  /** Set when `queue_id` names one queue: its outcomes are read through the store's per-queue index. */
+  exactQueue: string | undefined;
+  /** First offset to send (from_offset), if given. */
+  fromOffset: bigint | undefined;
+  consumer: string | undefined;
+}
+
+class QueryError extends Error {}
+
+function parseQuery(url: URL): StreamQuery {
+  for (const key of url.searchParams.keys()) {
+    if (key !== 'queue_id' && key !== 'from_offset' && key !== 'consumer') throw new QueryError(`unknown query parameter "${key}"`);
+  }
+  const single = (key: string): string | undefined => {
+    const values = url.searchParams.getAll(key);
+    if (values.length > 1) throw new QueryError(`${key} may be given once`);
+    return values[0] === '' ? undefined : values[0];
+  };
+  const queueParam = single('queue_id');
+  let matches: (queueId: string) => boolean = () => true;
+  let exactQueue: string | undefined;
+  if (queueParam !== undefined && queueParam !== '>') {
+    if (queueParam.endsWith('.>')) {
+      const namespace = queueParam.slice(0, -2);
+      if (!QUEUE_ID_PATTERN.test(namespace)) throw new QueryError(`queue_id "${queueParam}" is not a queue id or a namespace written "<namespace>.>"`);
+      const prefix = `${namespace}.`;
+      matches = (queueId) => queueId.startsWith(prefix);
+    } else {
+      if (!QUEUE_ID_PATTERN.test(queueParam)) throw new QueryError(`queue_id "${queueParam}" is not a queue id or a namespace written "<namespace>.>"`);
+      matches = (queueId) => queueId === queueParam;
+      exactQueue = queueParam;
+    }
+  }
+  const from = single('from_offset');
+  let fromOffset: bigint | undefined;
+  if (from !== undefined) {
+    if (!OFFSET_PATTERN.test(from) || BigInt(from) > MAX_OFFSET) throw new QueryError('from_offset must be a non-negative integer (uint64)');
+    fromOffset = BigInt(from);
+  }
+  const consumer = single('consumer');
+  if (consumer !== undefined && !CONSUMER_PATTERN.test(consumer)) {
+    throw new QueryError('consumer must be 1 to 128 characters of letters, digits, ".", "_", ":" and "-", starting with a letter or digit');
+  }
+  return { matches, queueParam, exactQueue, fromOffset, consumer };
+}
+
+/** Answers an upgrade request with a plain HTTP error (the API's JSON error body) and closes the socket. */
+function refuse(socket: Duplex, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ code, message });
+  socket.on('error', () => undefined);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+      'connection: close\r\ncontent-type: application/json\r\n' +
+      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  // end() flushes the answer; destroy in case the peer never reads it.
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
 /** Serves GET /v1/outcomes/stream (WebSocket upgrade) on the HTTP server. */
-export function attachOutcomeStream(_server: Server, _deps: OutcomeStreamDeps): { close(): Promise<void> } {
-  return { close: async () => {} };
+export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { close(): Promise<void> } {
+  const { log } = deps;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME_BYTES, clientTracking: false });
+  const connections = new Set<StreamConnection>();
+  /** Highest position committed (or being committed) per consumer by this process: acks never go backwards. */
+  const consumerPositions = new Map<string, bigint>();
+  let subscribed: OutcomeDelivery | undefined;
+  let closing: Promise<void> | undefined;
+
+  const subscribe = (opened: Opened) => {
+    if (subscribed === opened.delivery) return;
+    subscribed = opened.delivery;
+    opened.delivery.onOutcomes((queueIds) => {
+      for (const connection of connections) connection.notify(queueIds);
+    });
+  };
+
+  const positionOf = (store: Store, consumer: string): bigint | undefined => {
+    const stored = store.consumerPosition(consumer);
+    const local = consumerPositions.get(consumer);
+    if (stored === undefined) return local;
+    return local === undefined || stored > local ? stored : local;
+  };
+
+  /** Commits the consumer's position if it moves forward; resolves with the position afterwards. */
+  const advance = async (store: Store, consumer: string, sequence: bigint): Promise<bigint> => {
+    const current = positionOf(store, consumer);
+    if (current !== undefined && sequence <= current) return current;
+    consumerPositions.set(consumer, sequence);
+    await store.commit([{ type: 'consumer.advance', consumer, sequence }]);
+    return positionOf(store, consumer) ?? sequence;
+  };
+
+  const heartbeat = setInterval(() => {
+    for (const connection of connections) connection.heartbeat();
+  }, deps.heartbeatMs);
+  heartbeat.unref();
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname !== STREAM_PATH) return refuse(socket, 404, 'NOT_FOUND', `no WebSocket endpoint at ${url.pathname}; use ${STREAM_PATH}`);
+    if (closing) return refuse(socket, 503, 'UNAVAILABLE', 'service is shutting down; reconnect with backoff');
+    const opened = deps.state();
+    if (!opened) return refuse(socket, 503, 'UNAVAILABLE', 'service is starting; reconnect with backoff');
+    let query: StreamQuery;
+    try {
+      query = parseQuery(url);
+    } catch (err) {
+      if (!(err instanceof QueryError)) throw err;
+      return refuse(socket, 400, 'INVALID_ARGUMENT', err.message);
+    }
+    subscribe(opened);
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      if (closing) {
+        ws.close(1001, 'going away');
+        return;
+      }
+      const connection = new StreamConnection(ws, opened, query, advance, log);
+      connections.add(connection);
+      ws.once('close', () => connections.delete(connection));
+      connection.start(positionOf).catch((err: unknown) => {
+        log.error({ err }, 'outcome stream could not start');
+        ws.close(1011, 'internal error');
+      });
+    });
+  };
+  server.on('upgrade', onUpgrade);
+
+  const close = () =>
+    (closing ??= (async () => {
+      clearInterval(heartbeat);
+      await Promise.all([...connections].map((c) => c.goAway()));
+      wss.close();
+    })());
+
+  // The caller closes this together with the HTTP server (src/server.ts): upgraded sockets are connections
+  // of that server, so its close() waits for them.
+  return { close };
+}
+
+type Advance = (store: Store, consumer: string, sequence: bigint) => Promise<bigint>;
+
+class StreamConnection {
+  /** Every outcome of the filtered set up to this offset was sent (or precedes the start). */
+  private sent = 0n;
+  private started = false;
+  private pumping = false;
+  private wanted = false;
+  /** Waiting for the socket to write its queue (set while bufferedAmount is above the high-water mark). */
+  private waitingForDrain = false;
+  private alive = true;
+  /** Bytes of answers (ready, acked, error) queued on the socket and not yet written. */
+  private replyBacklog = 0;
+  private readonly accepts: (queueId: string) => boolean;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly opened: Opened,
+    private readonly query: StreamQuery,
+    private readonly advance: Advance,
+    private readonly log: Logger,
+  ) {
+    // The sink is looked up at read time, so a hot-reloaded sink change applies to later outcomes.
+    this.accepts = (queueId) => query.matches(queueId) && opened.delivery.sinkOf(queueId) === 'websocket';
+    ws.on('pong', () => (this.alive = true));
+    ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
+    ws.on('error', (err) => this.log.debug({ err }, 'outcome stream socket error'));
+  }
+
+  async start(positionOf: (store: Store, consumer: string) => bigint | undefined): Promise<void> {
+    const { store } = this.opened;
+    const { consumer, fromOffset } = this.query;
+    if (fromOffset !== undefined) {
+      this.sent = fromOffset === 0n ? 0n : fromOffset - 1n;
+    } else if (consumer !== undefined) {
+      const position = positionOf(store, consumer);
+      if (position !== undefined) {
+        this.sent = position;
+      } else {
+        // A new durable consumer starts at the newest outcome; recording that position now means a
+        // reconnect before its first ack still sees everything recorded since this first connection.
+        this.sent = store.lastSequence();
+        await this.advance(store, consumer, this.sent);
+      }
+    } else {
+      this.sent = store.lastSequence();
+    }
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    this.reply({ type: 'ready', after: String(this.sent), ...(consumer !== undefined ? { consumer } : {}) });
+    this.started = true;
+    this.log.debug({ queue: this.query.queueParam, consumer, after: String(this.sent) }, 'outcome stream connected');
+    this.wake();
+  }
+
+  notify(queueIds: ReadonlySet<string>): void {
+    for (const id of queueIds) {
+      if (this.accepts(id)) return this.wake();
+    }
+  }
+
+  heartbeat(): void {
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    if (!this.alive) {
+      this.log.info({ queue: this.query.queueParam, consumer: this.query.consumer }, 'outcome stream client missed a heartbeat: disconnected');
+      this.ws.terminate();
+      return;
+    }
+    this.alive = false;
+    this.ws.ping();
+    // For clients that cannot see pings; a connection busy with outcomes shows it is alive anyway.
+    if (this.ws.bufferedAmount <= HIGH_WATER_BYTES) this.ws.send(HEARTBEAT_FRAME);
+  }
+
+  /** Closes with 1001 and resolves once the socket is closed (destroyed if the peer does not answer). */
+  goAway(): Promise<void> {
+    if (this.ws.readyState === WebSocket.CLOSED) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.ws.terminate(), CLOSE_GRACE_MS);
+      this.ws.once('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.ws.close(1001, 'going away');
+    });
+  }
+
+  private wake(): void {
+    this.wanted = true;
+    if (!this.started || this.pumping || this.waitingForDrain) return;
+    this.pumping = true;
+    this.pump().then(
+      () => {
+        this.pumping = false;
+        // A wake that came while the pump was finishing (after its last check) must not be lost.
+        if (this.wanted && !this.waitingForDrain && this.ws.readyState === WebSocket.OPEN) this.wake();
+      },
+      (err: unknown) => {
+        this.pumping = false;
+        this.log.error({ err }, 'outcome stream read failed');
+        this.ws.close(1011, 'internal error');
+      },
+    );
+  }
+
+  /** Sends the outbox after `sent`, page by page, until it is exhausted or the socket's queue is full. */
+  private async pump(): Promise<void> {
+    const { store } = this.opened;
+    while (this.wanted && this.ws.readyState === WebSocket.OPEN) {
+      this.wanted = false;
+      for (;;) {
+        const page = this.read(store);
+        if (page.length === 0) break;
+        // Only durable outcomes go out: an offset once seen by a client is never reused after a crash.
+        await store.whenDurable();
+        if (this.ws.readyState !== WebSocket.OPEN) return;
+        if (!this.sendPage(page)) {
+          // The socket's queue is full: resume (re-reading from `sent`) once it has been written.
+          this.waitingForDrain = true;
+          this.wanted = true;
+          return;
+        }
+        if (page.length < PAGE_SIZE) break;
+        // Let other connections and requests run between pages of a long replay.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    }
+  }
+
+  /** The next page of the filtered set after `sent`. */
+  private read(store: Store): Outcome[] {
+    const { exactQueue } = this.query;
+    if (exactQueue === undefined) return store.listOutcomes({ afterSequence: this.sent, queueFilter: this.accepts, limit: PAGE_SIZE });
+    return this.accepts(exactQueue) ? store.queueOutcomes(exactQueue, this.sent, PAGE_SIZE) : [];
+  }
+
+  /**
+   * Sends the page's outcomes in order until the socket has more than the high-water mark queued; false if
+   * it stopped there (the rest of the page is read again later).
+   */
+  private sendPage(page: Outcome[]): boolean {
+    for (const outcome of page) {
+      const text = JSON.stringify({ type: 'outcome', offset: String(outcome.producerSequence), outcome: toJson(OutcomeSchema, outcome) });
+      this.sent = outcome.producerSequence;
+      if (this.ws.bufferedAmount + text.length > HIGH_WATER_BYTES) {
+        // Its write callback (always async) tells when everything queued before it has been written too.
+        this.ws.send(text, () => this.drained());
+        return false;
+      }
+      this.ws.send(text);
+    }
+    return true;
+  }
+
+  private drained(): void {
+    this.waitingForDrain = false;
+    if (this.ws.readyState === WebSocket.OPEN) this.wake();
+  }
+
+  /** Frames that answer the client (ready, acked, error): a client that never reads them is disconnected. */
+  private reply(frame: ServerFrame): void {
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    const text = JSON.stringify(frame);
+    if (this.replyBacklog + text.length > REPLY_BACKLOG_BYTES) {
+      this.ws.close(1008, 'client does not read its frames');
+      return;
+    }
+    this.replyBacklog += text.length;
+    this.ws.send(text, () => (this.replyBacklog -= text.length));
+  }
+
+  private fail(message: string): void {
+    this.reply({ type: 'error', code: 'INVALID_ARGUMENT', message });
+  }
+
+  private onFrame(data: RawData, isBinary: boolean): void {
+    if (isBinary) return this.fail('binary frames are not accepted: send JSON text frames');
+    let frame: unknown;
+    try {
+      frame = JSON.parse(rawText(data));
+    } catch {
+      return this.fail('frame is not valid JSON');
+    }
+    if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) return this.fail('frame must be a JSON object with a "type"');
+    const { type, offset } = frame as Record<string, unknown>;
+    if (type !== 'ack') return this.fail(`unknown frame type ${JSON.stringify(type ?? null)}; clients send {"type":"ack","offset":"<n>"}`);
+    let sequence: bigint;
+    if (typeof offset === 'string' && OFFSET_PATTERN.test(offset)) sequence = BigInt(offset);
+    else if (typeof offset === 'number' && Number.isSafeInteger(offset) && offset >= 0) sequence = BigInt(offset);
+    else return this.fail('ack offset must be a non-negative integer, written as a decimal string');
+    const { store } = this.opened;
+    if (sequence > store.lastSequence()) return this.fail(`ack offset ${sequence} is beyond the last recorded outcome (${store.lastSequence()})`);
+    const { consumer } = this.query;
+    if (consumer === undefined) return this.reply({ type: 'acked', offset: String(sequence) });
+    this.advance(store, consumer, sequence).then(
+      (position) => this.reply({ type: 'acked', offset: String(position), consumer }),
+      (err: unknown) => {
+        this.log.error({ err, consumer }, 'consumer position could not be stored');
+        this.reply({ type: 'error', code: 'INTERNAL', message: 'the acknowledgement could not be stored; send it again' });
+      },
+    );
+  }
+}
+
+function rawText(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
+  return data.toString('utf8');
 }

@@ -16,6 +16,19 @@ export interface EngineMatch {
   accepts: bigint[];
 }
 
+/** One open backfill request, in engine terms. */
+export interface EngineBackfillRequest {
+  rulesetIndex: number;
+  slots: number;
+  /** Mean mmr of the match's current players; NaN when unknown (no skill bound). */
+  skill: number;
+  /** Host index of the running match; undefined when unknown (no latency bound). */
+  host: number | undefined;
+  arrivalMs: number;
+  attrValues: bigint[];
+  attrAccepts: bigint[];
+}
+
 export function engineParams(config: QueueConfig): QueueParams {
   return {
     mmrNormalizationRef: config.engine.mmr_normalization_ref,
@@ -46,6 +59,35 @@ export class TickRunner {
   /** New parameters (hot reload); only between ticks. */
   configure(params: QueueParams): void {
     this.engine.configure(params);
+  }
+
+  private assigned = new Uint32Array(0);
+
+  /**
+   * Fills backfill requests from the pool; answers, per request, the pool rows assigned to it (empty: not
+   * filled). The pool's columns must not change until it resolves.
+   */
+  async backfill(pool: TicketPool, requests: readonly EngineBackfillRequest[], nowMs: number): Promise<number[][]> {
+    const f = pool.filterCount;
+    const r = requests.length;
+    if (this.assigned.length < pool.count) this.assigned = new Uint32Array(Math.max(1024, pool.count * 2));
+    const offsets = new Uint32Array(r + 1);
+    await this.engine.backfill(
+      pool.columns(),
+      {
+        ruleset: Uint32Array.from(requests, (q) => q.rulesetIndex),
+        slots: Uint32Array.from(requests, (q) => q.slots),
+        skill: Float64Array.from(requests, (q) => q.skill),
+        host: Uint32Array.from(requests, (q) => q.host ?? NO_HOST),
+        arrivalMs: Float64Array.from(requests, (q) => q.arrivalMs),
+        attrValues: BigUint64Array.from(requests.flatMap((q) => q.attrValues.slice(0, f))),
+        attrAccepts: BigUint64Array.from(requests.flatMap((q) => q.attrAccepts.slice(0, f))),
+        requestCount: r,
+      },
+      { offsets, assigned: this.assigned },
+      nowMs,
+    );
+    return Array.from({ length: r }, (_, q) => Array.from(this.assigned.subarray(offsets[q]!, offsets[q + 1]!)));
   }
 
   /** One tick. The pool's columns and the outputs must not change until it resolves. */

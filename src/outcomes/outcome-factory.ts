@@ -3,8 +3,9 @@
 import { randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
-import type { BackfillRequest, Match, Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
+import type { Backfill, BackfillRequest, Match, Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import {
+  BackfillCreatedSchema,
   BackfillRequestOrphanedSchema,
   BackfillRequestsExpiredSchema,
   BackfillRequestsRemovedSchema,
@@ -93,4 +94,8 @@ export function ticketOrphaned(queueId: string, ticket: Ticket, rulesetId: strin
 
 export function backfillRequestOrphaned(queueId: string, backfillRequest: BackfillRequest, rulesetId: string): Outcome {
   return newOutcome(queueId, { case: 'backfillRequestOrphaned', value: create(BackfillRequestOrphanedSchema, { backfillRequest, rulesetId }) });
+}
+
+export function backfillCreated(queueId: string, backfill: Backfill): Outcome {
+  return newOutcome(queueId, { case: 'backfillCreated', value: create(BackfillCreatedSchema, { backfill }) });
 }

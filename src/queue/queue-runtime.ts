@@ -11,16 +11,17 @@ import { randomUUID } from 'node:crypto';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
-import { BackfillRequestSchema, MatchSchema, TicketSchema, type BackfillRequest, type Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
+import { BackfillRequestSchema, BackfillSchema, MatchSchema, TicketSchema, type BackfillRequest, type Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { EngineOutputSchema, type EngineInput } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { RemovalReason, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import type { QueueConfig } from '../config/queue-config.js';
 import { failedPrecondition } from '../core/errors.js';
 import { parseBackfillEngineInput, parseTicketEngineInput } from '../engine/engine-input.js';
 import { buildEngineOutput } from '../engine/engine-output.js';
-import { TicketPool, type PoolLayout } from '../engine/ticket-pool.js';
-import { engineParams, TickRunner, type EngineMatch } from '../engine/tick-runner.js';
+import { TicketPool, type PoolLayout, type PoolRow } from '../engine/ticket-pool.js';
+import { engineParams, TickRunner, type EngineBackfillRequest, type EngineMatch } from '../engine/tick-runner.js';
 import {
+  backfillCreated,
   backfillRequestOrphaned,
   backfillRequestsExpired,
   backfillRequestsRemoved,
@@ -60,6 +61,22 @@ const layoutOf = (config: QueueConfig): PoolLayout => ({
 });
 
 const createdAtMs = (item: Ticket | BackfillRequest) => (item.createdAt ? timestampDate(item.createdAt).getTime() : Date.now());
+/**
+ * The running match's host, as the engine chose it for a match: the host with the lowest worst-player
+ * latency among its current players (unmeasured counts as the default). Unknown without measurements.
+ */
+function matchHost(row: PoolRow, pool: TicketPool, defaultLatencyMs: number): number | undefined {
+  if (row.latencies.length === 0) return undefined;
+  const measured = new Map(row.latencies);
+  let best: number | undefined;
+  let bestMs = Infinity;
+  for (let h = 0; h < pool.hostCount; h++) {
+    const ms = measured.get(h) ?? defaultLatencyMs;
+    if (ms < bestMs) [best, bestMs] = [h, ms];
+  }
+  return best;
+}
+
 const records = (outcomes: Outcome[]): StoreChange[] => outcomes.map((outcome) => ({ type: 'outcome.record', outcome }));
 
 export class QueueRuntime {
@@ -357,29 +374,87 @@ export class QueueRuntime {
     if (expired.length > 0) void this.store.commit(expired);
     if (this.pool.count === 0 || this.state !== 'running') return;
     // What the engine's indices refer to (host keys, attribute values, rulesets), even if a hot reload
-    // replaces the pool or the config before every match is resolved.
+    // replaces the pool or the config before every result is resolved.
     const { pool, config } = this;
     const startedMs = Date.now();
     this.tickInProgress = true;
-    this.engineRunning = true;
-    let matches: EngineMatch[] = [];
-    try {
-      matches = await this.runner.run(pool, Date.now(), this.seed++);
-    } catch (err) {
-      this.log.error({ queue: this.queueId, err }, 'tick failed; the pool is unchanged');
-    }
-    // Rows -> ids while the columns are still those the engine read; then let waiting changes in.
-    const formed = matches.map((match) => ({ match, ids: match.rows.map((row) => pool.ids[row]!) }));
-    this.engineRunning = false;
-    for (const change of this.afterTick.splice(0)) change();
-    for (let i = 0; i < formed.length; i += RESOLVE_CHUNK) {
+    // Backfill first: a running match's open slots go ahead of new matches.
+    if (this.backfills.size > 0) await this.fillBackfills(pool, config);
+    const formed = this.pool === pool ? await this.withEngine(() => this.runner.run(pool, Date.now(), this.seed++), (matches) =>
+      matches.map((match) => ({ match, ids: match.rows.map((row) => pool.ids[row]!) })),
+    ) : undefined;
+    for (let i = 0; i < (formed?.length ?? 0); i += RESOLVE_CHUNK) {
       if (i > 0) await new Promise((resolve) => setImmediate(resolve));
-      const changes = this.resolveMatches(formed.slice(i, i + RESOLVE_CHUNK), pool, config);
+      const changes = this.resolveMatches(formed!.slice(i, i + RESOLVE_CHUNK), pool, config);
       if (changes.length > 0) void this.store.commit(changes);
     }
     this.tickInProgress = false;
     this.cancelledDuringTick.clear();
-    this.log.debug({ queue: this.queueId, matches: formed.length, pool: this.pool.count, ms: Date.now() - startedMs }, 'tick');
+    this.log.debug({ queue: this.queueId, matches: formed?.length ?? 0, pool: this.pool.count, ms: Date.now() - startedMs }, 'tick');
+  }
+
+  /**
+   * Runs the engine over the pool's columns; changes to them wait until it returns. Its row indices are
+   * turned into ticket ids (by `toIds`) before those changes move any row.
+   */
+  private async withEngine<R, T>(run: () => Promise<R>, toIds: (result: R) => T): Promise<T | undefined> {
+    this.engineRunning = true;
+    let result: T | undefined;
+    try {
+      result = toIds(await run());
+    } catch (err) {
+      this.log.error({ queue: this.queueId, err }, 'engine run failed; the pool is unchanged');
+    }
+    this.engineRunning = false;
+    for (const change of this.afterTick.splice(0)) change();
+    return result;
+  }
+
+  /**
+   * Fills open backfill requests from the pool: each filled request leaves with a backfill.created
+   * outcome carrying its assigned tickets, which are resolved into the request's running match.
+   */
+  private async fillBackfills(pool: TicketPool, config: QueueConfig): Promise<void> {
+    const open = [...this.backfills.values()];
+    const requests = open.map(({ request, input }): EngineBackfillRequest => {
+      const row = pool.prepare(input, [], createdAtMs(request));
+      return {
+        rulesetIndex: config.rulesets.findIndex((r) => r.id === request.rulesetId),
+        slots: request.slotsRequested,
+        skill: row.mmrMean,
+        host: matchHost(row, pool, config.engine.default_latency_ms),
+        arrivalMs: row.arrivalMs,
+        attrValues: row.attrValues,
+        attrAccepts: row.attrAccepts,
+      };
+    });
+    if (requests.some((q) => q.rulesetIndex < 0)) return; // a reload removed a ruleset: its requests are being orphaned
+    const fills = await this.withEngine(() => this.runner.backfill(pool, requests, Date.now()), (perRequest) =>
+      perRequest.map((rows) => rows.map((row) => pool.ids[row]!)),
+    );
+    const changes: StoreChange[] = [];
+    const nowMs = Date.now();
+    fills?.forEach((ids, q) => {
+      const backfill = open[q]!;
+      if (ids.length === 0 || this.backfills.get(backfill.request.id) !== backfill) return;
+      if (!ids.every((id) => this.active.has(id) && !this.cancelledDuringTick.has(id))) return;
+      const tickets = ids.map((id) => fromBinary(TicketSchema, this.active.get(id)!));
+      for (const id of ids) changes.push(...this.resolveTicket(id, backfill.request.matchId, nowMs));
+      this.removeBackfill(backfill.request.id);
+      changes.push({ type: 'backfill.delete', queueId: this.queueId, backfillId: backfill.request.id });
+      const filled = create(BackfillSchema, { id: randomUUID(), request: backfill.request, assignedTickets: tickets, createdAt: timestampFromMs(nowMs) });
+      changes.push({ type: 'outcome.record', outcome: backfillCreated(this.queueId, filled) });
+    });
+    if (changes.length > 0) void this.store.commit(changes);
+  }
+
+  /** Moves an active ticket into a committed match: out of the pool, into `resolved`. */
+  private resolveTicket(id: string, matchId: string, nowMs: number): StoreChange[] {
+    const bytes = this.active.get(id)!;
+    this.active.delete(id);
+    this.pool.remove(id);
+    this.resolved.set(id, { bytes, matchId, resolvedAtMs: nowMs });
+    return [{ type: 'ticket.put', ticket: { ...this.storedActive(id, bytes), state: 'resolved', matchId, resolvedAtMs: nowMs } }];
   }
 
   /**
@@ -399,13 +474,7 @@ export class QueueRuntime {
       const tickets = ids.map((id) => fromBinary(TicketSchema, this.active.get(id)!));
       const inputs = tickets.map((t) => parseTicketEngineInput(t.engineInput, t.id, 'engine_input'));
       const engineOutput = buildEngineOutput(match, inputs, pool, config);
-      for (const id of ids) {
-        const bytes = this.active.get(id)!;
-        this.active.delete(id);
-        this.pool.remove(id);
-        this.resolved.set(id, { bytes, matchId, resolvedAtMs: nowMs });
-        changes.push({ type: 'ticket.put', ticket: { ...this.storedActive(id, bytes), state: 'resolved', matchId, resolvedAtMs: nowMs } });
-      }
+      for (const id of ids) changes.push(...this.resolveTicket(id, matchId, nowMs));
       const outcome = matchCreated(
         this.queueId,
         create(MatchSchema, {

@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use matchmaker_engine::{
-    run_tick, EngineError, FilterMode, MatchBuffers, PoolColumns, RelaxationStep, Ruleset, TickParams, Workspace,
+    run_backfill, run_tick, BackfillBuffers, BackfillColumns, BackfillWorkspace, EngineError, FilterMode, MatchBuffers, PoolColumns,
+    RelaxationStep, Ruleset, TickParams, Workspace,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -86,8 +87,29 @@ struct OwnedRuleset {
     relaxation: Vec<RelaxationStep>,
 }
 
+/// A queue's open backfill requests as columns (arrays may be longer than `requestCount`).
+#[napi(object)]
+pub struct BackfillArrays {
+    pub ruleset: Uint32Array,
+    pub slots: Uint32Array,
+    pub skill: Float64Array,
+    pub host: Uint32Array,
+    pub arrival_ms: Float64Array,
+    pub attr_values: BigUint64Array,
+    pub attr_accepts: BigUint64Array,
+    pub request_count: u32,
+}
+
+/// Preallocated backfill output: offsets (requestCount + 1) and assigned pool rows (pool size).
+#[napi(object)]
+pub struct BackfillOutput {
+    pub offsets: Uint32Array,
+    pub assigned: Uint32Array,
+}
+
 struct EngineState {
     workspace: Workspace,
+    backfill_workspace: BackfillWorkspace,
     mmr_normalization_ref: f64,
     party_synergy_bonus: f64,
     filters: Vec<FilterMode>,
@@ -135,7 +157,14 @@ impl TickEngine {
     #[napi(constructor)]
     pub fn new(params: QueueParams) -> Result<Self> {
         let (mmr_normalization_ref, party_synergy_bonus, filters, rulesets) = convert(params)?;
-        let state = EngineState { workspace: Workspace::new(), mmr_normalization_ref, party_synergy_bonus, filters, rulesets };
+        let state = EngineState {
+            workspace: Workspace::new(),
+            backfill_workspace: BackfillWorkspace::new(),
+            mmr_normalization_ref,
+            party_synergy_bonus,
+            filters,
+            rulesets,
+        };
         Ok(TickEngine { state: Arc::new(Mutex::new(state)) })
     }
 
@@ -157,6 +186,99 @@ impl TickEngine {
     pub fn run(&self, pool: PoolArrays, out: MatchArrays, now_ms: f64, seed: u32) -> AsyncTask<TickTask> {
         AsyncTask::new(TickTask { state: self.state.clone(), pool, out, now_ms, seed: u64::from(seed) })
     }
+
+    /// Fills backfill requests from the pool on the libuv thread pool; resolves with how many got tickets.
+    /// The host must not write to `pool`, `requests` or `out` until the promise settles.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn backfill(&self, pool: PoolArrays, requests: BackfillArrays, out: BackfillOutput, now_ms: f64) -> AsyncTask<BackfillTask> {
+        AsyncTask::new(BackfillTask { state: self.state.clone(), pool, requests, out, now_ms })
+    }
+}
+
+fn lock(state: &Mutex<EngineState>) -> Result<std::sync::MutexGuard<'_, EngineState>> {
+    state.try_lock().map_err(|_| Error::new(Status::GenericFailure, "a tick is already running"))
+}
+
+fn pool_columns(p: &PoolArrays) -> Result<PoolColumns<'_>> {
+    let n = p.ticket_count as usize;
+    let f = p.filter_count as usize;
+    let h = p.host_count as usize;
+    Ok(PoolColumns {
+        party_size: prefix("partySize", &p.party_size, n)?,
+        mmr_mean: prefix("mmrMean", &p.mmr_mean, n)?,
+        arrival_ms: prefix("arrivalMs", &p.arrival_ms, n)?,
+        ruleset_mask: prefix("rulesetMask", &p.ruleset_mask, n)?,
+        attr_values: prefix("attrValues", &p.attr_values, n * f)?,
+        attr_accepts: prefix("attrAccepts", &p.attr_accepts, n * f)?,
+        latency_ms: prefix("latencyMs", &p.latency_ms, n * h)?,
+        filter_count: f,
+        host_count: h,
+    })
+}
+
+fn rulesets(owned: &[OwnedRuleset]) -> Vec<Ruleset<'_>> {
+    owned
+        .iter()
+        .map(|r| Ruleset {
+            teams: r.teams,
+            team_size: r.team_size,
+            max_skill_spread: r.max_skill_spread,
+            max_team_imbalance: r.max_team_imbalance,
+            max_latency_ms: r.max_latency_ms,
+            require_host: r.require_host,
+            relaxation: &r.relaxation,
+        })
+        .collect()
+}
+
+pub struct BackfillTask {
+    state: Arc<Mutex<EngineState>>,
+    pool: PoolArrays,
+    requests: BackfillArrays,
+    out: BackfillOutput,
+    now_ms: f64,
+}
+
+impl Task for BackfillTask {
+    type Output = u32;
+    type JsValue = u32;
+
+    fn compute(&mut self) -> Result<u32> {
+        let mut guard = lock(&self.state)?;
+        let state = &mut *guard;
+        let columns = pool_columns(&self.pool)?;
+        let q = &self.requests;
+        let r = q.request_count as usize;
+        let f = self.pool.filter_count as usize;
+        let requests = BackfillColumns {
+            ruleset: prefix("ruleset", &q.ruleset, r)?,
+            slots: prefix("slots", &q.slots, r)?,
+            skill: prefix("skill", &q.skill, r)?,
+            host: prefix("host", &q.host, r)?,
+            arrival_ms: prefix("arrivalMs", &q.arrival_ms, r)?,
+            attr_values: prefix("attrValues", &q.attr_values, r * f)?,
+            attr_accepts: prefix("attrAccepts", &q.attr_accepts, r * f)?,
+        };
+        let rulesets = rulesets(&state.rulesets);
+        let params = TickParams {
+            mmr_normalization_ref: state.mmr_normalization_ref,
+            party_synergy_bonus: state.party_synergy_bonus,
+            filters: &state.filters,
+            rulesets: &rulesets,
+            now_ms: self.now_ms,
+            seed: 0,
+        };
+        let o = &mut self.out;
+        // SAFETY: as for TickTask: the host does not touch these output arrays until this promise settles,
+        // and the task holds references that keep them alive.
+        let mut buffers = unsafe { BackfillBuffers { offsets: o.offsets.as_mut(), assigned: o.assigned.as_mut() } };
+        let filled = run_backfill(&columns, &requests, &params, &mut state.backfill_workspace, &mut buffers).map_err(to_napi_error)?;
+        Ok(filled as u32)
+    }
+
+    fn resolve(&mut self, _env: Env, filled: u32) -> Result<u32> {
+        Ok(filled)
+    }
 }
 
 pub struct TickTask {
@@ -177,36 +299,10 @@ impl Task for TickTask {
     type JsValue = u32;
 
     fn compute(&mut self) -> Result<u32> {
-        let mut state = self.state.try_lock().map_err(|_| Error::new(Status::GenericFailure, "a tick is already running"))?;
-        let state = &mut *state;
-        let p = &self.pool;
-        let n = p.ticket_count as usize;
-        let f = p.filter_count as usize;
-        let h = p.host_count as usize;
-        let columns = PoolColumns {
-            party_size: prefix("partySize", &p.party_size, n)?,
-            mmr_mean: prefix("mmrMean", &p.mmr_mean, n)?,
-            arrival_ms: prefix("arrivalMs", &p.arrival_ms, n)?,
-            ruleset_mask: prefix("rulesetMask", &p.ruleset_mask, n)?,
-            attr_values: prefix("attrValues", &p.attr_values, n * f)?,
-            attr_accepts: prefix("attrAccepts", &p.attr_accepts, n * f)?,
-            latency_ms: prefix("latencyMs", &p.latency_ms, n * h)?,
-            filter_count: f,
-            host_count: h,
-        };
-        let rulesets: Vec<Ruleset<'_>> = state
-            .rulesets
-            .iter()
-            .map(|r| Ruleset {
-                teams: r.teams,
-                team_size: r.team_size,
-                max_skill_spread: r.max_skill_spread,
-                max_team_imbalance: r.max_team_imbalance,
-                max_latency_ms: r.max_latency_ms,
-                require_host: r.require_host,
-                relaxation: &r.relaxation,
-            })
-            .collect();
+        let mut guard = lock(&self.state)?;
+        let state = &mut *guard;
+        let columns = pool_columns(&self.pool)?;
+        let rulesets = rulesets(&state.rulesets);
         let params = TickParams {
             mmr_normalization_ref: state.mmr_normalization_ref,
             party_synergy_bonus: state.party_synergy_bonus,

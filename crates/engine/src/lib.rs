@@ -5,9 +5,11 @@
 //! buffers ([`MatchBuffers`], sized with [`OutputCapacity::for_pool`]); scratch memory lives in a
 //! [`Workspace`] the caller keeps between ticks, so steady-state ticks do not allocate.
 
+mod backfill;
 mod error;
 mod tick;
 
+pub use backfill::{run_backfill, BackfillBuffers, BackfillColumns, BackfillWorkspace};
 pub use error::EngineError;
 
 /// Version of the engine's semantics, reported by the host at startup.

@@ -5,7 +5,9 @@
 // unspecified attributes as "compatible with everyone". Optionally it also returns the same tickets as
 // EngineInput messages, for benchmarks that go through TicketPool or the API.
 import { create } from '@bufbuild/protobuf';
+import { queueConfigSchema, type QueueConfig } from '../src/config/queue-config.js';
 import type { PoolArrays, QueueParams } from '../src/engine/native.js';
+import { engineParams } from '../src/engine/tick-runner.js';
 import { EngineInputSchema, type EngineInput } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
 
 const ALL = 0xffff_ffff_ffff_ffffn;
@@ -191,29 +193,31 @@ export function generatePool(options: PoolGeneratorOptions): GeneratedPool {
 }
 
 /**
- * Queue parameters matching the engine crate's bench (crates/engine/benches/tick.rs): one 2x5 ruleset with
- * require_host and two relaxation steps, the generated pools' three filters.
+ * The queue of the generated pools, matching the engine crate's bench (crates/engine/benches/tick.rs): one
+ * 2x5 ruleset with require_host and two relaxation steps, the generated pools' three filters.
  */
+export const GENERATED_QUEUE: QueueConfig = queueConfigSchema.parse({
+  engine: { mmr_normalization_ref: 0.1, party_synergy_bonus: 0.01, attribute_filters: GENERATED_FILTERS.map(({ name, mode }) => ({ name, mode })) },
+  rulesets: [
+    {
+      id: '5v5',
+      teams: 2,
+      team_size: 5,
+      max_skill_spread: 0.5,
+      max_team_imbalance: 0.2,
+      max_latency_ms: 120,
+      require_host: true,
+      relaxation: [
+        { after_wait_secs: 30, max_skill_spread: 1.0, max_latency_ms: 200 },
+        { after_wait_secs: 90, max_skill_spread: 3.0, max_latency_ms: 300 },
+      ],
+    },
+  ],
+});
+
+/** GENERATED_QUEUE as the engine's parameters. */
 export function generatedQueueParams(): QueueParams {
-  return {
-    mmrNormalizationRef: 0.1,
-    partySynergyBonus: 0.01,
-    filterModes: GENERATED_FILTERS.map((f) => f.mode),
-    rulesets: [
-      {
-        teams: 2,
-        teamSize: 5,
-        maxSkillSpread: 0.5,
-        maxTeamImbalance: 0.2,
-        maxLatencyMs: 120,
-        requireHost: true,
-        relaxation: [
-          { afterWaitMs: 30_000, maxSkillSpread: 1.0, maxLatencyMs: 200 },
-          { afterWaitMs: 90_000, maxSkillSpread: 3.0, maxLatencyMs: 300 },
-        ],
-      },
-    ],
-  };
+  return engineParams(GENERATED_QUEUE);
 }
 
 /** Output arrays sized for the worst case of a pool (OutputCapacity::for_pool). */

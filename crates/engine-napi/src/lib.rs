@@ -107,16 +107,48 @@ pub struct BackfillOutput {
     pub assigned: Uint32Array,
 }
 
-struct EngineState {
-    workspace: Workspace,
-    backfill_workspace: BackfillWorkspace,
+/// A queue's engine parameters, owned (the engine's `TickParams` borrows from it for one run).
+struct OwnedParams {
     mmr_normalization_ref: f64,
     party_synergy_bonus: f64,
     filters: Vec<FilterMode>,
     rulesets: Vec<OwnedRuleset>,
 }
 
-fn convert(params: QueueParams) -> Result<(f64, f64, Vec<FilterMode>, Vec<OwnedRuleset>)> {
+impl OwnedParams {
+    /// Calls `run` with these parameters as the engine's `TickParams`.
+    fn with<R>(&self, now_ms: f64, seed: u64, run: impl FnOnce(&TickParams<'_>) -> R) -> R {
+        let rulesets: Vec<Ruleset<'_>> = self
+            .rulesets
+            .iter()
+            .map(|r| Ruleset {
+                teams: r.teams,
+                team_size: r.team_size,
+                max_skill_spread: r.max_skill_spread,
+                max_team_imbalance: r.max_team_imbalance,
+                max_latency_ms: r.max_latency_ms,
+                require_host: r.require_host,
+                relaxation: &r.relaxation,
+            })
+            .collect();
+        run(&TickParams {
+            mmr_normalization_ref: self.mmr_normalization_ref,
+            party_synergy_bonus: self.party_synergy_bonus,
+            filters: &self.filters,
+            rulesets: &rulesets,
+            now_ms,
+            seed,
+        })
+    }
+}
+
+struct EngineState {
+    params: OwnedParams,
+    workspace: Workspace,
+    backfill_workspace: BackfillWorkspace,
+}
+
+fn convert(params: QueueParams) -> Result<OwnedParams> {
     let filters = params
         .filter_modes
         .iter()
@@ -143,7 +175,7 @@ fn convert(params: QueueParams) -> Result<(f64, f64, Vec<FilterMode>, Vec<OwnedR
                 .collect(),
         })
         .collect();
-    Ok((params.mmr_normalization_ref, params.party_synergy_bonus, filters, rulesets))
+    Ok(OwnedParams { mmr_normalization_ref: params.mmr_normalization_ref, party_synergy_bonus: params.party_synergy_bonus, filters, rulesets })
 }
 
 /// One queue's engine: its parameters and the scratch memory reused from tick to tick.
@@ -156,27 +188,15 @@ pub struct TickEngine {
 impl TickEngine {
     #[napi(constructor)]
     pub fn new(params: QueueParams) -> Result<Self> {
-        let (mmr_normalization_ref, party_synergy_bonus, filters, rulesets) = convert(params)?;
-        let state = EngineState {
-            workspace: Workspace::new(),
-            backfill_workspace: BackfillWorkspace::new(),
-            mmr_normalization_ref,
-            party_synergy_bonus,
-            filters,
-            rulesets,
-        };
+        let state = EngineState { params: convert(params)?, workspace: Workspace::new(), backfill_workspace: BackfillWorkspace::new() };
         Ok(TickEngine { state: Arc::new(Mutex::new(state)) })
     }
 
     /// Replaces the parameters (hot reload). Refused while a tick runs: the host applies it after.
     #[napi]
     pub fn configure(&self, params: QueueParams) -> Result<()> {
-        let (mmr_normalization_ref, party_synergy_bonus, filters, rulesets) = convert(params)?;
-        let mut state = self.state.try_lock().map_err(|_| Error::new(Status::GenericFailure, "a tick is running"))?;
-        state.mmr_normalization_ref = mmr_normalization_ref;
-        state.party_synergy_bonus = party_synergy_bonus;
-        state.filters = filters;
-        state.rulesets = rulesets;
+        let params = convert(params)?;
+        lock(&self.state)?.params = params;
         Ok(())
     }
 
@@ -216,21 +236,6 @@ fn pool_columns(p: &PoolArrays) -> Result<PoolColumns<'_>> {
     })
 }
 
-fn rulesets(owned: &[OwnedRuleset]) -> Vec<Ruleset<'_>> {
-    owned
-        .iter()
-        .map(|r| Ruleset {
-            teams: r.teams,
-            team_size: r.team_size,
-            max_skill_spread: r.max_skill_spread,
-            max_team_imbalance: r.max_team_imbalance,
-            max_latency_ms: r.max_latency_ms,
-            require_host: r.require_host,
-            relaxation: &r.relaxation,
-        })
-        .collect()
-}
-
 pub struct BackfillTask {
     state: Arc<Mutex<EngineState>>,
     pool: PoolArrays,
@@ -259,20 +264,15 @@ impl Task for BackfillTask {
             attr_values: prefix("attrValues", &q.attr_values, r * f)?,
             attr_accepts: prefix("attrAccepts", &q.attr_accepts, r * f)?,
         };
-        let rulesets = rulesets(&state.rulesets);
-        let params = TickParams {
-            mmr_normalization_ref: state.mmr_normalization_ref,
-            party_synergy_bonus: state.party_synergy_bonus,
-            filters: &state.filters,
-            rulesets: &rulesets,
-            now_ms: self.now_ms,
-            seed: 0,
-        };
         let o = &mut self.out;
         // SAFETY: as for TickTask: the host does not touch these output arrays until this promise settles,
         // and the task holds references that keep them alive.
         let mut buffers = unsafe { BackfillBuffers { offsets: o.offsets.as_mut(), assigned: o.assigned.as_mut() } };
-        let filled = run_backfill(&columns, &requests, &params, &mut state.backfill_workspace, &mut buffers).map_err(to_napi_error)?;
+        let workspace = &mut state.backfill_workspace;
+        let filled = state
+            .params
+            .with(self.now_ms, 0, |params| run_backfill(&columns, &requests, params, workspace, &mut buffers))
+            .map_err(to_napi_error)?;
         Ok(filled as u32)
     }
 
@@ -302,15 +302,6 @@ impl Task for TickTask {
         let mut guard = lock(&self.state)?;
         let state = &mut *guard;
         let columns = pool_columns(&self.pool)?;
-        let rulesets = rulesets(&state.rulesets);
-        let params = TickParams {
-            mmr_normalization_ref: state.mmr_normalization_ref,
-            party_synergy_bonus: state.party_synergy_bonus,
-            filters: &state.filters,
-            rulesets: &rulesets,
-            now_ms: self.now_ms,
-            seed: self.seed,
-        };
         let o = &mut self.out;
         // SAFETY: the host neither reads nor writes these output arrays until this tick's promise settles
         // (TickRunner in src/engine/tick-runner.ts holds them for the tick), so this thread is their only
@@ -326,7 +317,11 @@ impl Task for TickTask {
                 match_accepts: o.match_accepts.as_mut(),
             }
         };
-        let matches = run_tick(&columns, &params, &mut state.workspace, &mut buffers).map_err(to_napi_error)?;
+        let workspace = &mut state.workspace;
+        let matches = state
+            .params
+            .with(self.now_ms, self.seed, |params| run_tick(&columns, params, workspace, &mut buffers))
+            .map_err(to_napi_error)?;
         Ok(matches as u32)
     }
 

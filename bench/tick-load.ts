@@ -1,0 +1,191 @@
+// Issue 3's measurements: (1) tick time through the host's own path (EngineInput -> TicketPool.prepare/insert
+// -> TickRunner.run, the native engine on a libuv thread) for pools of 10k, 100k and 1M tickets, with the
+// column bytes per ticket; (2) CreateTicket latency at a fixed 3,000/s against the real service while a
+// 1M-ticket pool ticks continuously, next to the same load on an empty pool.
+//
+//   node dist/bench/tick-load.js [--sizes 10000,100000,1000000] [--service-pool 1000000] [--duration-secs 20]
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { timestampFromMs } from '@bufbuild/protobuf/wkt';
+import { TicketPool } from '../src/engine/ticket-pool.js';
+import { engineParams, TickRunner } from '../src/engine/tick-runner.js';
+import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
+import { LmdbStore } from '../src/store/lmdb-store.js';
+import type { StoreChange } from '../src/store/store.js';
+import { formatResult, realisticEngineInput, runLoad, type LoadResult } from './create-ticket-load.js';
+import { GENERATED_QUEUE, generatePool, prng } from './pool-generator.js';
+
+const CLI = resolve(import.meta.dirname, '../src/cli.js');
+
+const QUEUE = GENERATED_QUEUE;
+
+export interface TickTiming {
+  tickets: number;
+  matches: number;
+  medianMs: number;
+  minMs: number;
+  maxMs: number;
+  columnBytesPerTicket: number;
+  hostBytesPerTicket: number;
+}
+
+/** Builds a pool through the host path and times ticks over it (the pool is not changed between ticks). */
+export async function timeTicks(tickets: number, iterations: number): Promise<TickTiming> {
+  const generated = generatePool({ tickets, engineInputs: true });
+  const inputs = generated.engineInputs!;
+  global.gc?.();
+  const before = process.memoryUsage();
+  const pool = new TicketPool(
+    { filters: QUEUE.engine.attribute_filters, rulesetIds: ['5v5'], defaultLatencyMs: QUEUE.engine.default_latency_ms },
+    tickets,
+  );
+  for (let i = 0; i < tickets; i++) pool.insert(`t${i}`, pool.prepare(inputs[i]!, [], generated.columns.arrivalMs[i]!));
+  global.gc?.();
+  const after = process.memoryUsage();
+  const runner = new TickRunner(engineParams(QUEUE));
+  const times: number[] = [];
+  let matches = 0;
+  await runner.run(pool, generated.nowMs, 1); // warm-up: scratch memory and output arrays
+  for (let k = 0; k < iterations; k++) {
+    const t0 = performance.now();
+    matches = (await runner.run(pool, generated.nowMs, k + 2)).length;
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  const hostBytes = after.heapUsed + after.arrayBuffers + after.external - (before.heapUsed + before.arrayBuffers + before.external);
+  return {
+    tickets,
+    matches,
+    medianMs: times[times.length >> 1]!,
+    minMs: times[0]!,
+    maxMs: times[times.length - 1]!,
+    columnBytesPerTicket: pool.columnBytesPerTicket(),
+    hostBytesPerTicket: hostBytes / tickets,
+  };
+}
+
+interface RunningService {
+  grpcPort: number;
+  ticks: number[];
+  stop(): Promise<void>;
+}
+
+async function startService(queueDir: string, dataDir: string): Promise<RunningService> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--config', queueDir, '--data', dataDir], {
+    env: { ...process.env, GRPC_PORT: '0', HTTP_PORT: '0', BIND_ADDRESS: '127.0.0.1', LOG_LEVEL: 'debug' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const ticks: number[] = [];
+  const grpcPort = await new Promise<number>((resolvePort, reject) => {
+    child.once('exit', (code) => reject(new Error(`service exited (${code}) before listening`)));
+    createInterface({ input: child.stdout! }).on('line', (text) => {
+      try {
+        const line = JSON.parse(text) as { msg?: string; grpcPort?: number; ms?: number };
+        if (line.msg === 'listening') resolvePort(line.grpcPort!);
+        if (line.msg === 'tick' && typeof line.ms === 'number') ticks.push(line.ms);
+      } catch {
+        // not a log line
+      }
+    });
+  });
+  return {
+    grpcPort,
+    ticks,
+    stop: () =>
+      new Promise<void>((done) => {
+        child.once('exit', () => done());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Seeds a data directory with `tickets` tickets that never match (every host 200..300 ms away). */
+async function seed(dataDir: string, queueId: string, tickets: number): Promise<void> {
+  const store = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
+  const rand = prng(7);
+  const now = Date.now();
+  for (let done = 0; done < tickets; ) {
+    const changes: StoreChange[] = [];
+    for (const end = Math.min(tickets, done + 50_000); done < end; done++) {
+      const id = crypto.randomUUID();
+      const ticket = create(TicketSchema, { id, queueId, createdAt: timestampFromMs(now), engineInput: realisticEngineInput(rand, true) });
+      changes.push({ type: 'ticket.put', ticket: { queueId, ticketId: id, ticket: toBinary(TicketSchema, ticket), state: 'active' } });
+    }
+    await store.commit(changes);
+  }
+  await store.close();
+}
+
+export interface ServiceUnderTick {
+  poolTickets: number;
+  load: LoadResult;
+  ticksDuringLoad: { count: number; medianMs: number; maxMs: number };
+}
+
+/** Fixed-rate CreateTicket against a service whose pool holds `poolTickets` unmatchable tickets, ticking. */
+export async function createTicketsWhileTicking(poolTickets: number, durationSecs: number, rate = 3000): Promise<ServiceUnderTick> {
+  const queueDir = mkdtempSync(join(tmpdir(), 'mm-tickbench-queues-'));
+  const dataDir = mkdtempSync(join(tmpdir(), 'mm-tickbench-data-'));
+  // eu.ranked-like queue (the load's inputs are built for it), ticking every 250 ms.
+  writeFileSync(
+    join(queueDir, 'eu.ranked.yaml'),
+    `config:\n  tick_interval_ms: 250\n  ticket_ttl_secs: 3600\n  engine:\n    attribute_filters:\n      - name: game_mode\n      - name: language\n        mode: containment\n  rulesets:\n    - id: 5v5\n      teams: 2\n      team_size: 5\n      require_host: true\n      max_latency_ms: 80\n`,
+  );
+  try {
+    if (poolTickets > 0) await seed(dataDir, 'eu.ranked', poolTickets);
+    const service = await startService(queueDir, dataDir);
+    try {
+      const before = service.ticks.length;
+      const load = await runLoad({ target: `127.0.0.1:${service.grpcPort}`, queueId: 'eu.ranked', mode: 'fixed', rate, durationSecs, inputs: 'unmatchable' });
+      const during = service.ticks.slice(before).sort((a, b) => a - b);
+      return {
+        poolTickets,
+        load,
+        ticksDuringLoad: { count: during.length, medianMs: during[during.length >> 1] ?? 0, maxMs: during[during.length - 1] ?? 0 },
+      };
+    } finally {
+      await service.stop();
+    }
+  } finally {
+    rmSync(queueDir, { recursive: true, force: true });
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      sizes: { type: 'string', default: '10000,100000,1000000' },
+      'service-pool': { type: 'string', default: '1000000' },
+      'duration-secs': { type: 'string', default: '20' },
+    },
+  });
+  console.log(`# Tick time through the host path (TicketPool + TickRunner, native engine), 2x5, parties 1..5, 3 filters, 8 hosts`);
+  console.log('tickets    matches   median ms   min ms   max ms   column B/ticket   host B/ticket');
+  for (const n of values.sizes.split(',').map(Number)) {
+    const t = await timeTicks(n, n >= 1_000_000 ? 5 : n >= 100_000 ? 10 : 30);
+    console.log(
+      `${String(n).padStart(9)} ${String(t.matches).padStart(9)} ${t.medianMs.toFixed(1).padStart(11)} ${t.minMs.toFixed(1).padStart(8)} ${t.maxMs.toFixed(1).padStart(8)} ${String(t.columnBytesPerTicket).padStart(17)} ${t.hostBytesPerTicket.toFixed(0).padStart(15)}`,
+    );
+  }
+  const duration = Number(values['duration-secs']);
+  const poolSize = Number(values['service-pool']);
+  console.log(`\n# CreateTicket at a fixed 3,000/s for ${duration} s: empty pool, then a ${poolSize}-ticket pool ticking every 250 ms`);
+  for (const size of [0, poolSize]) {
+    const r = await createTicketsWhileTicking(size, duration);
+    console.log(formatResult(`pool ${size}`, r.load));
+    console.log(`  ticks during the load: ${r.ticksDuringLoad.count}, median ${r.ticksDuringLoad.medianMs} ms, max ${r.ticksDuringLoad.maxMs} ms`);
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -3,76 +3,181 @@
 
 use crate::{FilterMode, MatchBuffers, PoolColumns, Ruleset, TickParams, Workspace, NO_HOST};
 
-/// Hot per-ticket data, stored in skill order so a seed's neighbourhood is contiguous memory.
+/// The fields every examined candidate needs, in skill order: one 16-byte load per candidate.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Rec {
+pub(crate) struct Hot {
     eff: f64,
-    ticket: u32,
     mask: u32,
-    party: u8,
+    /// Party size in the low 8 bits, attribute class (when interned) above.
+    meta: u32,
+}
+
+impl Hot {
+    #[inline]
+    fn party(&self) -> u32 {
+        self.meta & 0xFF
+    }
+
+    /// Padding record at either end of `Sorted::hot`: its distance from any seed is infinite or
+    /// NaN, so the scan never takes it.
+    fn sentinel(eff: f64) -> Self {
+        Hot { eff, mask: 0, meta: 0 }
+    }
 }
 
 /// The pool re-laid out in skill order (rebuilt every tick).
 #[derive(Debug, Default)]
 pub(crate) struct Sorted {
-    by_skill: Vec<(u64, u32)>,
-    rec: Vec<Rec>,
-    /// Row-major by skill position, F per row.
-    vals: Vec<u64>,
-    accs: Vec<u64>,
-    /// Row-major by skill position, H per row.
-    lat: Vec<u16>,
-    /// (arrival key, seeded tie hash << 32 | skill position), sorted: the seed order.
-    by_age: Vec<(u64, u64)>,
+    /// Skill order: key prefix << 32 | pool index (see `sort_by_prefix`).
+    by_skill: Vec<u64>,
+    /// `Hot` records in pool order, gathered into `hot`.
+    pre: Vec<Hot>,
+    /// Seed order, same encoding.
+    by_age: Vec<u64>,
+    /// Scatter buffer and digit counts of `sort_by_prefix`.
+    sort_tmp: Vec<u64>,
+    hist: Vec<u32>,
+    /// Indexed by slot (live position + 1), with `Hot::sentinel`s at both ends so the scan reads
+    /// its frontier without bounds branches.
+    hot: Vec<Hot>,
+    /// Pool index -> live position (meaningless once used), plus a scratch slot. The live
+    /// arrays (`hot`, `rows`, `attrs`) hold the unused tickets in skill order and are compacted
+    /// as tickets get used.
+    cur: Vec<u32>,
+    /// Bit per pool index: used. Small enough to stay in cache while seeds are checked in
+    /// random order (most are used by their turn).
+    used: Vec<u64>,
+    live: usize,
+    /// Distinct attribute rows (values and accepts of filter f at 2f and 2f+1). The scan reads
+    /// a ticket's row through the class in `Hot::meta`.
+    classes: Interner,
+    /// Whether `classes` holds every ticket's row; otherwise `attrs` does.
+    interned: bool,
+    /// Per-filter compatibility as bitsets, when every filter has at most 64 distinct
+    /// (values, accepts) pairs; see `FilterBits`.
+    bits: FilterBits,
+    /// When not interned: rows by skill position, same layout as `classes`.
+    attrs: Vec<u64>,
+    /// Per live position, `row_words(H)` words: the pool index, then the latencies as four
+    /// 16-bit lanes per word (padding lanes 0xFFFF), so one SWAR step tests four hosts. The
+    /// index shares the row so writing a match's output finds it in cache.
+    rows: Vec<u64>,
 }
 
 impl Sorted {
+    #[inline]
+    fn is_used(&self, ticket: usize) -> bool {
+        self.used[ticket / 64] >> (ticket % 64) & 1 == 1
+    }
+
+    /// Removes used tickets from the live arrays. Order is kept, so scans see the same
+    /// sequence of unused tickets; only positions change.
+    fn compact(&mut self, links: &mut Links, f2: usize, rw: usize) {
+        let live = self.live;
+        let f2 = if self.interned { 0 } else { f2 };
+        // In place: entries only move down. Branch-free over which entries are used (random, so
+        // a branch would mispredict): each entry is copied to the next free place, which
+        // advances only when the entry is unused; a used one is overwritten by the next copy.
+        let mut kept = 0;
+        for pos in 0..live {
+            let unused = !links.is_used(pos as u32);
+            if kept < pos {
+                self.hot[kept + 1] = self.hot[pos + 1];
+                let (dst, src) = self.rows.split_at_mut(pos * rw);
+                copy_words(&mut dst[kept * rw..(kept + 1) * rw], &src[..rw]);
+                let (dst, src) = self.attrs.split_at_mut(pos * f2);
+                copy_words(&mut dst[kept * f2..(kept + 1) * f2], &src[..f2]);
+            }
+            // Used entries update the spare last slot of `cur` (in cache) instead.
+            let ticket = if unused { self.rows[kept * rw] as usize } else { self.cur.len() - 1 };
+            self.cur[ticket] = kept as u32;
+            kept += usize::from(unused);
+        }
+        self.hot.truncate(kept + 1);
+        self.hot.push(Hot::sentinel(f64::INFINITY));
+        self.rows.truncate(kept * rw);
+        self.attrs.truncate(kept * f2);
+        self.live = kept;
+        links.reset(kept);
+    }
+
     pub(crate) fn reserve(&mut self, n: usize, f: usize, h: usize) {
         self.by_skill.reserve(n);
-        self.rec.reserve(n);
-        self.vals.reserve(n * f);
-        self.accs.reserve(n * f);
-        self.lat.reserve(n * h);
         self.by_age.reserve(n);
+        self.sort_tmp.reserve(n);
+        self.hot.reserve(n + 2);
+        self.pre.reserve(n);
+        self.cur.reserve(n + 1);
+        self.used.reserve(n.div_ceil(64));
+        self.attrs.reserve(2 * n * f);
+        self.rows.reserve(n * row_words(h));
     }
 }
 
-/// Which skill positions are still unused, with O(α) skipping of used runs.
+/// Which live positions are still unused, with O(α) skipping of used runs. Slot `p + 1` is live
+/// position p; slots 0 and n + 1 are sentinels. `next[slot][0]` leads left, `[1]` right (both
+/// directions in one cache line); an unused slot points to itself.
 #[derive(Debug, Default)]
 pub(crate) struct Links {
-    next_left: Vec<u32>,
-    next_right: Vec<u32>,
-    used: Vec<bool>,
+    next: Vec<[u32; 2]>,
 }
 
 impl Links {
     pub(crate) fn reserve(&mut self, n: usize) {
-        self.next_left.reserve(n + 2);
-        self.next_right.reserve(n + 2);
-        self.used.reserve(n);
+        self.next.reserve(n + 2);
+    }
+
+    #[inline]
+    fn is_used(&self, pos: u32) -> bool {
+        self.next[pos as usize + 1][1] != pos + 1
+    }
+
+    /// All of `n` positions unused.
+    fn reset(&mut self, n: usize) {
+        self.next.clear();
+        self.next.extend((0..(n as u32 + 2)).map(|x| [x, x]));
     }
 
     fn mark_used(&mut self, pos: u32) {
-        self.used[pos as usize] = true;
         let slot = pos + 1;
-        self.next_right[slot as usize] = slot + 1;
-        self.next_left[slot as usize] = slot - 1;
+        self.next[slot as usize] = [slot - 1, slot + 1];
     }
 }
 
-/// Per-candidate scratch; all indices are skill positions or indices into `sel`.
+/// Per-candidate scratch; all indices are live positions or indices into `sel`.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
+    /// Relaxation by seed: per ruleset, (first index into `level_ends`, steps in force now),
+    /// and per step the seed-order index from which it no longer applies. See `run`.
+    levels: Vec<(usize, usize)>,
+    level_ends: Vec<u32>,
+    /// (spread bits, `spread_threshold`) for the spread bounds met this tick.
+    spread_limits: Vec<(u64, f64)>,
     sel: Vec<u32>,
     sel_team: Vec<u32>,
-    alt_team: Vec<u32>,
-    sel_order: Vec<u32>,
+    /// Per selected ticket: party size and effective skill, copied so `balance` does not chase
+    /// positions.
+    sel_party: Vec<u32>,
+    sel_eff: Vec<f64>,
+    /// Room left per team during the scan.
     room: Vec<u32>,
-    sums: Vec<f64>,
-    alt_sums: Vec<f64>,
-    containment: Vec<bool>,
+    big: BigBalance,
+    /// Per filter: overlap (else containment).
+    overlap: Vec<bool>,
+    agg: Vec<Agg>,
+    /// Distinct (filter, values) of the selected tickets' overlap values other than `u64::MAX`.
+    overlap_values: Vec<(usize, u64)>,
 }
 
+/// Per filter, over the selected tickets: AND of accepts and OR of values (containment filters;
+/// neutral for overlap), and `u64::MAX` for overlap filters (whose values must be non-zero).
+/// See `try_form`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Agg {
+    and_accepts: u64,
+    or_values: u64,
+    nonzero: u64,
+}
 
 /// Maps an f64 to a u64 with the same total order (for finite values), so sorts compare
 /// integers instead of calling `partial_cmp`.
@@ -111,70 +216,389 @@ fn prefetch<T>(slice: &[T], idx: usize) {
     let _ = (slice, idx);
 }
 
-/// Union-find "next unused position" with path halving. Slots are skill positions shifted by
-/// one; slot 0 and slot n+1 are sentinels that always point to themselves.
+/// Turns `v` (full sort keys, in pool order) into the skill or seed order: `prefix << 32 |
+/// pool index`, sorted. The prefix is the top 32 of the key bits that differ between tickets,
+/// which orders like the full key except within runs of equal prefixes; the caller re-sorts
+/// those runs (rare unless keys tie). LSD radix sort, at most 11 bits per pass, on 8-byte
+/// elements: O(n) per pass with no data-dependent branches, and stable, so runs come out in
+/// pool index order.
+fn sort_by_prefix(v: &mut Vec<u64>, tmp: &mut Vec<u64>, hist: &mut Vec<u32>) {
+    let n = v.len();
+    let first = v.first().copied().unwrap_or(0);
+    let differ = v.iter().fold(0, |acc, &k| acc | (k ^ first));
+    let shift = (u64::BITS - differ.leading_zeros()).saturating_sub(32);
+    for (i, k) in v.iter_mut().enumerate() {
+        *k = (*k >> shift) << 32 | i as u64;
+    }
+    let bits = u64::BITS - (differ >> shift).leading_zeros();
+    if bits == 0 {
+        return;
+    }
+    let passes = bits.div_ceil(11) as usize;
+    let width = bits.div_ceil(passes as u32);
+    let digits = 1usize << width;
+    let mask = (digits - 1) as u64;
+    hist.clear();
+    hist.resize(passes * digits, 0);
+    for &k in v.iter() {
+        let k = k >> 32;
+        for (pass, counts) in hist.chunks_exact_mut(digits).enumerate() {
+            counts[((k >> (pass as u32 * width)) & mask) as usize] += 1;
+        }
+    }
+    // Fully overwritten by the first pass.
+    tmp.resize(n, 0);
+    for (pass, counts) in hist.chunks_exact_mut(digits).enumerate() {
+        if counts.contains(&(n as u32)) {
+            continue;
+        }
+        let mut sum = 0;
+        for c in counts.iter_mut() {
+            let x = *c;
+            *c = sum;
+            sum += x;
+        }
+        let shift = 32 + pass as u32 * width;
+        for &e in v.iter() {
+            let d = ((e >> shift) & mask) as usize;
+            tmp[counts[d] as usize] = e;
+            counts[d] += 1;
+        }
+        std::mem::swap(v, tmp);
+    }
+}
+
+/// Re-sorts each run of equal prefixes in `v` (the output of `sort_by_prefix`) by `key` of the
+/// pool index, which must be unique (so an unstable sort is deterministic; it also does not
+/// allocate).
+fn fix_prefix_runs<K: Ord>(v: &mut [u64], mut key: impl FnMut(usize) -> K) {
+    let mut start = 0;
+    for k in 1..=v.len() {
+        if k == v.len() || v[k] >> 32 != v[start] >> 32 {
+            if k - start > 1 {
+                v[start..k].sort_unstable_by_key(|&e| key(e as u32 as usize));
+            }
+            start = k;
+        }
+    }
+}
+
+/// The largest `t` with `t / norm <= spread` (IEEE division, `spread >= 0`, `norm > 0`):
+/// division is monotone, so for every x (negative, infinite and NaN included),
+/// `x / norm > spread` exactly when `x > t`.
+fn spread_threshold(spread: f64, norm: f64) -> f64 {
+    if f64::INFINITY / norm <= spread {
+        return f64::INFINITY;
+    }
+    // Bisect over the bit patterns of [0, inf], which order like the values: `lo` passes,
+    // `hi` fails.
+    let (mut lo, mut hi) = (0u64, f64::INFINITY.to_bits());
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if f64::from_bits(mid) / norm <= spread {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    f64::from_bits(lo)
+}
+
+/// Prefetches the cache lines of `slice[from..=to]` (clamped to the slice).
 #[inline]
-fn find(next: &mut [u32], mut x: u32) -> u32 {
+fn prefetch_range<T>(slice: &[T], from: usize, to: usize) {
+    let step = (64 / std::mem::size_of::<T>()).max(1);
+    let to = to.min(slice.len().saturating_sub(1));
+    let mut i = from;
+    while i <= to {
+        prefetch(slice, i);
+        i += step;
+    }
+}
+
+/// `dst.copy_from_slice(src)` without a `memcpy` call for the usual short rows.
+#[inline]
+fn copy_words(dst: &mut [u64], src: &[u64]) {
+    match (dst, src) {
+        ([d0, d1], [s0, s1]) => (*d0, *d1) = (*s0, *s1),
+        ([d0, d1, d2], [s0, s1, s2]) => (*d0, *d1, *d2) = (*s0, *s1, *s2),
+        (dst, src) => dst.copy_from_slice(src),
+    }
+}
+
+/// Union-find "next unused slot" towards `side` (0 left, 1 right) with path halving.
+#[inline]
+fn find(next: &mut [[u32; 2]], mut x: u32, side: usize) -> u32 {
     loop {
-        let p = next[x as usize];
+        let p = next[x as usize][side];
         if p == x {
             return x;
         }
-        let gp = next[p as usize];
-        next[x as usize] = gp;
+        let gp = next[p as usize][side];
+        next[x as usize][side] = gp;
         x = gp;
     }
 }
 
+/// Words of latencies per ticket: four 16-bit lanes each.
+#[inline]
+fn lat_words(h: usize) -> usize {
+    h.div_ceil(4)
+}
+
+/// Words per `Sorted::rows` entry: the pool index, then the latencies.
+#[inline]
+fn row_words(h: usize) -> usize {
+    1 + lat_words(h)
+}
+
+const LANE_HI: u64 = 0x8000_8000_8000_8000;
+
+/// Top bit of 16-bit lane j set when lane j of `x` is below lane j of `t` (unsigned, SWAR).
+#[inline]
+fn lanes_lt_hi(x: u64, t: u64) -> u64 {
+    // Per-lane x - t on the low 15 bits without borrows between lanes: bit 15 of a lane is
+    // set when x_lo >= t_lo. With equal top bits that decides; otherwise the top bits do.
+    let d = (x | LANE_HI) - (t & !LANE_HI);
+    ((!x & t) | (!(x ^ t) & !d)) & LANE_HI
+}
+
+/// Bit j (j < 4) set when 16-bit lane j of `x` is below lane j of `t`.
+#[inline]
+fn lanes_lt(x: u64, t: u64) -> u64 {
+    // Gather the four lane flags (bits 0, 16, 32, 48 after the shift) into bits 45..=48.
+    ((lanes_lt_hi(x, t) >> 15).wrapping_mul(1 | 1 << 15 | 1 << 30 | 1 << 45) >> 45) & 0xF
+}
+
+/// Host test for one latency bound: `host_mask` is then a few word operations.
+#[derive(Clone, Copy)]
+struct LatBound {
+    /// `bound + 1` in every lane, when the bound is below 65535.
+    lanes: u64,
+    /// Every host passes (bound >= 65535, so no u16 latency exceeds it).
+    all: bool,
+    all_mask: u64,
+}
+
+impl LatBound {
+    fn new(bound: u32, h: usize) -> Self {
+        let all = bound >= u32::from(u16::MAX);
+        let lane = if all { 0 } else { u64::from(bound) + 1 };
+        let all_mask = if h >= 64 { u64::MAX } else { (1u64 << h) - 1 };
+        LatBound { lanes: lane * 0x0001_0001_0001_0001, all, all_mask }
+    }
+
+    /// Hosts whose latency in `row` (one ticket's words) is within the bound.
+    #[inline]
+    fn host_mask(&self, row: &[u64]) -> u64 {
+        if self.all {
+            return self.all_mask;
+        }
+        match *row {
+            [a] => lanes_lt(a, self.lanes),
+            [a, b] => lanes_lt(a, self.lanes) | lanes_lt(b, self.lanes) << 4,
+            _ => row.iter().enumerate().fold(0, |m, (w, &x)| m | lanes_lt(x, self.lanes) << (4 * w)),
+        }
+    }
+}
+
+/// Lane-wise unsigned max of four 16-bit lanes.
+#[inline]
+fn lanes_max(x: u64, y: u64) -> u64 {
+    // Lane flags widened to full-lane masks (no carries: each lane holds 0 or 1).
+    let m = (lanes_lt_hi(x, y) >> 15) * 0xFFFF;
+    (x & !m) | (y & m)
+}
+
 /// Per-tick immutable context, bundled so helpers take few arguments.
-struct Ctx<'p, 'a> {
-    pool: &'p PoolColumns<'a>,
-    params: &'p TickParams<'a>,
+struct Ctx<'p> {
     s: &'p Sorted,
-    /// Filter f is containment (else overlap); a bool slice keeps the hot loop simple.
-    containment: &'p [bool],
     f: usize,
     h: usize,
     norm: f64,
 }
 
-impl Ctx<'_, '_> {
-    /// Hosts to which the ticket at skill position `p` has latency within `bound`.
+impl Ctx<'_> {
+    /// Attribute row of the ticket at live position `p` whose `Hot::meta` is `meta`.
     #[inline]
-    fn host_mask(&self, p: usize, bound: u32) -> u64 {
-        let lat = &self.s.lat[p * self.h..(p + 1) * self.h];
-        let mut m = 0u64;
-        for (k, &l) in lat.iter().enumerate() {
-            m |= ((u32::from(l) <= bound) as u64) << k;
+    fn attrs(&self, p: u32, meta: u32) -> &[u64] {
+        let f2 = 2 * self.f;
+        if self.s.interned {
+            let c = (meta >> 8) as usize;
+            &self.s.classes.rows[c * f2..(c + 1) * f2]
+        } else {
+            &self.s.attrs[p as usize * f2..(p as usize + 1) * f2]
         }
-        m
     }
 
-    /// Attribute compatibility of the tickets at skill positions `a` and `b`.
+    /// Latency words of live position `p`.
     #[inline]
-    fn compatible(&self, a: usize, b: usize) -> bool {
-        let f = self.f;
-        let (va, aa) = (&self.s.vals[a * f..a * f + f], &self.s.accs[a * f..a * f + f]);
-        let (vb, ab) = (&self.s.vals[b * f..b * f + f], &self.s.accs[b * f..b * f + f]);
-        let mut ok = true;
-        // Both tests are computed and selected, so the loop has no data-dependent branches.
-        for (k, &containment) in self.containment.iter().enumerate() {
-            let overlap_ok = va[k] & vb[k] != 0;
-            let contain_ok = (va[k] & !ab[k]) | (vb[k] & !aa[k]) == 0;
-            ok &= if containment { contain_ok } else { overlap_ok };
+    fn lat(&self, p: usize) -> &[u64] {
+        let rw = row_words(self.h);
+        &self.s.rows[p * rw + 1..(p + 1) * rw]
+    }
+
+    /// Pool index of live position `p`.
+    #[inline]
+    fn ticket(&self, p: usize) -> u32 {
+        self.s.rows[p * row_words(self.h)] as u32
+    }
+}
+
+/// Distinct attribute rows of the pool ("classes"), 2F words each, with an open-addressing
+/// index. Pools usually have few distinct rows, so the table stays in cache.
+#[derive(Debug, Default)]
+pub(crate) struct Interner {
+    rows: Vec<u64>,
+    /// class + 1, or 0 when empty; the length is a power of two at least twice the classes.
+    slots: Vec<u32>,
+    count: usize,
+    /// Scratch for `grow`.
+    split: (Vec<u64>, Vec<u64>),
+}
+
+impl Interner {
+    #[inline]
+    fn hash(vals: &[u64], accs: &[u64]) -> u64 {
+        let mut x = 0x243F_6A88_85A3_08D3u64;
+        for (&v, &a) in vals.iter().zip(accs) {
+            x = (x ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            x = (x ^ a ^ (x >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         }
-        ok
+        x ^ (x >> 32)
     }
 
-    #[inline]
-    fn eff(&self, p: u32) -> f64 {
-        self.s.rec[p as usize].eff
+    fn clear(&mut self) {
+        self.rows.clear();
+        self.slots.clear();
+        self.count = 0;
     }
 
+    /// Class of the row (`vals`, `accs`), adding it when new. `None` when that would exceed
+    /// `max_classes` (the caller then lays the rows out per ticket instead).
     #[inline]
-    fn weight(&self, p: u32) -> f64 {
-        let r = &self.s.rec[p as usize];
-        r.eff * f64::from(r.party)
+    fn intern(&mut self, vals: &[u64], accs: &[u64], max_classes: usize) -> Option<u32> {
+        // Fixed widths for the usual filter counts: the loops unroll.
+        match vals.len() {
+            1 => self.intern_n::<1>(vals, accs, max_classes),
+            2 => self.intern_n::<2>(vals, accs, max_classes),
+            3 => self.intern_n::<3>(vals, accs, max_classes),
+            4 => self.intern_n::<4>(vals, accs, max_classes),
+            _ => self.intern_n::<0>(vals, accs, max_classes),
+        }
+    }
+
+    /// `intern` for `F` filters (0: any number).
+    #[inline(always)]
+    fn intern_n<const F: usize>(&mut self, vals: &[u64], accs: &[u64], max_classes: usize) -> Option<u32> {
+        let f = if F > 0 { F } else { vals.len() };
+        let (vals, accs) = (&vals[..f], &accs[..f]);
+        if 2 * (self.count + 1) > self.slots.len() {
+            if self.count + 1 > max_classes {
+                return None;
+            }
+            self.grow(f);
+        }
+        let mask = self.slots.len() - 1;
+        let mut k = Self::hash(vals, accs) as usize & mask;
+        loop {
+            let c = self.slots[k] as usize;
+            if c == 0 {
+                self.slots[k] = self.count as u32 + 1;
+                for (&v, &a) in vals.iter().zip(accs) {
+                    self.rows.push(v);
+                    self.rows.push(a);
+                }
+                self.count += 1;
+                return Some(self.count as u32 - 1);
+            }
+            let row = &self.rows[(c - 1) * 2 * f..c * 2 * f];
+            let mut same = true;
+            for k in 0..f {
+                same &= (row[2 * k] == vals[k]) & (row[2 * k + 1] == accs[k]);
+            }
+            if same {
+                return Some(c as u32 - 1);
+            }
+            k = (k + 1) & mask;
+        }
+    }
+
+    /// Doubles the index (load factor at most 1/2) and re-inserts every class.
+    #[cold]
+    fn grow(&mut self, f: usize) {
+        let size = (self.slots.len() * 2).max(1024);
+        self.slots.clear();
+        self.slots.resize(size, 0);
+        for c in 0..self.count {
+            let row = &self.rows[c * 2 * f..(c + 1) * 2 * f];
+            let (vals, accs) = &mut self.split;
+            vals.clear();
+            accs.clear();
+            vals.extend(row.iter().step_by(2));
+            accs.extend(row.iter().skip(1).step_by(2));
+            let mut k = Self::hash(vals, accs) as usize & (size - 1);
+            while self.slots[k] != 0 {
+                k = (k + 1) & (size - 1);
+            }
+            self.slots[k] = c as u32 + 1;
+        }
+    }
+}
+
+/// Attribute compatibility by bitsets. Filter k's distinct (values, accepts) pairs get ids
+/// `0..64`; `compat[64k + id]` has bit j set when pair `id` is compatible with pair j under
+/// filter k's mode (a symmetric relation). A match keeps, per filter, the AND of its tickets'
+/// rows: the pairs compatible with all of them, so testing a candidate is one AND per filter.
+#[derive(Debug, Default)]
+pub(crate) struct FilterBits {
+    enabled: bool,
+    /// F words per class: `1 << id` of the class's pair in filter k.
+    class_bits: Vec<u64>,
+    compat: Vec<u64>,
+    /// Distinct pairs of one filter, while building.
+    pairs: Vec<(u64, u64)>,
+}
+
+impl FilterBits {
+    const MAX_FILTERS: usize = 16;
+
+    fn build(&mut self, classes: Option<&Interner>, modes: &[FilterMode]) {
+        self.enabled = false;
+        let Some(classes) = classes else { return };
+        let f = modes.len();
+        if f > Self::MAX_FILTERS {
+            return;
+        }
+        self.class_bits.clear();
+        self.class_bits.resize(classes.count * f, 0);
+        self.compat.clear();
+        self.compat.resize(64 * f, 0);
+        for (k, &mode) in modes.iter().enumerate() {
+            self.pairs.clear();
+            for (c, row) in classes.rows.chunks_exact(2 * f).enumerate() {
+                let pair = (row[2 * k], row[2 * k + 1]);
+                let id = match self.pairs.iter().position(|&q| q == pair) {
+                    Some(id) => id,
+                    None if self.pairs.len() < 64 => {
+                        self.pairs.push(pair);
+                        self.pairs.len() - 1
+                    }
+                    None => return,
+                };
+                self.class_bits[c * f + k] = 1 << id;
+            }
+            for (a, &(va, aa)) in self.pairs.iter().enumerate() {
+                for (b, &(vb, ab)) in self.pairs.iter().enumerate() {
+                    let ok = match mode {
+                        FilterMode::Overlap => va & vb != 0,
+                        FilterMode::Containment => (va & !ab) | (vb & !aa) == 0,
+                    };
+                    self.compat[64 * k + a] |= u64::from(ok) << b;
+                }
+            }
+        }
+        self.enabled = true;
     }
 }
 
@@ -182,44 +606,93 @@ impl Ctx<'_, '_> {
 fn prepare(pool: &PoolColumns<'_>, params: &TickParams<'_>, s: &mut Sorted) {
     let n = pool.len();
     let (f, h) = (pool.filter_count, pool.host_count);
-    let eff = |i: usize| pool.mmr_mean[i] + params.party_synergy_bonus * f64::from(pool.party_size[i] - 1);
+    let w = lat_words(h);
+    let bonus = params.party_synergy_bonus;
 
-    // Ties by pool index, so the order is total and deterministic.
-    s.by_skill.clear();
-    s.by_skill.extend((0..n).map(|i| (order_key(eff(i)), i as u32)));
-    s.by_skill.sort_unstable();
-
-    s.rec.clear();
-    s.vals.clear();
-    s.accs.clear();
-    s.lat.clear();
-    s.by_age.clear();
-    const AHEAD: usize = 16;
-    for p in 0..n {
-        // Reads are random (ticket order), writes sequential: prefetch the rows a few steps ahead.
-        if let Some(&(_, j)) = s.by_skill.get(p + AHEAD) {
-            let j = j as usize;
-            prefetch(pool.mmr_mean, j);
-            prefetch(pool.arrival_ms, j);
-            prefetch(pool.attr_values, j * f);
-            prefetch(pool.attr_accepts, j * f);
-            prefetch(pool.latency_ms, j * h);
+    // Pass 1, pool order: effective skill, the skill and seed sort keys, each ticket's `Hot`
+    // record, and attribute classes (the class table is capped so it stays in L2).
+    s.by_skill.resize(n, 0);
+    s.by_age.resize(n, 0);
+    s.pre.resize(n, Hot::default());
+    s.classes.clear();
+    let max_classes = (32_768 / f.max(1)).min(n / 4);
+    let mut interning = f > 0;
+    let classes = &mut s.classes;
+    let columns = pool.party_size.iter().zip(pool.mmr_mean).zip(pool.arrival_ms.iter().zip(pool.ruleset_mask));
+    let out = s.by_skill.iter_mut().zip(s.by_age.iter_mut()).zip(s.pre.iter_mut());
+    for (i, (((key, age), pre), ((&party, &mmr), (&arrival, &mask)))) in out.zip(columns).enumerate() {
+        let eff = mmr + bonus * f64::from(party - 1);
+        let mut class = 0;
+        if interning {
+            let (vals, accs) = (&pool.attr_values[i * f..(i + 1) * f], &pool.attr_accepts[i * f..(i + 1) * f]);
+            match classes.intern(vals, accs, max_classes) {
+                Some(c) => class = c,
+                None => interning = false,
+            }
         }
-        let i = s.by_skill[p].1 as usize;
-        s.rec.push(Rec { eff: eff(i), ticket: i as u32, mask: pool.ruleset_mask[i], party: pool.party_size[i] });
-        // Element loops: rows are a few elements, where `extend_from_slice` pays a memmove call.
-        for k in i * f..(i + 1) * f {
-            s.vals.push(pool.attr_values[k]);
-            s.accs.push(pool.attr_accepts[k]);
-        }
-        for k in i * h..(i + 1) * h {
-            s.lat.push(pool.latency_ms[k]);
-        }
-        // Oldest first; equal arrivals ordered by a seeded hash of the pool index, then position.
-        let tie = (mix(params.seed ^ mix(i as u64)) & 0xFFFF_FFFF_0000_0000) | p as u64;
-        s.by_age.push((order_key(pool.arrival_ms[i]), tie));
+        *key = order_key(eff);
+        *age = order_key(arrival);
+        *pre = Hot { eff, mask, meta: u32::from(party) | class << 8 };
     }
-    s.by_age.sort_unstable();
+    s.interned = interning;
+    s.bits.build(interning.then_some(&s.classes), params.filters);
+    // Skill order: by key, ties by pool index.
+    sort_by_prefix(&mut s.by_skill, &mut s.sort_tmp, &mut s.hist);
+    let pre = &s.pre;
+    fix_prefix_runs(&mut s.by_skill, |i| (order_key(pre[i].eff), i));
+    sort_by_prefix(&mut s.by_age, &mut s.sort_tmp, &mut s.hist);
+
+    // Pass 2, skill order: gather. Every element is overwritten, so `resize` only fills growth.
+    s.hot.resize(n + 2, Hot::default());
+    s.hot[0] = Hot::sentinel(f64::NEG_INFINITY);
+    s.hot[n + 1] = Hot::sentinel(f64::INFINITY);
+    s.rows.resize(n * (w + 1), 0);
+    s.cur.resize(n + 1, 0);
+    s.used.clear();
+    s.used.resize(n.div_ceil(64), 0);
+    s.live = n;
+    s.attrs.resize(if interning { 0 } else { 2 * n * f }, 0);
+    let mut attr_rows = s.attrs.chunks_exact_mut((2 * f).max(1));
+    const AHEAD: usize = 16;
+    for (p, (hot, row)) in s.hot[1..=n].iter_mut().zip(s.rows.chunks_exact_mut(w + 1)).enumerate() {
+        // Reads are random (pool order), writes sequential: prefetch the rows a few steps ahead.
+        if let Some(&j) = s.by_skill.get(p + AHEAD) {
+            let j = j as u32 as usize;
+            prefetch(&s.pre, j);
+            prefetch(pool.latency_ms, j * h);
+            if !interning {
+                prefetch(pool.attr_values, j * f);
+                prefetch(pool.attr_accepts, j * f);
+            }
+        }
+        let i = s.by_skill[p] as u32 as usize;
+        *hot = s.pre[i];
+        s.cur[i] = p as u32;
+        row[0] = i as u64;
+        if !interning {
+            if let Some(row) = attr_rows.next() {
+                let (vals, accs) = (&pool.attr_values[i * f..(i + 1) * f], &pool.attr_accepts[i * f..(i + 1) * f]);
+                for ((pair, &v), &a) in row.chunks_exact_mut(2).zip(vals).zip(accs) {
+                    pair[0] = v;
+                    pair[1] = a;
+                }
+            }
+        }
+        let row = &mut row[1..];
+        let mut quads = pool.latency_ms[i * h..(i + 1) * h].chunks_exact(4);
+        for (word, q) in row.iter_mut().zip(&mut quads) {
+            *word = u64::from(q[0]) | u64::from(q[1]) << 16 | u64::from(q[2]) << 32 | u64::from(q[3]) << 48;
+        }
+        let rest = quads.remainder();
+        if !rest.is_empty() {
+            // Padding lanes are 0xFFFF, which is never below a SWAR bound (bound < 65535).
+            row[w - 1] = rest.iter().rev().fold(u64::MAX, |x, &l| x << 16 | u64::from(l));
+        }
+    }
+    // Seed order: oldest first; equal arrivals by a seeded hash of the pool index, then by skill
+    // position (`cur` still holds it).
+    let (cur, seed) = (&s.cur, params.seed);
+    fix_prefix_runs(&mut s.by_age, |i| (order_key(pool.arrival_ms[i]), mix(seed ^ mix(i as u64)) >> 32, cur[i]));
 }
 
 pub(crate) fn run(
@@ -235,209 +708,344 @@ pub(crate) fn run(
     }
     prepare(pool, params, &mut ws.sorted);
     let Workspace { sorted, links, scratch } = ws;
-    scratch.containment.clear();
-    scratch.containment.extend(params.filters.iter().map(|m| *m == FilterMode::Containment));
-    let containment = std::mem::take(&mut scratch.containment);
-    let ctx = Ctx { pool, params, s: sorted, containment: &containment, f: pool.filter_count, h: pool.host_count, norm: params.mmr_normalization_ref };
-
-    links.next_right.clear();
-    links.next_right.extend(0..(n as u32 + 2));
-    links.next_left.clear();
-    links.next_left.extend(0..(n as u32 + 2));
-    links.used.clear();
-    links.used.resize(n, false);
+    scratch.overlap.clear();
+    scratch.overlap.extend(params.filters.iter().map(|m| *m == FilterMode::Overlap));
+    scratch.spread_limits.clear();
+    links.reset(n);
 
     let valid_rulesets: u32 = if params.rulesets.len() >= 32 { u32::MAX } else { (1u32 << params.rulesets.len()) - 1 };
-    let mut matches = 0usize;
-    let mut written = 0usize;
 
-    // Seeds jump around in skill order, so their data is cold. Two-stage prefetch: the `used`
-    // flag of a far seed, then, if that flag says it will really run, its skill neighbourhood
-    // in every column stream.
-    const FAR: usize = 16;
-    const NEAR: usize = 6;
-    const SPAN: usize = 8;
-    let (f, h) = (ctx.f, ctx.h);
-    for k in 0..n {
-        if let Some(&(_, key)) = sorted.by_age.get(k + FAR) {
-            prefetch(&links.used, (key & 0xFFFF_FFFF) as usize);
-        }
-        if let Some(&(_, key)) = sorted.by_age.get(k + NEAR) {
-            let q = (key & 0xFFFF_FFFF) as usize;
-            if !links.used[q] {
-                let (a, b) = (q.saturating_sub(SPAN), q + SPAN);
-                prefetch(&links.next_left, q);
-                prefetch(&links.next_right, q + 2);
-                let mut p = a;
-                while p <= b {
-                    prefetch(&sorted.rec, p);
-                    p += 2;
-                }
-                for x in (a * f..=b * f).step_by(8) {
-                    prefetch(&sorted.vals, x);
-                    prefetch(&sorted.accs, x);
-                }
-                for x in (a * h..=b * h).step_by(32) {
-                    prefetch(&sorted.lat, x);
+    // Bounds follow the seed's wait, and seeds come oldest first, so each relaxation step
+    // applies to a prefix of the seed order: find where each one ends (bisection on the same
+    // `now - arrival` as `Ruleset::bounds_for_wait`) instead of reading every seed's arrival.
+    let wait_at = |k: usize| params.now_ms - pool.arrival_ms[sorted.by_age[k] as u32 as usize];
+    scratch.levels.clear();
+    scratch.level_ends.clear();
+    for rs in params.rulesets {
+        let first = scratch.level_ends.len();
+        for step in rs.relaxation {
+            let (mut lo, mut hi) = (0, n);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if step.after_wait_ms <= wait_at(mid) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
                 }
             }
+            scratch.level_ends.push(lo as u32);
         }
-        let sp = (sorted.by_age[k].1 & 0xFFFF_FFFF) as u32;
-        if links.used[sp as usize] {
+        // Steps are sorted, so the ones in force are a prefix, and later steps end earlier.
+        let in_force = scratch.level_ends[first..].iter().filter(|&&end| end > 0).count();
+        scratch.levels.push((first, in_force));
+    }
+    let mut matches = 0usize;
+    let mut written = 0usize;
+    let mut used_since_compact = 0usize;
+
+    // Seeds jump around in skill order, so their data is cold. Two-stage prefetch: the live
+    // position of a far seed, then, if it is still unused, its neighbourhood in every stream.
+    const FAR: usize = 16;
+    const NEAR: usize = 6;
+    const SPAN: usize = 16;
+    let (f, h) = (pool.filter_count, pool.host_count);
+    let w = lat_words(h);
+    for k in 0..n {
+        if let Some(&e) = sorted.by_age.get(k + FAR) {
+            if !sorted.is_used(e as u32 as usize) {
+                prefetch(&sorted.cur, e as u32 as usize);
+            }
+        }
+        if let Some(&e) = sorted.by_age.get(k + NEAR) {
+            if !sorted.is_used(e as u32 as usize) {
+                let q = sorted.cur[e as u32 as usize];
+                let q = q as usize;
+                let (a, b) = (q.saturating_sub(SPAN), q + SPAN);
+                prefetch_range(&links.next, a, b + 2);
+                prefetch_range(&sorted.hot, a, b + 2);
+                if !sorted.interned {
+                    prefetch_range(&sorted.attrs, a * 2 * f, b * 2 * f);
+                }
+                prefetch_range(&sorted.rows, a * (w + 1), b * (w + 1));
+            }
+        }
+        let i = sorted.by_age[k] as u32 as usize;
+        if sorted.is_used(i) {
             continue;
         }
-        let mut mask = sorted.rec[sp as usize].mask & valid_rulesets;
+        let sp = sorted.cur[i];
+        let ctx = Ctx { s: sorted, f, h, norm: params.mmr_normalization_ref };
+        let mut mask = sorted.hot[sp as usize + 1].mask & valid_rulesets;
+        let mut formed = false;
         while mask != 0 {
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             let rs = &params.rulesets[r];
-            if let Some(acceptable) = try_form(&ctx, links, scratch, sp, r, rs) {
-                emit(&ctx, scratch, out, matches, written, r, rs, acceptable);
+            // The relaxation steps in force for seed k: drop those that ended at or before k.
+            let (first, in_force) = &mut scratch.levels[r];
+            while *in_force > 0 && scratch.level_ends[*first + *in_force - 1] as usize <= k {
+                *in_force -= 1;
+            }
+            let bounds = match *in_force {
+                0 => (rs.max_skill_spread, rs.max_latency_ms),
+                j => (rs.relaxation[j - 1].max_skill_spread, rs.relaxation[j - 1].max_latency_ms),
+            };
+            if let Some((acceptable, lat)) = try_form(&ctx, links, scratch, sp, bounds, r, rs) {
+                emit(&ctx, scratch, out, matches, written, r, rs, acceptable, &lat);
                 written += scratch.sel.len();
                 matches += 1;
-                for &p in &scratch.sel {
-                    links.mark_used(p);
-                }
+                formed = true;
                 break;
             }
         }
+        if formed {
+            for &p in &scratch.sel {
+                links.mark_used(p);
+                let t = sorted.rows[p as usize * (w + 1)] as usize;
+                sorted.used[t / 64] |= 1 << (t % 64);
+            }
+            used_since_compact += scratch.sel.len();
+            // Once half the live tickets are used, drop them so scans stay dense in memory.
+            let live = sorted.live;
+            if 2 * used_since_compact >= live && live >= 256 {
+                sorted.compact(links, 2 * f, w + 1);
+                used_since_compact = 0;
+            }
+        }
     }
-    scratch.containment = containment;
     matches
 }
 
-/// Tries to build a match of ruleset `r` around the seed at skill position `sp`. On success
-/// `sc.sel` holds the skill positions (seed first), `sc.sel_team` their teams, and the
-/// acceptable-host mask is returned.
+/// Tries to build a match of ruleset `r` around the seed at live position `sp`, under the
+/// seed's (spread, latency) bounds. On success `sc.sel` holds the live positions (seed first)
+/// and `sc.sel_team` their teams, and the acceptable-host mask (exact only with
+/// `require_host`) and the latency bound are returned.
 fn try_form(
-    ctx: &Ctx<'_, '_>,
+    ctx: &Ctx<'_>,
     links: &mut Links,
     sc: &mut Scratch,
     sp: u32,
+    (spread, lat_bound): (f64, u32),
     r: usize,
     rs: &Ruleset<'_>,
-) -> Option<u64> {
-    let n = ctx.s.rec.len();
-    let seed = ctx.s.rec[sp as usize];
+) -> Option<(u64, LatBound)> {
+    let s = ctx.s;
+    let w = lat_words(ctx.h);
+    let (hot, rows) = (&s.hot[..], &s.rows[..]);
+    let seed = hot[sp as usize + 1];
     let team_size = rs.team_size;
-    let size_s = u32::from(seed.party);
+    let size_s = seed.party();
     if size_s > team_size {
         return None;
     }
-    if rs.require_host && ctx.h == 0 {
+    let require_host = rs.require_host;
+    if require_host && ctx.h == 0 {
         return None;
     }
-    // The seed is the oldest ticket processed so far that is still unused; bounds only grow with
-    // wait, so bounds from the seed's wait are never wider than those of the candidate's oldest.
-    let (spread, lat_bound) = rs.bounds_for_wait(ctx.params.now_ms - ctx.pool.arrival_ms[seed.ticket as usize]);
-    let mut hosts = ctx.host_mask(sp as usize, lat_bound);
-    if rs.require_host && hosts == 0 {
+    // The bounds follow the seed's wait. The seed is the oldest ticket processed so far that is
+    // still unused; bounds only grow with wait, so they are never wider than those of the
+    // candidate's oldest.
+    //
+    // `span / norm > spread` becomes one comparison (a division per candidate costs more than
+    // the rest of its checks). Few distinct bounds occur per tick, so they are cached.
+    let max_span = match sc.spread_limits.iter().find(|&&(bits, _)| bits == spread.to_bits()) {
+        Some(&(_, t)) => t,
+        None => {
+            let t = spread_threshold(spread, ctx.norm);
+            sc.spread_limits.push((spread.to_bits(), t));
+            t
+        }
+    };
+    let lat = LatBound::new(lat_bound, ctx.h);
+    let row_of = |p: u32| &rows[p as usize * (w + 1) + 1..(p as usize + 1) * (w + 1)];
+    let mut hosts = if require_host { lat.host_mask(row_of(sp)) } else { 0 };
+    if require_host && hosts == 0 {
         return None;
     }
 
+    let Scratch { sel, sel_team, sel_party, sel_eff, room, overlap, agg, overlap_values, .. } = sc;
     let teams = rs.teams as usize;
-    sc.sel.clear();
-    sc.sel_team.clear();
-    sc.room.clear();
-    sc.room.resize(teams, team_size);
-    sc.sel.push(sp);
-    sc.sel_team.push(0);
-    sc.room[0] -= size_s;
+    sel.clear();
+    sel_team.clear();
+    sel_party.clear();
+    sel_eff.clear();
+    room.clear();
+    room.resize(teams, team_size);
+    sel.push(sp);
+    sel_team.push(0);
+    sel_party.push(size_s);
+    sel_eff.push(seed.eff);
+    room[0] -= size_s;
     let mut remaining = rs.players_per_match() - size_s;
+    if remaining == 0 {
+        return Some((hosts, lat));
+    }
+    // A candidate fits some team iff its party is at most the largest room (which also bounds
+    // the players still missing).
+    let mut max_room = if teams > 1 { team_size } else { team_size - size_s };
     let e_s = seed.eff;
     let (mut lo, mut hi) = (e_s, e_s);
     let bit = 1u32 << r;
+    let norm = ctx.norm;
 
-    // Scan outwards from the seed in skill order, nearest first, over unused tickets only.
-    // Bounded by `limit` examined tickets so a crowded or incompatible neighbourhood cannot make
-    // one seed cost O(n).
-    let limit = (rs.players_per_match() as usize * 16).clamp(64, 16_384);
-    let slot = sp + 1;
-    let right_sentinel = n as u32 + 1;
-    let mut left = find(&mut links.next_left, slot - 1);
-    let mut right = find(&mut links.next_right, slot + 1);
-    let mut examined = 0usize;
-    // Raw-unit window, widened by a hair so it never prunes a ticket the exact (divided) spread
-    // check below would accept.
-    let win = spread * ctx.norm * (1.0 + 1e-12);
-    // Slot k holds skill position k - 1; distances are infinite outside the window.
-    let dist_left = |left: u32| {
-        if left > 0 {
-            let d = e_s - ctx.eff(left - 1);
-            if d <= win { d } else { f64::INFINITY }
-        } else {
-            f64::INFINITY
-        }
+    // Attribute compatibility with every selected ticket. With `FilterBits`: per filter, the
+    // pairs compatible with all selected tickets. Otherwise from running aggregates:
+    // containment (`v_c ⊆ a_s` and `v_s ⊆ a_c` for all s) is exactly `v_c ⊆ AND a` and
+    // `OR v ⊆ a_c`; overlap with every selected value needs `v_c` non-zero (to meet the
+    // `u64::MAX` "unspecified" values) and meeting each distinct other value.
+    let fb = &s.bits;
+    let f = ctx.f;
+    let (class_bits, compat) = (&fb.class_bits[..], &fb.compat[..]);
+    let mut allowed = [u64::MAX; FilterBits::MAX_FILTERS];
+    let allowed = &mut allowed[..if fb.enabled { f } else { 0 }];
+    let bits_of = |meta: u32| {
+        let c = (meta >> 8) as usize;
+        &class_bits[c * f..(c + 1) * f]
     };
-    let dist_right = |right: u32| {
-        if right < right_sentinel {
-            let d = ctx.eff(right - 1) - e_s;
-            if d <= win { d } else { f64::INFINITY }
-        } else {
-            f64::INFINITY
+    agg.clear();
+    overlap_values.clear();
+    if fb.enabled {
+        for (k, (a, &b)) in allowed.iter_mut().zip(bits_of(seed.meta)).enumerate() {
+            *a = compat[64 * k + b.trailing_zeros() as usize];
         }
-    };
-    let (mut dl, mut dr) = (dist_left(left), dist_right(right));
-    while remaining > 0 && examined < limit {
-        let p = if dl < dr {
-            let p = left - 1;
-            left = find(&mut links.next_left, left - 1);
-            dl = dist_left(left);
-            p
-        } else if dr < f64::INFINITY {
-            let p = right - 1;
-            right = find(&mut links.next_right, right + 1);
-            dr = dist_right(right);
-            p
-        } else {
-            break;
-        };
-        examined += 1;
-
-        let c = ctx.s.rec[p as usize];
-        if c.mask & bit == 0 {
-            continue;
-        }
-        let size = u32::from(c.party);
-        if size > remaining {
-            continue;
-        }
-        // Best fit: the fullest team that still has room, so exact fits are preferred.
-        let mut best = usize::MAX;
-        for (k, &room) in sc.room.iter().enumerate() {
-            if room >= size && (best == usize::MAX || room < sc.room[best]) {
-                best = k;
+    } else {
+        let seed_attrs = ctx.attrs(sp, seed.meta);
+        for (k, (&ov, va)) in overlap.iter().zip(seed_attrs.chunks_exact(2)).enumerate() {
+            if ov {
+                agg.push(Agg { and_accepts: u64::MAX, or_values: 0, nonzero: u64::MAX });
+                if va[0] != u64::MAX {
+                    overlap_values.push((k, va[0]));
+                }
+            } else {
+                agg.push(Agg { and_accepts: va[1], or_values: va[0], nonzero: 0 });
             }
         }
-        if best == usize::MAX {
+    }
+    let attrs_ok = |agg: &[Agg], overlap_values: &[(usize, u64)], rc: &[u64]| {
+        let mut ok = true;
+        for (g, va) in agg.iter().zip(rc.chunks_exact(2)) {
+            let (v, a) = (va[0], va[1]);
+            ok &= (v & !g.and_accepts) | (g.or_values & !a) == 0;
+            ok &= (v | !g.nonzero) != 0;
+        }
+        for &(k, x) in overlap_values {
+            ok &= rc[2 * k] & x != 0;
+        }
+        ok
+    };
+
+    // Scan outwards from the seed in skill order, nearest first (ties to the right), over unused
+    // tickets only, until the match is full, both sides leave the window, or `limit` tickets
+    // were examined, so a crowded or incompatible neighbourhood cannot make one seed cost O(n).
+    let limit = (rs.players_per_match() as usize * 16).clamp(64, 16_384);
+    let next = &mut links.next[..];
+    // Raw-unit window, widened by a hair so it never prunes a ticket the exact (divided) spread
+    // check would accept. Distances are infinite outside it; the sentinel records at both ends
+    // of `hot` give infinity or NaN, so the scan stops there without bounds checks.
+    let win = spread * norm * (1.0 + 1e-12);
+    let within = |d: f64| if d <= win { d } else { f64::INFINITY };
+    // The next unused slot on each side (slot = live position + 1) and its distance.
+    let mut left = find(next, sp, 0);
+    let mut right = find(next, sp + 2, 1);
+    let mut dl = within(e_s - hot[left as usize].eff);
+    let mut dr = within(hot[right as usize].eff - e_s);
+    for _ in 0..limit {
+        let from_left = dl < dr;
+        let p = if from_left {
+            let p = left - 1;
+            left = find(next, p, 0);
+            dl = within(e_s - hot[left as usize].eff);
+            p
+        } else {
+            if dr == f64::INFINITY {
+                break;
+            }
+            let p = right - 1;
+            right = find(next, right + 1, 1);
+            dr = within(hot[right as usize].eff - e_s);
+            p
+        };
+        let c = hot[p as usize + 1];
+
+        // Cheapest and most selective checks first; all are pure, so the order does not change
+        // which tickets are taken. Skill order: a left candidate is at or below every selected
+        // ticket, a right one at or above, so only one end of the skill range moves.
+        if c.mask & bit == 0 || c.party() > max_room {
             continue;
         }
-        let (nlo, nhi) = (lo.min(c.eff), hi.max(c.eff));
-        if (nhi - nlo) / ctx.norm > spread {
+        let span = if from_left { hi - c.eff } else { c.eff - lo };
+        if span > max_span {
             continue;
         }
-        let m = ctx.host_mask(p as usize, lat_bound);
-        if rs.require_host && hosts & m == 0 {
+        let ok = if fb.enabled {
+            allowed.iter().zip(bits_of(c.meta)).fold(true, |ok, (&a, &b)| ok & (a & b != 0))
+        } else {
+            attrs_ok(agg, overlap_values, ctx.attrs(p, c.meta))
+        };
+        if !ok {
             continue;
         }
-        if !sc.sel.iter().all(|&o| ctx.compatible(o as usize, p as usize)) {
-            continue;
+        let m = if require_host {
+            let m = lat.host_mask(row_of(p));
+            if hosts & m == 0 {
+                continue;
+            }
+            m
+        } else {
+            0
+        };
+
+        // Best fit: the fullest team that still has room, so exact fits are preferred.
+        let size = c.party();
+        let mut best = 0;
+        let mut best_room = u32::MAX;
+        for (k, &rm) in room.iter().enumerate() {
+            if rm >= size && rm < best_room {
+                best = k;
+                best_room = rm;
+            }
         }
-        sc.sel.push(p);
-        sc.sel_team.push(best as u32);
-        sc.room[best] -= size;
+        sel.push(p);
+        sel_team.push(best as u32);
+        sel_party.push(size);
+        sel_eff.push(c.eff);
+        room[best] -= size;
         remaining -= size;
-        lo = nlo;
-        hi = nhi;
         hosts &= m;
+        if remaining == 0 {
+            break;
+        }
+        max_room = room.iter().copied().max().unwrap_or(0);
+        if from_left {
+            lo = c.eff;
+        } else {
+            hi = c.eff;
+        }
+        if fb.enabled {
+            for (k, (a, &b)) in allowed.iter_mut().zip(bits_of(c.meta)).enumerate() {
+                *a &= compat[64 * k + b.trailing_zeros() as usize];
+            }
+        } else {
+            let rc = ctx.attrs(p, c.meta);
+            for (k, (g, va)) in agg.iter_mut().zip(rc.chunks_exact(2)).enumerate() {
+                if g.nonzero != 0 {
+                    if va[0] != u64::MAX && !overlap_values.contains(&(k, va[0])) {
+                        overlap_values.push((k, va[0]));
+                    }
+                } else {
+                    g.and_accepts &= va[1];
+                    g.or_values |= va[0];
+                }
+            }
+        }
     }
     if remaining != 0 {
         return None;
     }
-    if teams > 1 && !balance(ctx, sc, rs) {
+    if teams > 1 && !balance(norm, sc, rs) {
         return None;
     }
-    Some(hosts)
+    Some((hosts, lat))
 }
 
 /// Team skill range (max sum - min sum) for the given sums.
@@ -450,45 +1058,228 @@ fn range(sums: &[f64]) -> f64 {
     hi - lo
 }
 
+/// Key with the order of `f64::total_cmp`.
+#[inline]
+fn total_key(x: f64) -> u64 {
+    let bits = x.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
+}
+
 /// Rebalances `ws.sel_team` (a valid packing on entry) to shrink the spread of team skill sums,
 /// keeping every team at exactly `team_size` players. Returns whether the imbalance bound holds.
-fn balance(ctx: &Ctx<'_, '_>, ws: &mut Scratch, rs: &Ruleset<'_>) -> bool {
+fn balance(norm: f64, ws: &mut Scratch, rs: &Ruleset<'_>) -> bool {
     let teams = rs.teams as usize;
     let len = ws.sel.len();
-    let weight = |ws: &Scratch, i: usize| ctx.weight(ws.sel[i]);
-    let party = |p: u32| ctx.s.rec[p as usize].party;
+    // Typical matches fit in stack arrays, which avoids resizing vectors per candidate match.
+    const SMALL: usize = 16;
+    if teams == 2 && len <= SMALL {
+        balance2(norm, rs, &ws.sel, &ws.sel_party, &ws.sel_eff, &mut ws.sel_team)
+    } else if len <= SMALL && teams <= SMALL {
+        let mut order = [0u128; SMALL];
+        let (mut weight, mut alt_team, mut members) = ([0.0; SMALL], [0u32; SMALL], [0u32; SMALL]);
+        let (mut sums, mut alt_sums, mut room) = ([0.0; SMALL], [0.0; SMALL], [0u32; SMALL]);
+        let bufs = BalanceBufs {
+            weight: &mut weight[..len],
+            order: &mut order[..len],
+            alt_team: &mut alt_team[..len],
+            members: &mut members[..len],
+            sums: &mut sums[..teams],
+            alt_sums: &mut alt_sums[..teams],
+            room: &mut room[..teams],
+        };
+        balance_with(norm, rs, &ws.sel, &ws.sel_party, &ws.sel_eff, &mut ws.sel_team, bufs)
+    } else {
+        let b = &mut ws.big;
+        b.weight.resize(len, 0.0);
+        b.order.resize(len, 0);
+        b.alt_team.resize(len, 0);
+        b.members.resize(len, 0);
+        b.sums.resize(teams, 0.0);
+        b.alt_sums.resize(teams, 0.0);
+        b.room.resize(teams, 0);
+        let bufs = BalanceBufs {
+            weight: &mut b.weight,
+            order: &mut b.order,
+            alt_team: &mut b.alt_team,
+            members: &mut b.members,
+            sums: &mut b.sums,
+            alt_sums: &mut b.alt_sums,
+            room: &mut b.room,
+        };
+        balance_with(norm, rs, &ws.sel, &ws.sel_party, &ws.sel_eff, &mut ws.sel_team, bufs)
+    }
+}
 
-    ws.sums.clear();
-    ws.sums.resize(teams, 0.0);
+/// Greedy order key: biggest parties first (hardest to place), strongest first within a size,
+/// ties by skill position; the low bits carry the index into `sel`.
+#[inline]
+fn greedy_key(party: u32, eff: f64, pos: u32, i: usize) -> u128 {
+    (u128::from(255 - party) << 120) | (u128::from(!total_key(eff)) << 56) | (u128::from(pos) << 24) | i as u128
+}
+
+/// Sorts distinct keys (at most 16) by counting ranks: no data-dependent branches.
+#[inline]
+fn rank_sort(keys: &mut [u128]) {
+    let mut copy = [0u128; 16];
+    let copy = &mut copy[..keys.len()];
+    copy.copy_from_slice(keys);
+    for &k in copy.iter() {
+        let rank: usize = copy.iter().map(|&o| usize::from(o < k)).sum();
+        keys[rank] = k;
+    }
+}
+
+/// `balance_with` for two teams and at most 16 tickets (the common case), with teams as
+/// bitmasks. Same steps, same arithmetic in the same order, so the same result (the property
+/// and golden tests run both).
+fn balance2(norm: f64, rs: &Ruleset<'_>, sel: &[u32], party: &[u32], eff: &[f64], team: &mut [u32]) -> bool {
+    let len = sel.len();
+    let (mut weight, mut order) = ([0.0; 16], [0u128; 16]);
+    let mut sums = [0.0; 2];
     for i in 0..len {
-        let w = weight(ws, i);
-        ws.sums[ws.sel_team[i] as usize] += w;
+        weight[i] = eff[i] * f64::from(party[i]);
+        order[i] = greedy_key(party[i], eff[i], sel[i], i);
+        sums[team[i] as usize] += weight[i];
+    }
+    let weight = &weight[..len];
+    let order = &mut order[..len];
+    rank_sort(order);
+
+    // Greedy: each party, in that order, to the weaker team with room (team 0 on ties).
+    let (mut room, mut alt_sums, mut alt_ones) = ([rs.team_size; 2], [0.0; 2], 0u32);
+    let mut packed = true;
+    for &key in order.iter() {
+        let i = (key & 0xFF_FFFF) as usize;
+        let size = party[i];
+        let best = match (room[0] >= size, room[1] >= size) {
+            (true, fits1) => usize::from(fits1 && alt_sums[1] < alt_sums[0]),
+            (false, true) => 1,
+            (false, false) => {
+                packed = false;
+                break;
+            }
+        };
+        room[best] -= size;
+        alt_sums[best] += weight[i];
+        alt_ones |= (best as u32) << i;
+    }
+    let mut ones = team.iter().enumerate().fold(0u32, |m, (i, &t)| m | t << i);
+    if packed && range(&alt_sums) < range(&sums) {
+        ones = alt_ones;
+        sums = alt_sums;
     }
 
-    // Greedy: biggest parties first (hardest to place), strongest first within a size, each to
-    // the weakest team with room. May fail to pack; then the scan's packing is kept.
-    ws.sel_order.clear();
-    ws.sel_order.extend(0..len as u32);
-    {
-        let sel = &ws.sel;
-        ws.sel_order.sort_unstable_by(|&a, &b| {
-            let (pa, pb) = (sel[a as usize], sel[b as usize]);
-            party(pb).cmp(&party(pa)).then(ctx.eff(pb).total_cmp(&ctx.eff(pa))).then(pa.cmp(&pb))
-        });
+    // Improving swaps of equal-size parties, as in `balance_with`; pairs in (a, b) order.
+    let all = if len == 32 { u32::MAX } else { (1u32 << len) - 1 };
+    for _ in 0..(4 * len) {
+        let tmax = usize::from(sums[1] > sums[0]);
+        let tmin = usize::from(sums[1] < sums[0]);
+        let diff = sums[tmax] - sums[tmin];
+        if tmax == tmin || diff <= 0.0 {
+            break;
+        }
+        let (strong, weak) = if tmax == 1 { (ones, all & !ones) } else { (all & !ones, ones) };
+        let (mut found, mut best_a, mut best_b, mut best_diff) = (false, 0, 0, 0.0);
+        let mut a_bits = strong;
+        while a_bits != 0 {
+            let a = a_bits.trailing_zeros() as usize;
+            a_bits &= a_bits - 1;
+            let mut b_bits = weak;
+            while b_bits != 0 {
+                let b = b_bits.trailing_zeros() as usize;
+                b_bits &= b_bits - 1;
+                let d = weight[a] - weight[b];
+                let new_diff = (diff - 2.0 * d).abs();
+                let better = (party[a] == party[b]) & (d > 0.0) & (new_diff < diff) & (!found | (new_diff < best_diff));
+                found |= better;
+                best_a = if better { a } else { best_a };
+                best_b = if better { b } else { best_b };
+                best_diff = if better { new_diff } else { best_diff };
+            }
+        }
+        if !found {
+            break;
+        }
+        let d = weight[best_a] - weight[best_b];
+        sums[tmax] -= d;
+        sums[tmin] += d;
+        ones ^= (1 << best_a) | (1 << best_b);
     }
-    ws.alt_team.clear();
-    ws.alt_team.resize(len, 0);
-    ws.alt_sums.clear();
-    ws.alt_sums.resize(teams, 0.0);
-    ws.room.clear();
-    ws.room.resize(teams, rs.team_size);
+    for (i, t) in team.iter_mut().enumerate() {
+        *t = ones >> i & 1;
+    }
+    imbalance(&sums, rs.team_size, norm) <= rs.max_team_imbalance
+}
+
+/// Work space of `balance_with`: `len` entries per selected ticket, `teams` per team. Contents
+/// on entry do not matter.
+struct BalanceBufs<'a> {
+    weight: &'a mut [f64],
+    order: &'a mut [u128],
+    alt_team: &'a mut [u32],
+    members: &'a mut [u32],
+    sums: &'a mut [f64],
+    alt_sums: &'a mut [f64],
+    room: &'a mut [u32],
+}
+
+/// Storage for matches too large for `balance`'s stack arrays.
+#[derive(Debug, Default)]
+pub(crate) struct BigBalance {
+    weight: Vec<f64>,
+    order: Vec<u128>,
+    alt_team: Vec<u32>,
+    members: Vec<u32>,
+    sums: Vec<f64>,
+    alt_sums: Vec<f64>,
+    room: Vec<u32>,
+}
+
+fn balance_with(
+    norm: f64,
+    rs: &Ruleset<'_>,
+    sel: &[u32],
+    party: &[u32],
+    eff: &[f64],
+    team: &mut [u32],
+    b: BalanceBufs<'_>,
+) -> bool {
+    let BalanceBufs { weight, order, alt_team, members, sums, alt_sums, room } = b;
+    let teams = sums.len();
+    let (sums, alt_sums, room) = (&mut sums[..teams], &mut alt_sums[..teams], &mut room[..teams]);
+    let len = sel.len();
+    for (((w, &e), &p), ((o, &pos), i)) in weight.iter_mut().zip(eff).zip(party).zip(order.iter_mut().zip(sel).zip(0..)) {
+        *w = e * f64::from(p);
+        *o = greedy_key(p, e, pos, i);
+    }
+    let weight = &*weight;
+
+    sums.fill(0.0);
+    for (&t, &w) in team.iter().zip(weight) {
+        sums[t as usize] += w;
+    }
+
+    // Greedy: each party, in that order, to the weakest team with room. May fail to pack; then
+    // the scan's packing is kept. Small matches sort by counting ranks (keys are distinct),
+    // which has no data-dependent branches.
+    if len <= 16 {
+        rank_sort(order);
+    } else {
+        order.sort_unstable();
+    }
+    alt_sums.fill(0.0);
+    room.fill(rs.team_size);
     let mut packed = true;
-    for k in 0..len {
-        let i = ws.sel_order[k] as usize;
-        let size = u32::from(party(ws.sel[i]));
+    for &key in order.iter() {
+        let i = (key & 0xFF_FFFF) as usize;
+        let size = party[i];
         let mut best = usize::MAX;
         for tm in 0..teams {
-            if ws.room[tm] >= size && (best == usize::MAX || ws.alt_sums[tm] < ws.alt_sums[best]) {
+            if room[tm] >= size && (best == usize::MAX || alt_sums[tm] < alt_sums[best]) {
                 best = tm;
             }
         }
@@ -496,13 +1287,13 @@ fn balance(ctx: &Ctx<'_, '_>, ws: &mut Scratch, rs: &Ruleset<'_>) -> bool {
             packed = false;
             break;
         }
-        ws.room[best] -= size;
-        ws.alt_team[i] = best as u32;
-        ws.alt_sums[best] += weight(ws, i);
+        room[best] -= size;
+        alt_team[i] = best as u32;
+        alt_sums[best] += weight[i];
     }
-    if packed && range(&ws.alt_sums) < range(&ws.sums) {
-        std::mem::swap(&mut ws.sel_team, &mut ws.alt_team);
-        std::mem::swap(&mut ws.sums, &mut ws.alt_sums);
+    if packed && range(alt_sums) < range(sums) {
+        team.copy_from_slice(alt_team);
+        sums.copy_from_slice(alt_sums);
     }
 
     // Improving swaps of equal-size parties between the strongest and the weakest team. Each
@@ -511,45 +1302,52 @@ fn balance(ctx: &Ctx<'_, '_>, ws: &mut Scratch, rs: &Ruleset<'_>) -> bool {
     for _ in 0..(4 * len) {
         let (mut tmax, mut tmin) = (0usize, 0usize);
         for tm in 1..teams {
-            if ws.sums[tm] > ws.sums[tmax] {
+            if sums[tm] > sums[tmax] {
                 tmax = tm;
             }
-            if ws.sums[tm] < ws.sums[tmin] {
+            if sums[tm] < sums[tmin] {
                 tmin = tm;
             }
         }
-        let diff = ws.sums[tmax] - ws.sums[tmin];
+        let diff = sums[tmax] - sums[tmin];
         if tmax == tmin || diff <= 0.0 {
             break;
         }
-        let mut best: Option<(usize, usize, f64)> = None;
+        // Members of the weakest team, in `sel` order, so pairs are tried in (a, b) order; the
+        // first strictly best pair wins. Selects rather than branches: outcomes are random.
+        let mut count = 0;
+        for (b, &t) in team.iter().enumerate() {
+            members[count] = b as u32;
+            count += usize::from(t as usize == tmin);
+        }
+        let (mut found, mut best_a, mut best_b, mut best_diff) = (false, 0, 0, 0.0);
         for a in 0..len {
-            if ws.sel_team[a] as usize != tmax {
+            if team[a] as usize != tmax {
                 continue;
             }
-            for b in 0..len {
-                if ws.sel_team[b] as usize != tmin {
-                    continue;
-                }
-                if party(ws.sel[a]) != party(ws.sel[b]) {
-                    continue;
-                }
-                let d = weight(ws, a) - weight(ws, b);
+            for &b in &members[..count] {
+                let b = b as usize;
+                let d = weight[a] - weight[b];
                 let new_diff = (diff - 2.0 * d).abs();
-                if d > 0.0 && new_diff < diff && best.is_none_or(|(_, _, bd)| new_diff < bd) {
-                    best = Some((a, b, new_diff));
-                }
+                let better = (party[a] == party[b]) & (d > 0.0) & (new_diff < diff) & (!found | (new_diff < best_diff));
+                found |= better;
+                best_a = if better { a } else { best_a };
+                best_b = if better { b } else { best_b };
+                best_diff = if better { new_diff } else { best_diff };
             }
         }
-        let Some((a, b, _)) = best else { break };
-        let d = weight(ws, a) - weight(ws, b);
-        ws.sums[tmax] -= d;
-        ws.sums[tmin] += d;
-        ws.sel_team[a] = tmin as u32;
-        ws.sel_team[b] = tmax as u32;
+        if !found {
+            break;
+        }
+        let (a, b) = (best_a, best_b);
+        let d = weight[a] - weight[b];
+        sums[tmax] -= d;
+        sums[tmin] += d;
+        team[a] = tmin as u32;
+        team[b] = tmax as u32;
     }
 
-    imbalance(&ws.sums, rs.team_size, ctx.norm) <= rs.max_team_imbalance
+    imbalance(sums, rs.team_size, norm) <= rs.max_team_imbalance
 }
 
 /// (max team mean - min team mean) / norm, team mean = party-size-weighted mean effective skill.
@@ -559,7 +1357,7 @@ pub(crate) fn imbalance(sums: &[f64], team_size: u32, norm: f64) -> f64 {
 
 #[allow(clippy::too_many_arguments)]
 fn emit(
-    ctx: &Ctx<'_, '_>,
+    ctx: &Ctx<'_>,
     ws: &Scratch,
     out: &mut MatchBuffers<'_>,
     m: usize,
@@ -567,52 +1365,147 @@ fn emit(
     r: usize,
     rs: &Ruleset<'_>,
     acceptable: u64,
+    lat: &LatBound,
 ) {
-    let pool = ctx.pool;
+    let s = ctx.s;
     let len = ws.sel.len();
     out.match_ruleset[m] = r as u32;
-    for (dst, &p) in out.match_tickets[written..written + len].iter_mut().zip(&ws.sel) {
-        *dst = ctx.s.rec[p as usize].ticket;
+    let dst = out.match_tickets[written..written + len].iter_mut().zip(&mut out.ticket_team[written..written + len]);
+    for ((ticket, team), (&p, &t)) in dst.zip(ws.sel.iter().zip(&ws.sel_team)) {
+        *ticket = ctx.ticket(p as usize);
+        *team = t;
     }
-    out.ticket_team[written..written + len].copy_from_slice(&ws.sel_team);
     out.match_offsets[m + 1] = (written + len) as u32;
 
-    // Without `require_host` the scan did not filter on latency, so recompute the mask exactly.
-    let seed_ticket = ctx.s.rec[ws.sel[0] as usize].ticket as usize;
-    let (_, lat_bound) = rs.bounds_for_wait(ctx.params.now_ms - pool.arrival_ms[seed_ticket]);
+    // Without `require_host` the scan did not filter on latency, so compute the mask here.
     let mut acc = acceptable;
     if !rs.require_host {
         acc = if ctx.h == 0 { 0 } else { u64::MAX >> (64 - ctx.h) };
         for &t in &ws.sel {
-            acc &= ctx.host_mask(t as usize, lat_bound);
+            acc &= lat.host_mask(ctx.lat(t as usize));
         }
     }
     let mut preferred = NO_HOST;
-    let mut best_cost = u32::MAX;
-    let mut bits = acc;
-    while bits != 0 {
-        let hst = bits.trailing_zeros() as usize;
-        bits &= bits - 1;
-        let cost = ws
-            .sel
-            .iter()
-            .map(|&p| u32::from(ctx.s.lat[p as usize * ctx.h + hst]))
-            .max()
-            .unwrap_or(0);
-        if cost < best_cost {
-            best_cost = cost;
-            preferred = hst as u32;
+    if acc != 0 {
+        // Cost of host h = max latency over the match: lane-wise max of the latency rows
+        // (H <= 64, so at most 16 words).
+        let w = lat_words(ctx.h);
+        let mut cost = [0u64; 16];
+        let cost = &mut cost[..w];
+        for &p in &ws.sel {
+            for (c, &x) in cost.iter_mut().zip(ctx.lat(p as usize)) {
+                *c = lanes_max(*c, x);
+            }
+        }
+        let mut best_cost = u32::MAX;
+        let mut bits = acc;
+        while bits != 0 {
+            let hst = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let c = u32::from((cost[hst / 4] >> (16 * (hst % 4))) as u16);
+            if c < best_cost {
+                best_cost = c;
+                preferred = hst as u32;
+            }
         }
     }
     out.match_preferred_host[m] = preferred;
     out.match_acceptable_hosts[m] = acc;
 
     let f = ctx.f;
-    for k in 0..f {
-        let mut inter = u64::MAX;
-        for &t in &ws.sel {
-            inter &= ctx.s.accs[t as usize * f + k];
+    let inter = &mut out.match_accepts[m * f..(m + 1) * f];
+    let attrs_of = |t: u32| ctx.attrs(t, s.hot[t as usize + 1].meta).chunks_exact(2);
+    for (dst, va) in inter.iter_mut().zip(attrs_of(ws.sel[0])) {
+        *dst = va[1];
+    }
+    for &t in &ws.sel[1..] {
+        for (dst, va) in inter.iter_mut().zip(attrs_of(t)) {
+            *dst &= va[1];
         }
-        out.match_accepts[m * f + k] = inter;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_lt_matches_scalar() {
+        let mut z = 1u64;
+        let mut next = || {
+            z = mix(z);
+            z
+        };
+        let edge = [0u16, 1, 2, 0x7FFE, 0x7FFF, 0x8000, 0x8001, 0xFFFE, 0xFFFF];
+        for round in 0..20_000 {
+            let pick = |r: u64| if r & 1 == 0 { edge[(r >> 1) as usize % edge.len()] } else { (r >> 8) as u16 };
+            let x: [u16; 4] = [pick(next()), pick(next()), pick(next()), pick(next())];
+            let t = if round % 3 == 0 { edge[round % edge.len()] } else { next() as u16 };
+            let xw = x.iter().enumerate().fold(0u64, |w, (k, &l)| w | u64::from(l) << (16 * k));
+            let got = lanes_lt(xw, u64::from(t) * 0x0001_0001_0001_0001);
+            let want = x.iter().enumerate().fold(0u64, |m, (k, &l)| m | u64::from(l < t) << k);
+            assert_eq!(got, want, "x={x:?} t={t}");
+        }
+    }
+
+    #[test]
+    fn lanes_max_matches_scalar() {
+        let mut z = 7u64;
+        for _ in 0..20_000 {
+            z = mix(z);
+            let (x, y) = (z, mix(z ^ 1));
+            let want = (0..4).fold(0u64, |m, k| {
+                let (a, b) = ((x >> (16 * k)) as u16, (y >> (16 * k)) as u16);
+                m | u64::from(a.max(b)) << (16 * k)
+            });
+            assert_eq!(lanes_max(x, y), want);
+        }
+    }
+
+    #[test]
+    fn spread_threshold_matches_division() {
+        let mut z = 11u64;
+        let mut unit = || {
+            z = mix(z);
+            (z >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let spreads = [0.0, 0.5, 1.0, 3.0, 1e-300, 1e300, f64::MAX, f64::INFINITY];
+        let norms = [0.1, 1.0, 100.0, 3e-7, 1e-310, f64::MAX];
+        for &spread in &spreads {
+            for &norm in &norms {
+                let t = spread_threshold(spread, norm);
+                let mut xs = vec![0.0, -0.0, t, -t, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MAX, 1e-320];
+                if t.is_finite() {
+                    xs.extend([f64::from_bits(t.to_bits() + 1), f64::from_bits(t.to_bits().saturating_sub(1))]);
+                }
+                for _ in 0..2000 {
+                    let x = spread * norm * 2.0 * unit();
+                    xs.extend([x, f64::from_bits(x.to_bits() + 1), f64::from_bits(x.to_bits().saturating_sub(1))]);
+                }
+                for x in xs {
+                    assert_eq!(x / norm > spread, x > t, "x={x:e} spread={spread:e} norm={norm:e} t={t:e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sort_by_prefix_orders_by_key_then_index() {
+        let mut z = 3u64;
+        for (n, bits) in [(1000usize, 64u32), (1000, 20), (5000, 40), (300, 0)] {
+            let keys: Vec<u64> = (0..n)
+                .map(|_| {
+                    z = mix(z);
+                    if bits == 0 { 5 } else { (z >> (64 - bits)) | 0xF000_0000_0000_0000 }
+                })
+                .collect();
+            let (mut v, mut tmp, mut hist) = (keys.clone(), Vec::new(), Vec::new());
+            sort_by_prefix(&mut v, &mut tmp, &mut hist);
+            fix_prefix_runs(&mut v, |i| (keys[i], i));
+            let mut want: Vec<usize> = (0..n).collect();
+            want.sort_by_key(|&i| (keys[i], i));
+            let got: Vec<usize> = v.iter().map(|&e| e as u32 as usize).collect();
+            assert_eq!(got, want);
+        }
     }
 }

@@ -1,0 +1,302 @@
+//! Golden output hashes: seeded generated pools must produce bit-identical output across
+//! optimisations. The constants were recorded from the implementation before the performance
+//! work; a change here means the engine's observable output changed.
+//!
+//! To print the current hashes: `cargo test -p matchmaker-engine --test golden -- --nocapture`.
+
+use matchmaker_engine::{
+    run_tick, FilterMode, MatchOutput, OutputCapacity, PoolColumns, RelaxationStep, Ruleset, TickParams, Workspace,
+};
+
+/// SplitMix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+#[derive(Default)]
+struct Pool {
+    party_size: Vec<u8>,
+    mmr_mean: Vec<f64>,
+    arrival_ms: Vec<f64>,
+    ruleset_mask: Vec<u32>,
+    attr_values: Vec<u64>,
+    attr_accepts: Vec<u64>,
+    latency_ms: Vec<u16>,
+    filters: Vec<FilterMode>,
+    hosts: usize,
+}
+
+impl Pool {
+    fn columns(&self) -> PoolColumns<'_> {
+        PoolColumns {
+            party_size: &self.party_size,
+            mmr_mean: &self.mmr_mean,
+            arrival_ms: &self.arrival_ms,
+            ruleset_mask: &self.ruleset_mask,
+            attr_values: &self.attr_values,
+            attr_accepts: &self.attr_accepts,
+            latency_ms: &self.latency_ms,
+            filter_count: self.filters.len(),
+            host_count: self.hosts,
+        }
+    }
+}
+
+const NOW: f64 = 1_700_000_000_000.0;
+
+/// Pool generator. `max_party` bounds party sizes, `masks` are the ruleset masks drawn from.
+/// Arrivals are whole milliseconds so equal arrivals (seed tie-breaks) occur.
+fn generate(n: usize, seed: u64, filters: &[FilterMode], hosts: usize, max_party: u64, masks: &[u32]) -> Pool {
+    let mut rng = Rng(seed);
+    let mut p = Pool { filters: filters.to_vec(), hosts, ..Pool::default() };
+    for _ in 0..n {
+        p.party_size.push(1 + rng.below(max_party) as u8);
+        p.mmr_mean.push((rng.unit() + rng.unit() + rng.unit()) / 3.0);
+        p.arrival_ms.push(NOW - rng.below(120_000) as f64);
+        p.ruleset_mask.push(masks[rng.below(masks.len() as u64) as usize]);
+        for (k, mode) in filters.iter().enumerate() {
+            let specified = rng.below(10) < 4;
+            let (v, a) = match (mode, specified) {
+                (FilterMode::Overlap, false) => (u64::MAX, u64::MAX),
+                (FilterMode::Containment, false) => (0, u64::MAX),
+                (FilterMode::Overlap, true) => ((1 << rng.below(4 + k as u64)) | (1 << rng.below(4)), u64::MAX),
+                (FilterMode::Containment, true) => {
+                    let v = 1u64 << rng.below(3);
+                    (v, v | (1 << rng.below(3)) | (1 << rng.below(5)))
+                }
+            };
+            p.attr_values.push(v);
+            p.attr_accepts.push(a);
+        }
+        let home = if hosts > 0 { rng.below(hosts as u64) as usize } else { 0 };
+        for h in 0..hosts {
+            let l = if h == home { 20 + rng.below(60) } else { 80 + rng.below(220) };
+            p.latency_ms.push(l as u16);
+        }
+    }
+    p
+}
+
+/// FNV-1a 64 over the count and every output buffer up to the match count.
+fn run_hash(pool: &Pool, params: &TickParams<'_>) -> (usize, u64) {
+    let f = pool.filters.len();
+    let mut ws = Workspace::new();
+    let mut out = MatchOutput::with_capacity(OutputCapacity::for_pool(pool.party_size.len(), f, pool.hosts));
+    let count = run_tick(&pool.columns(), params, &mut ws, &mut out.buffers()).expect("valid input");
+    // A reused workspace must give the same result.
+    let again = run_tick(&pool.columns(), params, &mut ws, &mut out.buffers()).expect("valid input");
+    assert_eq!(count, again);
+
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    let tickets = out.match_offsets[count] as usize;
+    eat(&(count as u64).to_le_bytes());
+    for x in &out.match_ruleset[..count] {
+        eat(&x.to_le_bytes());
+    }
+    for x in &out.match_offsets[..=count] {
+        eat(&x.to_le_bytes());
+    }
+    for x in &out.match_tickets[..tickets] {
+        eat(&x.to_le_bytes());
+    }
+    for x in &out.ticket_team[..tickets] {
+        eat(&x.to_le_bytes());
+    }
+    for x in &out.match_preferred_host[..count] {
+        eat(&x.to_le_bytes());
+    }
+    for x in &out.match_acceptable_hosts[..count] {
+        eat(&x.to_le_bytes());
+    }
+    for x in &out.match_accepts[..count * f] {
+        eat(&x.to_le_bytes());
+    }
+    (count, h)
+}
+
+const RELAX: [RelaxationStep; 2] = [
+    RelaxationStep { after_wait_ms: 30_000.0, max_skill_spread: 1.0, max_latency_ms: 200 },
+    RelaxationStep { after_wait_ms: 90_000.0, max_skill_spread: 3.0, max_latency_ms: 300 },
+];
+const RELAX_1V1: [RelaxationStep; 1] =
+    [RelaxationStep { after_wait_ms: 60_000.0, max_skill_spread: 0.8, max_latency_ms: 250 }];
+
+/// 2x5 (parties 1..5, require_host) plus 1x1 (solos, no require_host), 3 filters, 8 hosts.
+fn mixed_2x5_1x1(n: usize, seed: u64) -> (usize, u64) {
+    let filters = [FilterMode::Overlap, FilterMode::Containment, FilterMode::Overlap];
+    let pool = generate(n, seed, &filters, 8, 5, &[1, 1, 2, 3, 3]);
+    let rulesets = [
+        Ruleset {
+            teams: 2,
+            team_size: 5,
+            max_skill_spread: 0.5,
+            max_team_imbalance: 0.2,
+            max_latency_ms: 120,
+            require_host: true,
+            relaxation: &RELAX,
+        },
+        Ruleset {
+            teams: 1,
+            team_size: 1,
+            max_skill_spread: 0.3,
+            max_team_imbalance: 0.0,
+            max_latency_ms: 100,
+            require_host: false,
+            relaxation: &RELAX_1V1,
+        },
+    ];
+    let params = TickParams {
+        mmr_normalization_ref: 0.1,
+        party_synergy_bonus: 0.01,
+        filters: &filters,
+        rulesets: &rulesets,
+        now_ms: NOW,
+        seed: 42,
+    };
+    run_hash(&pool, &params)
+}
+
+/// 4x3 (parties 1..3) and 1v1 (2x1), 2 filters, 4 hosts, no require_host.
+fn four_by_three(n: usize, seed: u64) -> (usize, u64) {
+    let filters = [FilterMode::Containment, FilterMode::Overlap];
+    let pool = generate(n, seed, &filters, 4, 3, &[1, 1, 1, 3, 2]);
+    let rulesets = [
+        Ruleset {
+            teams: 4,
+            team_size: 3,
+            max_skill_spread: 0.8,
+            max_team_imbalance: 0.3,
+            max_latency_ms: 150,
+            require_host: false,
+            relaxation: &RELAX,
+        },
+        Ruleset {
+            teams: 2,
+            team_size: 1,
+            max_skill_spread: 0.2,
+            max_team_imbalance: 0.2,
+            max_latency_ms: 90,
+            require_host: true,
+            relaxation: &[],
+        },
+    ];
+    let params = TickParams {
+        mmr_normalization_ref: 0.1,
+        party_synergy_bonus: 0.0,
+        filters: &filters,
+        rulesets: &rulesets,
+        now_ms: NOW,
+        seed: 7,
+    };
+    run_hash(&pool, &params)
+}
+
+/// No hosts, no filters, unbounded spread: the scan is limited only by the examined cap.
+fn unbounded_no_hosts(n: usize, seed: u64) -> (usize, u64) {
+    let pool = generate(n, seed, &[], 0, 4, &[1]);
+    let rulesets = [Ruleset {
+        teams: 3,
+        team_size: 4,
+        max_skill_spread: f64::INFINITY,
+        max_team_imbalance: 0.1,
+        max_latency_ms: 0,
+        require_host: false,
+        relaxation: &[],
+    }];
+    let params = TickParams {
+        mmr_normalization_ref: 0.1,
+        party_synergy_bonus: -0.02,
+        filters: &[],
+        rulesets: &rulesets,
+        now_ms: NOW,
+        seed: 3,
+    };
+    run_hash(&pool, &params)
+}
+
+/// 1x1 solos that all arrived in the same millisecond: every ticket is its own match, so the
+/// output lists the seed order itself. With this seed, tickets 1373 and 1741 have equal seeded
+/// tie hashes, so the skill-position tie-break is exercised too.
+fn seed_order_ties() -> (usize, u64) {
+    let mut pool = generate(2_000, 8, &[FilterMode::Overlap], 2, 1, &[1]);
+    pool.arrival_ms.iter_mut().for_each(|a| *a = NOW - 1_000.0);
+    let rulesets = [Ruleset {
+        teams: 1,
+        team_size: 1,
+        max_skill_spread: 0.0,
+        max_team_imbalance: 0.0,
+        max_latency_ms: 100,
+        require_host: false,
+        relaxation: &[],
+    }];
+    let filters = [FilterMode::Overlap];
+    let params = TickParams {
+        mmr_normalization_ref: 0.1,
+        party_synergy_bonus: 0.0,
+        filters: &filters,
+        rulesets: &rulesets,
+        now_ms: NOW,
+        seed: 639,
+    };
+    run_hash(&pool, &params)
+}
+
+fn check(name: &str, got: (usize, u64), want: (usize, u64)) {
+    println!("{name}: ({}, {:#018x})", got.0, got.1);
+    assert_eq!(got, want, "{name}: golden output changed");
+}
+
+#[test]
+fn golden_mixed_2x5_1x1_200() {
+    check("mixed_2x5_1x1_200", mixed_2x5_1x1(200, 1), (39, 0x0673_8b08_e6a7_1bda));
+}
+
+#[test]
+fn golden_mixed_2x5_1x1_2000() {
+    check("mixed_2x5_1x1_2000", mixed_2x5_1x1(2_000, 2), (422, 0xe8a8_3dbc_1bdc_ef37));
+}
+
+#[test]
+fn golden_mixed_2x5_1x1_20000() {
+    check("mixed_2x5_1x1_20000", mixed_2x5_1x1(20_000, 3), (4332, 0x0715_00dc_45f9_71c6));
+}
+
+#[test]
+fn golden_four_by_three_2000() {
+    check("four_by_three_2000", four_by_three(2_000, 4), (269, 0x1e59_f022_f25e_b2ae));
+}
+
+#[test]
+fn golden_four_by_three_20000() {
+    check("four_by_three_20000", four_by_three(20_000, 5), (2755, 0x2cc1_bb80_178e_385a));
+}
+
+#[test]
+fn golden_unbounded_no_hosts_5000() {
+    check("unbounded_no_hosts_5000", unbounded_no_hosts(5_000, 6), (777, 0x18b9_18d6_103b_40fb));
+}
+
+#[test]
+fn golden_seed_order_ties_2000() {
+    check("seed_order_ties_2000", seed_order_ties(), (2000, 0x508c_0f45_dbb6_832b));
+}

@@ -69,6 +69,19 @@ export class LmdbStore implements Store {
   }
 
   commit(changes: readonly StoreChange[]): Promise<void> {
+    // One ticket or request change (CreateTicket, CancelTicket): a plain write, which lmdb batches with the
+    // others of this event turn and runs on its writer thread. A transaction callback would run on the main
+    // thread. Order is kept: puts and transaction callbacks are applied in call order.
+    const single = changes.length === 1 ? this.direct(changes[0]!) : undefined;
+    if (single) {
+      return single.then(
+        () => undefined,
+        (err: unknown) => {
+          this.options.onFatal(err);
+          throw err;
+        },
+      );
+    }
     const done = this.root.transaction(() => {
       // Runs inside the batched write transaction, in call order: sequences are assigned in commit order.
       for (const change of changes) this.apply(change);
@@ -85,6 +98,21 @@ export class LmdbStore implements Store {
         throw err;
       },
     );
+  }
+
+  private direct(change: StoreChange): Promise<unknown> | undefined {
+    switch (change.type) {
+      case 'ticket.put':
+        return this.tickets.put(key(change.ticket.queueId, change.ticket.ticketId), change.ticket);
+      case 'ticket.delete':
+        return this.tickets.remove(key(change.queueId, change.ticketId));
+      case 'backfill.put':
+        return this.backfills.put(key(change.backfill.queueId, change.backfill.backfillId), change.backfill);
+      case 'backfill.delete':
+        return this.backfills.remove(key(change.queueId, change.backfillId));
+      default:
+        return undefined;
+    }
   }
 
   async whenDurable(): Promise<void> {

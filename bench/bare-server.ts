@@ -1,0 +1,76 @@
+// A bare grpc-js server with the same service definition as the real one, implementing only CreateTicket
+// and answering { ticketId } with no work beyond what the real adapter does first: the request arrives as
+// raw bytes (rawRequests, as in src/api/grpc.ts) and is decoded with fromBinary. It is the ceiling the
+// real service is compared against.
+//
+//   node dist/bench/bare-server.js [--port N] [--host 127.0.0.1]
+//
+// Prints one JSON line {"msg":"listening","grpcPort":N} when bound; on SIGTERM/SIGINT prints
+// {"msg":"stopped","calls":N,"connections":M} (M = distinct client address:port pairs seen, i.e. TCP
+// connections) and exits.
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { create, fromBinary } from '@bufbuild/protobuf';
+import { Server, ServerCredentials, status, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { grpcServiceDefinition, MatchmakerService } from '../src/api/grpc-definitions.js';
+import { CreateTicketRequestSchema, CreateTicketResponseSchema } from '../src/gen/matchmaker/core/v1/service_pb.js';
+
+export interface BareServer {
+  port: number;
+  stats(): { calls: number; connections: number };
+  stop(): Promise<void>;
+}
+
+export async function startBareServer(host = '127.0.0.1', port = 0): Promise<BareServer> {
+  const server = new Server();
+  let calls = 0;
+  const peers = new Set<string>();
+  server.addService(grpcServiceDefinition(MatchmakerService, { rawRequests: true }), {
+    CreateTicket: (call: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => {
+      calls++;
+      peers.add(call.getPeer());
+      let ticketId: string;
+      try {
+        ticketId = fromBinary(CreateTicketRequestSchema, call.request).ticket?.id ?? '';
+      } catch (err) {
+        callback({ code: status.INVALID_ARGUMENT, details: `request does not decode: ${(err as Error).message}` });
+        return;
+      }
+      callback(null, create(CreateTicketResponseSchema, { ticketId }));
+    },
+  });
+  const bound = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  return {
+    port: bound,
+    stats: () => ({ calls, connections: peers.size }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.tryShutdown(() => resolve());
+        setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 2000).unref();
+      }),
+  };
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { port: { type: 'string' }, host: { type: 'string' } } });
+  const server = await startBareServer(values.host ?? '127.0.0.1', Number(values.port ?? process.env.GRPC_PORT ?? 0));
+  console.log(JSON.stringify({ msg: 'listening', grpcPort: server.port }));
+  const onSignal = () => {
+    console.log(JSON.stringify({ msg: 'stopped', ...server.stats() }));
+    void server.stop().then(() => process.exit(0));
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main(process.argv.slice(2)).catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,90 @@
+// Summarizes a V8 .cpuprofile (from `node --cpu-prof`, e.g. BENCH_CPU_PROF=dir npm run bench): self time
+// by function and by package/area, so "where does the time go" has a quick answer without DevTools.
+//
+//   node dist/bench/profile-summary.js FILE.cpuprofile [--top 30]
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+/** Which part of the stack a frame belongs to. */
+export function areaOf(url: string, fn: string): string {
+  if (url === '') return fn.startsWith('(') ? fn : '(native/builtin)';
+  const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (nm) return nm[1]!;
+  if (url.startsWith('node:')) return url.replace(/^node:(internal\/)?/, 'node:').split('/').slice(0, 2).join('/');
+  const src = /\/dist\/(src|bench)\/(.*)$/.exec(url);
+  if (src) return `${src[1]}/${src[2]}`;
+  return url;
+}
+
+export function summarize(profile: Profile, top = 30): string {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const selfUs = new Map<number, number>();
+  for (let i = 0; i < profile.samples.length; i++) {
+    const id = profile.samples[i]!;
+    selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  }
+  const total = profile.endTime - profile.startTime;
+  const byFn = new Map<string, number>();
+  const byArea = new Map<string, number>();
+  for (const [id, us] of selfUs) {
+    const n = byId.get(id)!;
+    const { functionName, url, lineNumber } = n.callFrame;
+    const short = url.replace(/^.*\/(node_modules|dist)\//, '$1/');
+    const fnKey = `${functionName || '(anonymous)'} ${short}${url ? `:${lineNumber + 1}` : ''}`;
+    byFn.set(fnKey, (byFn.get(fnKey) ?? 0) + us);
+    const area = areaOf(url, functionName);
+    byArea.set(area, (byArea.get(area) ?? 0) + us);
+  }
+  // Inclusive ("total") time: each sample counts once for every distinct function on its stack.
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const keyOf = (n: ProfileNode) => {
+    const { functionName, url, lineNumber } = n.callFrame;
+    return `${functionName || '(anonymous)'} ${url.replace(/^.*\/(node_modules|dist)\//, '$1/')}${url ? `:${lineNumber + 1}` : ''}`;
+  };
+  const inclusive = new Map<string, number>();
+  for (const [id, us] of selfUs) {
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const n = byId.get(cur)!;
+      if (n.callFrame.url === '' && n.callFrame.functionName.startsWith('(')) continue; // (root), (program), ...
+      seen.add(keyOf(n));
+    }
+    for (const k of seen) inclusive.set(k, (inclusive.get(k) ?? 0) + us);
+  }
+  const fmt = (m: Map<string, number>) =>
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}`)
+      .join('\n');
+  return [`profile: ${(total / 1e6).toFixed(1)} s of main-thread wall time`, '', 'self time by area:', fmt(byArea), '', 'self time by function:', fmt(byFn), '', 'total time (self + callees) by function:', fmt(inclusive)].join(
+    '\n',
+  );
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string' } } });
+  if (positionals.length === 0) {
+    console.error('usage: profile-summary FILE.cpuprofile [--top N]');
+    process.exit(2);
+  }
+  for (const file of positionals) {
+    console.log(`== ${file}`);
+    console.log(summarize(JSON.parse(readFileSync(file, 'utf8')) as Profile, Number(values.top ?? 30)));
+  }
+}

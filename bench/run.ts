@@ -1,0 +1,409 @@
+// npm run bench: the CreateTicket benchmark, in one run and one phase after the other.
+//
+//   0. (optional) tinybench micro-benchmarks of the in-process CreateTicket path
+//   1. closed loop, 64 in flight over 4 connections, against the bare grpc-js server (bench/bare-server.ts)
+//      (and, as a control, the fixed rate of step 3 against the bare server: the floor this machine shows)
+//   2. the same closed loop against the real service (dist/src/cli.js serve, temp data dir, the repo's
+//      queues/) -> target: real throughput >= 80% of bare
+//   3. fixed rate 3,000 CreateTicket/s against a fresh real service -> target: p99 < 10 ms
+//
+// Every server is a child process; the load generator runs in this process. Settings from the environment:
+//   BENCH_DURATION_SECS (10)  measured seconds per phase     BENCH_WARMUP_SECS (2)  warm-up per phase
+//   BENCH_CONCURRENCY (64)    BENCH_CONNECTIONS (4)          BENCH_RATE (3000)      BENCH_MAX_IN_FLIGHT (512)
+//   BENCH_QUEUE (eu.ranked)   BENCH_MICRO (1; 0 skips it)    BENCH_JSON_OUT (file for the raw results)
+//   BENCH_CONTROL (1; 0 skips the control phase: the fixed rate against the bare server)
+//   BENCH_INPUTS (realistic: the service's ticks match about half the tickets; unmatchable: none ever match)
+//   BENCH_CPU_PROF (a directory: the real service runs with --cpu-prof and writes its profiles there)
+// Exits non-zero only when something crashes; missed targets are printed as MISS.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { formatResult, runLoad, type LoadOptions, type LoadResult } from './create-ticket-load.js';
+import { runMicro, type MicroRow } from './micro.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'dist/src/cli.js');
+const BARE = join(ROOT, 'dist/bench/bare-server.js');
+const QUEUES = join(ROOT, 'queues');
+
+function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
+  return n;
+}
+
+const settings = {
+  durationSecs: envNumber('BENCH_DURATION_SECS', 10),
+  warmupSecs: envNumber('BENCH_WARMUP_SECS', 2),
+  concurrency: envNumber('BENCH_CONCURRENCY', 64),
+  connections: envNumber('BENCH_CONNECTIONS', 4),
+  rate: envNumber('BENCH_RATE', 3000),
+  maxInFlight: envNumber('BENCH_MAX_IN_FLIGHT', 512),
+  queueId: process.env.BENCH_QUEUE || 'eu.ranked',
+  inputs: process.env.BENCH_INPUTS === 'unmatchable' ? ('unmatchable' as const) : ('realistic' as const),
+  micro: process.env.BENCH_MICRO !== '0',
+  control: process.env.BENCH_CONTROL !== '0',
+  jsonOut: process.env.BENCH_JSON_OUT || undefined,
+  cpuProfDir: process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined,
+};
+
+const TARGET_RATIO = 0.8;
+const TARGET_P99_MS = 10;
+
+// ---------------------------------------------------------------------------------------------------------
+// Child processes
+
+interface Child {
+  name: string;
+  port: number;
+  process: ChildProcess;
+  lines: Record<string, unknown>[];
+  stderr(): string;
+  /** SIGTERM, wait (SIGKILL after timeoutMs); resolves with the exit code. */
+  stop(timeoutMs?: number): Promise<number | null>;
+}
+
+function spawnServer(name: string, args: string[], env: Record<string, string>, nodeArgs: string[] = []): Promise<Child> {
+  const child = spawn(process.execPath, [...nodeArgs, ...args], {
+    env: { ...process.env, GRPC_PORT: '0', HTTP_PORT: '0', BIND_ADDRESS: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Record<string, unknown>[] = [];
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-20_000)));
+  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  return new Promise<Child>((resolveChild, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name}: no "listening" line within 20 s; stderr: ${stderr}`)), 20_000);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited (${code}) before listening; stderr: ${stderr}`));
+    });
+    createInterface({ input: child.stdout! }).on('line', (text) => {
+      let line: Record<string, unknown>;
+      try {
+        line = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        line = { msg: text };
+      }
+      if (lines.length < 10_000) lines.push(line);
+      if (line.msg === 'listening' && typeof line.grpcPort === 'number') {
+        clearTimeout(timer);
+        resolveChild({
+          name,
+          port: line.grpcPort,
+          process: child,
+          lines,
+          stderr: () => stderr,
+          async stop(timeoutMs = 15_000) {
+            if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+            child.kill('SIGTERM');
+            const kill = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+            const code = await exited;
+            clearTimeout(kill);
+            return code;
+          },
+        });
+      }
+    });
+  });
+}
+
+let clockTicks = 100;
+try {
+  clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+} catch {
+  /* keep 100 */
+}
+
+/** utime + stime of a process (all its threads), or of its main thread only, seconds; undefined off Linux. */
+function processCpuSecs(pid: number | undefined, mainThreadOnly = false): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(mainThreadOnly ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Busy CPU time of the whole machine (all cores, every process), seconds; undefined off Linux. */
+function machineBusySecs(): number | undefined {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal ...
+    const busy = fields.reduce((a, b) => a + b, 0) - (fields[3] ?? 0) - (fields[4] ?? 0);
+    return busy / clockTicks;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Milliseconds the busiest block device spent doing I/O (io_ticks), by device; undefined off Linux. */
+function diskIoTicks(): Map<string, number> | undefined {
+  try {
+    const out = new Map<string, number>();
+    for (const line of readFileSync('/proc/diskstats', 'utf8').split('\n')) {
+      const f = line.trim().split(/\s+/);
+      const name = f[2];
+      if (!name || /^(loop|ram|zram)/.test(name)) continue;
+      out.set(name, Number(f[12]));
+    }
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
+function diskBusy(start: Map<string, number> | undefined, end: Map<string, number> | undefined, secs: number): number | undefined {
+  if (!start || !end) return undefined;
+  let busiest = 0;
+  for (const [name, ticks] of end) busiest = Math.max(busiest, ticks - (start.get(name) ?? ticks));
+  return busiest / 1000 / secs;
+}
+
+interface Phase {
+  name: string;
+  result: LoadResult;
+  /** Server process CPU over the measured window, fraction of one core. */
+  serverCpu: number | undefined;
+  /** The server's main (JavaScript) thread alone: near 100% means the event loop is the bottleneck. */
+  serverMainCpu: number | undefined;
+  /** CPU used by everything else on the machine (not this process, not the server) over the window, in cores. */
+  otherCpu: number | undefined;
+  /** Fraction of the window the busiest disk was doing I/O (fsync latency depends on it). */
+  diskBusy: number | undefined;
+  note?: string;
+}
+
+async function loadPhase(name: string, server: Child, options: Partial<LoadOptions>): Promise<Phase> {
+  let cpuStart: number | undefined;
+  let cpuEnd: number | undefined;
+  let mainStart: number | undefined;
+  let mainEnd: number | undefined;
+  let busyStart: number | undefined;
+  let busyEnd: number | undefined;
+  let diskStart: Map<string, number> | undefined;
+  let diskEnd: Map<string, number> | undefined;
+  const pid = server.process.pid;
+  const result = await runLoad(
+    {
+      target: `127.0.0.1:${server.port}`,
+      queueId: settings.queueId,
+      durationSecs: settings.durationSecs,
+      warmupSecs: settings.warmupSecs,
+      inputs: settings.inputs,
+      ...options,
+    },
+    {
+      onMeasureStart: () => {
+        cpuStart = processCpuSecs(pid);
+        mainStart = processCpuSecs(pid, true);
+        busyStart = machineBusySecs();
+        diskStart = diskIoTicks();
+      },
+      onMeasureEnd: () => {
+        cpuEnd = processCpuSecs(pid);
+        mainEnd = processCpuSecs(pid, true);
+        busyEnd = machineBusySecs();
+        diskEnd = diskIoTicks();
+      },
+    },
+  );
+  const secs = settings.durationSecs;
+  const serverCpu = cpuStart !== undefined && cpuEnd !== undefined ? (cpuEnd - cpuStart) / secs : undefined;
+  const otherCpu =
+    busyStart !== undefined && busyEnd !== undefined && serverCpu !== undefined ? Math.max(0, (busyEnd - busyStart) / secs - serverCpu - result.clientCpu) : undefined;
+  const serverMainCpu = mainStart !== undefined && mainEnd !== undefined ? (mainEnd - mainStart) / secs : undefined;
+  const phase: Phase = { name, result, serverCpu, serverMainCpu, otherCpu, diskBusy: diskBusy(diskStart, diskEnd, secs) };
+  console.log(formatResult(name, result));
+  console.log(`  server cpu ${pct(serverCpu)} of a core (main thread ${pct(serverMainCpu)}; ${perReq(serverCpu, result.throughput)} us per ok request); other processes on the machine ${pct(otherCpu)} of a core; disk busy ${pct(phase.diskBusy)}`);
+  return phase;
+}
+
+async function withRealService<T>(label: string, body: (service: Child) => Promise<T>): Promise<T> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mm-bench-data-'));
+  const nodeArgs = settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`, `--cpu-prof-name=service-${label}-${Date.now()}.cpuprofile`] : [];
+  const service = await spawnServer('real service', [CLI, 'serve', '--config', QUEUES, '--data', dataDir], { LOG_LEVEL: 'info' }, nodeArgs);
+  try {
+    return await body(service);
+  } finally {
+    const code = await service.stop();
+    const problems = service.lines.filter((l) => typeof l.level === 'number' && l.level >= 50);
+    if (problems.length > 0) console.log(`  service logged ${problems.length} error line(s), first: ${JSON.stringify(problems[0])}`);
+    if (code !== 0) console.log(`  service exited with code ${code}; stderr: ${service.stderr().slice(-2000)}`);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Report
+
+function machine(): Record<string, string> {
+  let model = cpus()[0]?.model ?? 'unknown';
+  try {
+    model = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? model;
+  } catch {
+    /* keep os.cpus() */
+  }
+  return {
+    cpus: String(cpus().length),
+    model,
+    memory: `${(totalmem() / 2 ** 30).toFixed(1)} GiB`,
+    node: process.version,
+    loadavg: loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' '),
+  };
+}
+
+/** A short hash of the built service (dist/src/**.js), to tell runs against different code apart. */
+function buildFingerprint(): string {
+  const hash = createHash('sha256');
+  const dir = join(ROOT, 'dist/src');
+  try {
+    const files = (readdirSync(dir, { recursive: true }) as string[]).filter((f) => f.endsWith('.js')).sort();
+    for (const f of files) hash.update(f).update(readFileSync(join(dir, f)));
+    return `${hash.digest('hex').slice(0, 12)} (${files.length} files)`;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => '| ' + cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ') + ' |';
+  return [line(headers), '|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|', ...rows.map(line)].join('\n');
+}
+
+const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
+const pct = (x: number | undefined) => (x === undefined ? 'n/a' : `${(x * 100).toFixed(0)}%`);
+/** CPU microseconds per ok request, from a CPU fraction (of one core) and a rate. */
+const perReq = (cpu: number | undefined, perSec: number) => (cpu === undefined || perSec <= 0 ? 'n/a' : ((cpu / perSec) * 1e6).toFixed(0));
+
+async function main(): Promise<void> {
+  const started = new Date();
+  const info = machine();
+  console.log(`CreateTicket benchmark, ${started.toISOString()}`);
+  console.log(`machine: ${info.cpus} cpus (${info.model}), ${info.memory}, node ${info.node}, loadavg ${info.loadavg}`);
+  const build = buildFingerprint();
+  console.log(`settings: ${JSON.stringify(settings)}`);
+  console.log(`service build: dist/src sha256 ${build}\n`);
+
+  let micro: MicroRow[] = [];
+  if (settings.micro) {
+    console.log('micro-benchmarks (tinybench, in process) ...');
+    try {
+      micro = await runMicro(QUEUES, settings.queueId);
+      console.log(
+        table(
+          ['task', 'mean us', 'p50 us', 'p99 us', 'ops/s', 'samples'],
+          micro.map((m) =>
+            m.error === undefined
+              ? [m.task, m.meanUs.toFixed(1), m.p50Us.toFixed(1), m.p99Us.toFixed(1), m.opsPerSec.toFixed(0), String(m.samples)]
+              : [m.task, `failed: ${m.error}`, '', '', '', ''],
+          ),
+        ),
+      );
+    } catch (err) {
+      // The micro-benchmarks reach into the service's internals; if those changed, say so and go on.
+      console.log(`micro-benchmarks skipped: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    console.log();
+  }
+
+  const closed: Partial<LoadOptions> = { mode: 'closed', concurrency: settings.concurrency, connections: settings.connections };
+  const fixed: Partial<LoadOptions> = { mode: 'fixed', rate: settings.rate, maxInFlight: settings.maxInFlight, connections: settings.connections };
+
+  // (a) bare vs real, closed loop. The bare server also gets the fixed rate, as a control: what p99 this
+  // machine and this client can show at all, with a server that does nothing.
+  const bare = await spawnServer('bare server', [BARE], {});
+  let barePhase: Phase;
+  let bareFixedPhase: Phase | undefined;
+  try {
+    barePhase = await loadPhase('bare server, closed loop', bare, closed);
+    if (settings.control) {
+      console.log();
+      bareFixedPhase = await loadPhase('bare server, fixed rate (control)', bare, fixed);
+    }
+  } finally {
+    await bare.stop();
+  }
+  const bareStats = bare.lines.find((l) => l.msg === 'stopped');
+  if (bareStats) {
+    const phaseCount = bareFixedPhase ? 2 : 1;
+    barePhase.note = `bare server saw ${String(bareStats.connections)} TCP connection(s) over ${phaseCount} phase(s) of ${settings.connections} connection(s) each`;
+    console.log(`  ${barePhase.note}`);
+  }
+  console.log();
+
+  const realPhase = await withRealService('closed', (s) => loadPhase('real service, closed loop', s, closed));
+  console.log();
+
+  // (b) fixed rate against a fresh real service
+  const fixedPhase = await withRealService('fixed', (s) =>
+    loadPhase('real service, fixed rate', s, fixed),
+  );
+  console.log();
+
+  // Summary
+  const phases = [barePhase, ...(bareFixedPhase ? [bareFixedPhase] : []), realPhase, fixedPhase];
+  const errorText = (r: LoadResult) => {
+    const e = Object.entries(r.errors);
+    return e.length === 0 ? '0' : e.map(([k, v]) => `${k}=${v}`).join(' ');
+  };
+  console.log(`summary (${settings.durationSecs}s measured per phase after ${settings.warmupSecs}s warm-up; cpu in % of one core, ${info.cpus} cores in all; loadavg now ${machine().loadavg})`);
+  console.log(
+    table(
+      ['phase', 'sent', 'ok', 'errors', 'ok/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server cpu', 'server main thread', 'server us/req', 'client cpu', 'client us/req', 'other cpu', 'disk busy', 'client stall max ms'],
+      phases.map((p) => {
+        const r = p.result;
+        const l = r.latencyMs;
+        return [p.name, String(r.sent), String(r.ok), errorText(r), r.throughput.toFixed(0), ms(l.p50), ms(l.p90), ms(l.p99), ms(l.max), pct(p.serverCpu), pct(p.serverMainCpu), perReq(p.serverCpu, r.throughput), pct(r.clientCpu), perReq(r.clientCpu, r.throughput), pct(p.otherCpu), pct(p.diskBusy), ms(r.clientLoopDelayMs.max)];
+      }),
+    ),
+  );
+  const ratio = realPhase.result.throughput / barePhase.result.throughput;
+  const fixedP99 = fixedPhase.result.latencyMs.p99;
+  // The fixed-rate target only counts if the rate was actually offered and answered.
+  const fixedClean = Object.keys(fixedPhase.result.errors).length === 0 && fixedPhase.result.unsent === 0;
+  console.log();
+  console.log(
+    table(
+      ['target', 'measured', 'result'],
+      [
+        [
+          `real >= ${TARGET_RATIO * 100}% of bare (closed loop, ${settings.concurrency} in flight / ${settings.connections} conns)`,
+          `${realPhase.result.throughput.toFixed(0)} / ${barePhase.result.throughput.toFixed(0)} ok/s = ${(ratio * 100).toFixed(1)}%`,
+          ratio >= TARGET_RATIO ? 'PASS' : 'MISS',
+        ],
+        [
+          `p99 < ${TARGET_P99_MS} ms at ${settings.rate} CreateTicket/s`,
+          `p50 ${ms(fixedPhase.result.latencyMs.p50)} ms, p99 ${ms(fixedP99)} ms` + (fixedClean ? '' : ` (errors ${errorText(fixedPhase.result)}, unsent ${fixedPhase.result.unsent})`),
+          fixedP99 < TARGET_P99_MS && fixedClean ? 'PASS' : 'MISS',
+        ],
+      ],
+    ),
+  );
+
+  if (settings.jsonOut) {
+    writeFileSync(
+      settings.jsonOut,
+      JSON.stringify({ started: started.toISOString(), machine: info, build, settings, micro, phases, ratio }, null, 2),
+    );
+    console.log(`\nraw results written to ${settings.jsonOut}`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error('benchmark crashed:', err instanceof Error ? (err.stack ?? err.message) : err);
+    process.exit(1);
+  },
+);

@@ -80,7 +80,7 @@ export class EngineSystem implements MatchSystem {
     const matches = await this.runner.run(this.pool, nowMs, (this.seed * 1_000_003 + tickIndex) >>> 0);
     const elapsed = performance.now() - started;
     // Rows -> ids before any row moves (swap-remove), exactly as QueueRuntime.resolveMatches does.
-    const resolved = matches.map((m) => ({ m, ids: m.rows.map((row) => this.pool.ids[row]!) }));
+    const resolved = matches.map((m) => ({ m, ids: Array.from(m.rows, (row) => this.pool.ids[row]!) }));
     for (const { m, ids } of resolved) {
       const tickets = ids.map((id) => this.list.byId.get(id)!);
       for (const id of ids) {
@@ -90,7 +90,7 @@ export class EngineSystem implements MatchSystem {
       const formed: FormedMatch = {
         rulesetIndex: m.rulesetIndex,
         tickets,
-        teams: m.teams,
+        teams: Array.from(m.teams),
         host: m.preferredHost === undefined ? undefined : this.regionOf(m.preferredHost),
       };
       this.metrics.match(formed, nowMs);

@@ -4,16 +4,20 @@ import type { QueueConfig } from '../config/queue-config.js';
 import { NO_HOST, TickEngine, type MatchArrays, type QueueParams } from './native.js';
 import type { TicketPool } from './ticket-pool.js';
 
+/**
+ * One formed match. `rows`, `teams` and `accepts` are views of the runner's output arrays (no copy): valid
+ * until the runner's next run.
+ */
 export interface EngineMatch {
   rulesetIndex: number;
   /** Pool rows of the match's tickets, and the team index of each. */
-  rows: number[];
-  teams: number[];
+  rows: Uint32Array;
+  teams: Uint32Array;
   /** Host index, or undefined when there was no acceptable host. */
   preferredHost: number | undefined;
   acceptableHosts: bigint;
   /** Per attribute filter: the intersection of accepts. */
-  accepts: bigint[];
+  accepts: BigUint64Array;
 }
 
 /** One open backfill request, in engine terms. */
@@ -110,11 +114,11 @@ export class TickRunner {
       const preferred = o.matchPreferredHost[m]!;
       matches.push({
         rulesetIndex: o.matchRuleset[m]!,
-        rows: Array.from(o.matchTickets.subarray(start, end)),
-        teams: Array.from(o.ticketTeam.subarray(start, end)),
+        rows: o.matchTickets.subarray(start, end),
+        teams: o.ticketTeam.subarray(start, end),
         preferredHost: preferred === NO_HOST ? undefined : preferred,
         acceptableHosts: o.matchAcceptableHosts[m]!,
-        accepts: Array.from(o.matchAccepts.subarray(m * filters, (m + 1) * filters)),
+        accepts: o.matchAccepts.subarray(m * filters, (m + 1) * filters),
       });
     }
     return matches;

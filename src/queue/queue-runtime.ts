@@ -381,7 +381,7 @@ export class QueueRuntime {
     // Backfill first: a running match's open slots go ahead of new matches.
     if (this.backfills.size > 0) await this.fillBackfills(pool, config);
     const formed = this.pool === pool ? await this.withEngine(() => this.runner.run(pool, Date.now(), this.seed++), (matches) =>
-      matches.map((match) => ({ match, ids: match.rows.map((row) => pool.ids[row]!) })),
+      matches.map((match) => ({ match, ids: Array.from(match.rows, (row) => pool.ids[row]!) })),
     ) : undefined;
     for (let i = 0; i < (formed?.length ?? 0); i += RESOLVE_CHUNK) {
       if (i > 0) await new Promise((resolve) => setImmediate(resolve));

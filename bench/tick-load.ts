@@ -131,10 +131,10 @@ export interface ServiceUnderTick {
 export async function createTicketsWhileTicking(poolTickets: number, durationSecs: number, rate = 3000): Promise<ServiceUnderTick> {
   const queueDir = mkdtempSync(join(tmpdir(), 'mm-tickbench-queues-'));
   const dataDir = mkdtempSync(join(tmpdir(), 'mm-tickbench-data-'));
-  // eu.ranked-like queue (the load's inputs are built for it), ticking every 250 ms.
+  // eu.ranked-like queue (the load's inputs are built for it), ticking every 1000 ms (the default).
   writeFileSync(
     join(queueDir, 'eu.ranked.yaml'),
-    `config:\n  tick_interval_ms: 250\n  ticket_ttl_secs: 3600\n  engine:\n    attribute_filters:\n      - name: game_mode\n      - name: language\n        mode: containment\n  rulesets:\n    - id: 5v5\n      teams: 2\n      team_size: 5\n      require_host: true\n      max_latency_ms: 80\n`,
+    `config:\n  tick_interval_ms: 1000\n  ticket_ttl_secs: 3600\n  engine:\n    attribute_filters:\n      - name: game_mode\n      - name: language\n        mode: containment\n  rulesets:\n    - id: 5v5\n      teams: 2\n      team_size: 5\n      require_host: true\n      max_latency_ms: 80\n`,
   );
   try {
     if (poolTickets > 0) await seed(dataDir, 'eu.ranked', poolTickets);
@@ -175,7 +175,7 @@ async function main(): Promise<void> {
   }
   const duration = Number(values['duration-secs']);
   const poolSize = Number(values['service-pool']);
-  console.log(`\n# CreateTicket at a fixed 3,000/s for ${duration} s: empty pool, then a ${poolSize}-ticket pool ticking every 250 ms`);
+  console.log(`\n# CreateTicket at a fixed 3,000/s for ${duration} s: empty pool, then a ${poolSize}-ticket pool ticking every 1000 ms (the default)`);
   for (const size of [0, poolSize]) {
     const r = await createTicketsWhileTicking(size, duration);
     console.log(formatResult(`pool ${size}`, r.load));

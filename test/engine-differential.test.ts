@@ -454,11 +454,11 @@ describe('edge cases: native and reference agree', () => {
     expect(reference.matches[0]!.teams).toEqual([1, 0, 0, 1]);
   });
 
-  it('team swaps that ping-pong on rounding stop at the 4 * len round cap', async () => {
+  it('a team swap that would only mirror the team sums is refused (no ping-pong to the round cap)', async () => {
     // 16x4, parties 1..2, half the mmr on a 0.1 grid: in the first match the swap loop reaches a state where
     // swapping two tickets between the strongest and the weakest team just mirrors the two sums (the gap
-    // shrinks by less than rounding), so it swaps them back and forth until the cap; the cap's parity
-    // decides the final teams.
+    // shrinks by less than rounding). Without MIN_SWAP_GAIN it swapped them back and forth until the cap,
+    // and the cap's parity decided the teams; now both engines stop there.
     const rand = prng(16042);
     const n = 96;
     const pool = soloPool(n);

@@ -13,6 +13,9 @@
 //   changes the result.
 import type { MatchArrays, PoolArrays, QueueParams, RulesetParams } from './native.js';
 
+/** As MIN_SWAP_GAIN in tick.rs: a balancing swap must shrink the team gap, not mirror it. */
+const MIN_SWAP_GAIN = 1 - 1e-9;
+
 /** `match_preferred_host` value when a match has no host (u32::MAX). */
 export const NO_HOST = 0xffff_ffff;
 const U64_MAX = 0xffff_ffff_ffff_ffffn;
@@ -315,7 +318,7 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
           if (team[b] !== tmin || party[sel[a]!] !== party[sel[b]!]) continue;
           const d = weight(sel[a]!) - weight(sel[b]!);
           const newDiff = Math.abs(diff - 2.0 * d);
-          if (d > 0 && newDiff < diff && (best === undefined || newDiff < best.newDiff)) best = { a, b, newDiff };
+          if (d > 0 && newDiff < diff * MIN_SWAP_GAIN && (best === undefined || newDiff < best.newDiff)) best = { a, b, newDiff };
         }
       }
       if (best === undefined) break;

@@ -3,6 +3,11 @@
 
 use crate::{FilterMode, MatchBuffers, PoolColumns, Ruleset, TickParams, Workspace, NO_HOST};
 
+/// A balancing swap must shrink the team gap by at least this factor. A swap that merely mirrors the two
+/// team sums (its new gap equals the old up to rounding) is refused: without this margin such swaps could
+/// alternate until the round cap, and the teams would depend on the cap's parity.
+const MIN_SWAP_GAIN: f64 = 1.0 - 1e-9;
+
 /// The fields every examined candidate needs, in skill order: one 16-byte load per candidate.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Hot {
@@ -1194,7 +1199,7 @@ fn balance2(norm: f64, rs: &Ruleset<'_>, sel: &[u32], party: &[u32], eff: &[f64]
                 b_bits &= b_bits - 1;
                 let d = weight[a] - weight[b];
                 let new_diff = (diff - 2.0 * d).abs();
-                let better = (party[a] == party[b]) & (d > 0.0) & (new_diff < diff) & (!found | (new_diff < best_diff));
+                let better = (party[a] == party[b]) & (d > 0.0) & (new_diff < diff * MIN_SWAP_GAIN) & (!found | (new_diff < best_diff));
                 found |= better;
                 best_a = if better { a } else { best_a };
                 best_b = if better { b } else { best_b };
@@ -1329,7 +1334,7 @@ fn balance_with(
                 let b = b as usize;
                 let d = weight[a] - weight[b];
                 let new_diff = (diff - 2.0 * d).abs();
-                let better = (party[a] == party[b]) & (d > 0.0) & (new_diff < diff) & (!found | (new_diff < best_diff));
+                let better = (party[a] == party[b]) & (d > 0.0) & (new_diff < diff * MIN_SWAP_GAIN) & (!found | (new_diff < best_diff));
                 found |= better;
                 best_a = if better { a } else { best_a };
                 best_b = if better { b } else { best_b };

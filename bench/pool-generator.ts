@@ -125,18 +125,8 @@ export function generatePool(options: PoolGeneratorOptions): GeneratedPool {
   const F = filters.length;
   const hostKeys = Array.from({ length: H }, (_, h) => `region-${h}`);
 
-  const columns: PoolArrays = {
-    partySize: new Uint8Array(n),
-    mmrMean: new Float64Array(n),
-    arrivalMs: new Float64Array(n),
-    rulesetMask: new Uint32Array(n).fill(options.rulesetMask ?? 1),
-    attrValues: new BigUint64Array(n * F),
-    attrAccepts: new BigUint64Array(n * F),
-    latencyMs: new Uint16Array(n * H),
-    ticketCount: n,
-    filterCount: F,
-    hostCount: H,
-  };
+  const columns = emptyPoolArrays(n, F, H);
+  columns.rulesetMask.fill(options.rulesetMask ?? 1);
   const engineInputs: EngineInput[] | undefined = options.engineInputs ? [] : undefined;
   const worst = new Float64Array(H);
   const measuredBy = new Uint8Array(H);
@@ -218,6 +208,22 @@ export const GENERATED_QUEUE: QueueConfig = queueConfigSchema.parse({
 /** GENERATED_QUEUE as the engine's parameters. */
 export function generatedQueueParams(): QueueParams {
   return engineParams(GENERATED_QUEUE);
+}
+
+/** Zeroed pool columns for `tickets` rows, `filters` attribute filters and `hosts` host keys. */
+export function emptyPoolArrays(tickets: number, filters: number, hosts: number): PoolArrays {
+  return {
+    partySize: new Uint8Array(tickets),
+    mmrMean: new Float64Array(tickets),
+    arrivalMs: new Float64Array(tickets),
+    rulesetMask: new Uint32Array(tickets),
+    attrValues: new BigUint64Array(tickets * filters),
+    attrAccepts: new BigUint64Array(tickets * filters),
+    latencyMs: new Uint16Array(tickets * hosts),
+    ticketCount: tickets,
+    filterCount: filters,
+    hostCount: hosts,
+  };
 }
 
 /** Output arrays sized for the worst case of a pool (OutputCapacity::for_pool). */

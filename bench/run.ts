@@ -15,12 +15,12 @@
 //   BENCH_INPUTS (realistic: the service's ticks match about half the tickets; unmatchable: none ever match)
 //   BENCH_CPU_PROF (a directory: the real service runs with --cpu-prof and writes its profiles there)
 // Exits non-zero only when something crashes; missed targets are printed as MISS.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { spawnServer, type Child } from './child-process.js';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { formatResult, runLoad, type LoadOptions, type LoadResult } from './create-ticket-load.js';
 import { runMicro, type MicroRow } from './micro.js';
 
@@ -54,64 +54,6 @@ const settings = {
 
 const TARGET_RATIO = 0.8;
 const TARGET_P99_MS = 10;
-
-// ---------------------------------------------------------------------------------------------------------
-// Child processes
-
-interface Child {
-  name: string;
-  port: number;
-  process: ChildProcess;
-  lines: Record<string, unknown>[];
-  stderr(): string;
-  /** SIGTERM, wait (SIGKILL after timeoutMs); resolves with the exit code. */
-  stop(timeoutMs?: number): Promise<number | null>;
-}
-
-function spawnServer(name: string, args: string[], env: Record<string, string>, nodeArgs: string[] = []): Promise<Child> {
-  const child = spawn(process.execPath, [...nodeArgs, ...args], {
-    env: { ...process.env, GRPC_PORT: '0', HTTP_PORT: '0', BIND_ADDRESS: '127.0.0.1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: Record<string, unknown>[] = [];
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-20_000)));
-  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
-  return new Promise<Child>((resolveChild, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name}: no "listening" line within 20 s; stderr: ${stderr}`)), 20_000);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited (${code}) before listening; stderr: ${stderr}`));
-    });
-    createInterface({ input: child.stdout! }).on('line', (text) => {
-      let line: Record<string, unknown>;
-      try {
-        line = JSON.parse(text) as Record<string, unknown>;
-      } catch {
-        line = { msg: text };
-      }
-      if (lines.length < 10_000) lines.push(line);
-      if (line.msg === 'listening' && typeof line.grpcPort === 'number') {
-        clearTimeout(timer);
-        resolveChild({
-          name,
-          port: line.grpcPort,
-          process: child,
-          lines,
-          stderr: () => stderr,
-          async stop(timeoutMs = 15_000) {
-            if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-            child.kill('SIGTERM');
-            const kill = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-            const code = await exited;
-            clearTimeout(kill);
-            return code;
-          },
-        });
-      }
-    });
-  });
-}
 
 let clockTicks = 100;
 try {
@@ -229,7 +171,7 @@ async function loadPhase(name: string, server: Child, options: Partial<LoadOptio
 async function withRealService<T>(label: string, body: (service: Child) => Promise<T>): Promise<T> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mm-bench-data-'));
   const nodeArgs = settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`, `--cpu-prof-name=service-${label}-${Date.now()}.cpuprofile`] : [];
-  const service = await spawnServer('real service', [CLI, 'serve', '--config', QUEUES, '--data', dataDir], { LOG_LEVEL: 'info' }, nodeArgs);
+  const service = await spawnServer('real service', [CLI, 'serve', '--config', QUEUES, '--data', dataDir], { LOG_LEVEL: 'info' }, { nodeArgs });
   try {
     return await body(service);
   } finally {

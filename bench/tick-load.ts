@@ -4,11 +4,9 @@
 // 1M-ticket pool ticks continuously, next to the same load on an empty pool.
 //
 //   node dist/bench/tick-load.js [--sizes 10000,100000,1000000] [--service-pool 1000000] [--duration-secs 20]
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
@@ -17,6 +15,7 @@ import { engineParams, TickRunner } from '../src/engine/tick-runner.js';
 import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
 import type { StoreChange } from '../src/store/store.js';
+import { spawnServer } from './child-process.js';
 import { formatResult, realisticEngineInput, runLoad, type LoadResult } from './create-ticket-load.js';
 import { GENERATED_QUEUE, generatePool, prng } from './pool-generator.js';
 
@@ -69,41 +68,6 @@ export async function timeTicks(tickets: number, iterations: number): Promise<Ti
   };
 }
 
-interface RunningService {
-  grpcPort: number;
-  ticks: number[];
-  stop(): Promise<void>;
-}
-
-async function startService(queueDir: string, dataDir: string): Promise<RunningService> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--config', queueDir, '--data', dataDir], {
-    env: { ...process.env, GRPC_PORT: '0', HTTP_PORT: '0', BIND_ADDRESS: '127.0.0.1', LOG_LEVEL: 'debug' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const ticks: number[] = [];
-  const grpcPort = await new Promise<number>((resolvePort, reject) => {
-    child.once('exit', (code) => reject(new Error(`service exited (${code}) before listening`)));
-    createInterface({ input: child.stdout! }).on('line', (text) => {
-      try {
-        const line = JSON.parse(text) as { msg?: string; grpcPort?: number; ms?: number };
-        if (line.msg === 'listening') resolvePort(line.grpcPort!);
-        if (line.msg === 'tick' && typeof line.ms === 'number') ticks.push(line.ms);
-      } catch {
-        // not a log line
-      }
-    });
-  });
-  return {
-    grpcPort,
-    ticks,
-    stop: () =>
-      new Promise<void>((done) => {
-        child.once('exit', () => done());
-        child.kill('SIGTERM');
-      }),
-  };
-}
-
 /** Seeds a data directory with `tickets` tickets that never match (every host 200..300 ms away). */
 async function seed(dataDir: string, queueId: string, tickets: number): Promise<void> {
   const store = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
@@ -138,11 +102,12 @@ export async function createTicketsWhileTicking(poolTickets: number, durationSec
   );
   try {
     if (poolTickets > 0) await seed(dataDir, 'eu.ranked', poolTickets);
-    const service = await startService(queueDir, dataDir);
+    const service = await spawnServer('service', [CLI, 'serve', '--config', queueDir, '--data', dataDir], { LOG_LEVEL: 'debug' }, { listenTimeoutMs: 300_000 });
+    const ticks = () => service.lines.filter((l) => l.msg === 'tick' && typeof l.ms === 'number').map((l) => l.ms as number);
     try {
-      const before = service.ticks.length;
-      const load = await runLoad({ target: `127.0.0.1:${service.grpcPort}`, queueId: 'eu.ranked', mode: 'fixed', rate, durationSecs, inputs: 'unmatchable' });
-      const during = service.ticks.slice(before).sort((a, b) => a - b);
+      const before = ticks().length;
+      const load = await runLoad({ target: `127.0.0.1:${service.port}`, queueId: 'eu.ranked', mode: 'fixed', rate, durationSecs, inputs: 'unmatchable' });
+      const during = ticks().slice(before).sort((a, b) => a - b);
       return {
         poolTickets,
         load,

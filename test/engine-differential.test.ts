@@ -14,7 +14,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { NO_HOST, TickEngine, type MatchArrays, type PoolArrays, type QueueParams, type RulesetParams } from '../src/engine/native.js';
 import { mix, referenceTick } from '../src/engine/reference-engine.js';
-import { generatePool, generatedQueueParams, matchArrays, prng } from '../bench/pool-generator.js';
+import { emptyPoolArrays, generatePool, generatedQueueParams, matchArrays, prng } from '../bench/pool-generator.js';
 
 const ALL = 0xffff_ffff_ffff_ffffn;
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -115,18 +115,7 @@ function loadFixture(file: string) {
   const H = p.host_count as number;
   const tickets = fx.tickets as Json[];
   const n = tickets.length;
-  const pool: PoolArrays = {
-    partySize: new Uint8Array(n),
-    mmrMean: new Float64Array(n),
-    arrivalMs: new Float64Array(n),
-    rulesetMask: new Uint32Array(n),
-    attrValues: new BigUint64Array(n * F),
-    attrAccepts: new BigUint64Array(n * F),
-    latencyMs: new Uint16Array(n * H), // Pool::add: latency 0 unless the fixture lists it
-    ticketCount: n,
-    filterCount: F,
-    hostCount: H,
-  };
+  const pool = emptyPoolArrays(n, F, H); // Pool::add: latency 0 unless the fixture lists it
   tickets.forEach((t, i) => {
     pool.partySize[i] = t.party_size;
     pool.mmrMean[i] = t.mmr_mean;
@@ -309,18 +298,7 @@ function scenarioPool(s: Scenario): PoolArrays {
   const F = s.filterModes.length;
   const H = s.hosts;
   const R = s.rulesets.length;
-  const pool: PoolArrays = {
-    partySize: new Uint8Array(n),
-    mmrMean: new Float64Array(n),
-    arrivalMs: new Float64Array(n),
-    rulesetMask: new Uint32Array(n),
-    attrValues: new BigUint64Array(n * F),
-    attrAccepts: new BigUint64Array(n * F),
-    latencyMs: new Uint16Array(n * H),
-    ticketCount: n,
-    filterCount: F,
-    hostCount: H,
-  };
+  const pool = emptyPoolArrays(n, F, H);
   const value = () => 1n << VALUE_BITS[pick(s.values)]!;
   for (let i = 0; i < n; i++) {
     pool.partySize[i] = 1 + pick(s.maxParty);
@@ -403,18 +381,12 @@ describe('random pools: native and reference agree', () => {
 
 /** A pool of `n` solo tickets without filters or hosts, all in ruleset 0, arriving at NOW. */
 function soloPool(n: number): PoolArrays {
-  return {
-    partySize: new Uint8Array(n).fill(1),
-    mmrMean: new Float64Array(n).fill(0.5),
-    arrivalMs: new Float64Array(n).fill(NOW),
-    rulesetMask: new Uint32Array(n).fill(1),
-    attrValues: new BigUint64Array(0),
-    attrAccepts: new BigUint64Array(0),
-    latencyMs: new Uint16Array(0),
-    ticketCount: n,
-    filterCount: 0,
-    hostCount: 0,
-  };
+  const pool = emptyPoolArrays(n, 0, 0);
+  pool.partySize.fill(1);
+  pool.mmrMean.fill(0.5);
+  pool.arrivalMs.fill(NOW);
+  pool.rulesetMask.fill(1);
+  return pool;
 }
 
 const soloParams = (teams: number, teamSize: number, maxSkillSpread: number, partySynergyBonus = 0): QueueParams => ({
@@ -503,18 +475,7 @@ class SplitMix64 {
 function goldenPool(n: number, seed: number, filterModes: string[], hosts: number, maxParty: number, masks: number[]): PoolArrays {
   const rng = new SplitMix64(BigInt(seed));
   const F = filterModes.length;
-  const pool: PoolArrays = {
-    partySize: new Uint8Array(n),
-    mmrMean: new Float64Array(n),
-    arrivalMs: new Float64Array(n),
-    rulesetMask: new Uint32Array(n),
-    attrValues: new BigUint64Array(n * F),
-    attrAccepts: new BigUint64Array(n * F),
-    latencyMs: new Uint16Array(n * hosts),
-    ticketCount: n,
-    filterCount: F,
-    hostCount: hosts,
-  };
+  const pool = emptyPoolArrays(n, F, hosts);
   for (let i = 0; i < n; i++) {
     pool.partySize[i] = 1 + rng.below(maxParty);
     pool.mmrMean[i] = (rng.unit() + rng.unit() + rng.unit()) / 3.0;

@@ -1,0 +1,68 @@
+// Starts a server process for a benchmark (the real service's CLI or the bare server) on free loopback
+// ports and waits for its "listening" log line, which carries the gRPC port.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+export interface Child {
+  name: string;
+  port: number;
+  process: ChildProcess;
+  /** Its parsed log lines (the first 10,000). */
+  lines: Record<string, unknown>[];
+  stderr(): string;
+  /** SIGTERM, wait (SIGKILL after timeoutMs); resolves with the exit code. */
+  stop(timeoutMs?: number): Promise<number | null>;
+}
+
+export interface SpawnOptions {
+  nodeArgs?: string[];
+  /** How long to wait for "listening" (a large stored pool takes a while to restore). Default 20 s. */
+  listenTimeoutMs?: number;
+}
+
+export function spawnServer(name: string, args: string[], env: Record<string, string>, options: SpawnOptions = {}): Promise<Child> {
+  const listenTimeoutMs = options.listenTimeoutMs ?? 20_000;
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...args], {
+    env: { ...process.env, GRPC_PORT: '0', HTTP_PORT: '0', BIND_ADDRESS: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Record<string, unknown>[] = [];
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-20_000)));
+  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  return new Promise<Child>((resolveChild, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name}: no "listening" line within ${listenTimeoutMs} ms; stderr: ${stderr}`)), listenTimeoutMs);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited (${code}) before listening; stderr: ${stderr}`));
+    });
+    createInterface({ input: child.stdout! }).on('line', (text) => {
+      let line: Record<string, unknown>;
+      try {
+        line = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        line = { msg: text };
+      }
+      if (lines.length < 10_000) lines.push(line);
+      if (line.msg === 'listening' && typeof line.grpcPort === 'number') {
+        clearTimeout(timer);
+        resolveChild({
+          name,
+          port: line.grpcPort,
+          process: child,
+          lines,
+          stderr: () => stderr,
+          async stop(timeoutMs = 15_000) {
+            if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+            child.kill('SIGTERM');
+            const kill = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+            const code = await exited;
+            clearTimeout(kill);
+            return code;
+          },
+        });
+      }
+    });
+  });
+}
+

@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
-import { open } from 'lmdb';
 import { Bench } from 'tinybench';
 import { scanQueueDirectory } from '../src/config/queue-files.js';
 import { MatchmakerCore } from '../src/core/matchmaker-core.js';
@@ -20,6 +19,7 @@ import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { CreateTicketRequestSchema } from '../src/gen/matchmaker/core/v1/service_pb.js';
 import { createLogger } from '../src/log.js';
 import { QueueRegistry } from '../src/queue/queue-registry.js';
+import { LmdbStore } from '../src/store/lmdb-store.js';
 import { engineInputPool } from './create-ticket-load.js';
 
 /**
@@ -70,10 +70,10 @@ export async function runMicro(queuesDir: string, queueId: string, timeMs = 500)
   );
   const ticketBytes = () => toBinary(TicketSchema, create(TicketSchema, { id: randomUUID(), queueId, engineInput: nextInput(), createdAt: timestampNow() }));
 
-  // The same open options as src/store/lmdb-store.ts, and a ticket-sized record.
+  // The service's own store, writing one ticket-sized record per commit.
   const dataDir = mkdtempSync(join(tmpdir(), 'mm-bench-micro-'));
-  const root = open({ path: dataDir, maxDbs: 8, noSync: false });
-  const tickets = root.openDB<{ queueId: string; ticketId: string; ticket: Uint8Array; state: string }, string>({ name: 'tickets' });
+  const store = new LmdbStore({ path: dataDir, onFatal: () => undefined });
+  let position = 0;
 
   const bench = new Bench({ name: 'CreateTicket path, in process', time: timeMs, warmupTime: 100 });
   bench
@@ -90,14 +90,13 @@ export async function runMicro(queuesDir: string, queueId: string, timeMs = 500)
       await core.createTicket(create(CreateTicketRequestSchema, { ticket: { id: randomUUID(), queueId, engineInput: nextInput() } }));
     })
     .add('lmdb durable commit of 1 ticket, one at a time', async () => {
-      const ticketId = randomUUID();
-      await root.transaction(() => tickets.put(`${queueId}\u0000${ticketId}`, { queueId, ticketId, ticket: ticketBytes(), state: 'active' }));
+      await store.commit([{ type: 'ticket.put', ticket: { queueId, ticketId: randomUUID(), position: ++position, ticket: ticketBytes(), state: 'active' } }]);
     });
   try {
     await bench.run();
   } finally {
     await registry.stopAll?.();
-    await root.close();
+    await store.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
   return bench.tasks.map((t) => {

@@ -78,7 +78,7 @@ async function seed(dataDir: string, queueId: string, tickets: number): Promise<
     for (const end = Math.min(tickets, done + 50_000); done < end; done++) {
       const id = crypto.randomUUID();
       const ticket = create(TicketSchema, { id, queueId, createdAt: timestampFromMs(now), engineInput: realisticEngineInput(rand, true) });
-      changes.push({ type: 'ticket.put', ticket: { queueId, ticketId: id, ticket: toBinary(TicketSchema, ticket), state: 'active' } });
+      changes.push({ type: 'ticket.put', ticket: { queueId, ticketId: id, position: done + 1, ticket: toBinary(TicketSchema, ticket), state: 'active' } });
     }
     await store.commit(changes);
   }

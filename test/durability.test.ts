@@ -1,5 +1,7 @@
 // kill -9 at any moment loses no acknowledged ticket, backfill request or recorded outcome.
+import { open } from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
+import { LmdbStore } from '../src/store/lmdb-store.js';
 import { grpcTransport, httpRequest, httpTransport } from './support/transports.js';
 import { party, uuid } from './support/fixtures.js';
 import { BASIC_QUEUE, removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
@@ -108,5 +110,14 @@ describe('kill -9 and restart', () => {
     expect(await first.stop()).toBe(0);
     const second = await start(queueDir, dataDir);
     expect((await httpRequest(second, 'GET', `/admin/v1/queues/test.basic/tickets/${id}`)).status).toBe(200);
+  });
+
+  it('refuses a data directory whose tickets are in the earlier layout instead of serving without them', async () => {
+    const dataDir = tempDir('data');
+    dirs.push(dataDir);
+    const old = open({ path: dataDir, maxDbs: 10 });
+    await old.openDB({ name: 'tickets' }).put('test.basic\u0000' + uuid(), { state: 'active' });
+    await old.close();
+    expect(() => new LmdbStore({ path: dataDir, onFatal: () => undefined })).toThrow(/earlier data layout \(database "tickets"\)/);
   });
 });

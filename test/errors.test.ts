@@ -87,11 +87,12 @@ async function seedResolvedTickets(dataDir: string, queueId: string, ticketIds: 
     },
   });
   await store.commit(
-    ticketIds.map((id) => ({
+    ticketIds.map((id, i) => ({
       type: 'ticket.put' as const,
       ticket: {
         queueId,
         ticketId: id,
+        position: i + 1,
         ticket: toBinary(TicketSchema, create(TicketSchema, { id, queueId, createdAt: timestampNow() })),
         state: 'resolved' as const,
         matchId: uuid(),

@@ -36,7 +36,7 @@ beforeAll(async () => {
     for (let i = 0; i < 20_000; i++) {
       const id = uuid();
       const ticket = toBinary(TicketSchema, create(TicketSchema, { id, queueId: 'tick.busy', createdAt: timestampNow(), engineInput: far }));
-      changes.push({ type: 'ticket.put', ticket: { queueId: 'tick.busy', ticketId: id, ticket, state: 'active' } });
+      changes.push({ type: 'ticket.put', ticket: { queueId: 'tick.busy', ticketId: id, position: done + i + 1, ticket, state: 'active' } });
     }
     await store.commit(changes);
   }

@@ -31,7 +31,7 @@ import {
   ticketsRemoved,
 } from '../outcomes/outcome-factory.js';
 import { backfillFate, ticketFate } from './admission.js';
-import type { Store, StoreChange, StoredTicket } from '../store/store.js';
+import type { Store, StoreChange, StoredTicket, TicketRef } from '../store/store.js';
 
 /** Matches resolved per event-loop turn after a tick. */
 const RESOLVE_CHUNK = 1000;
@@ -39,7 +39,7 @@ const RESOLVE_CHUNK = 1000;
 export type QueueState = 'starting' | 'running' | 'retiring' | 'retired' | 'stopped';
 
 interface ResolvedTicket {
-  bytes: Uint8Array;
+  position: number;
   matchId: string;
   resolvedAtMs: number;
 }
@@ -81,8 +81,15 @@ const records = (outcomes: Outcome[]): StoreChange[] => outcomes.map((outcome) =
 
 export class QueueRuntime {
   state: QueueState = 'starting';
-  /** Active tickets: id -> the Ticket exactly as acknowledged (binary). Insertion order is arrival order. */
-  private readonly active = new Map<string, Uint8Array>();
+  /**
+   * Active tickets: id -> position (their record's place in the store). The Ticket bytes themselves stay in
+   * the store, not on the JS heap: a pool of a million tickets is a million map entries, not a million
+   * buffers for the garbage collector to trace.
+   */
+  private readonly active = new Map<string, number>();
+  /** Ticket bytes whose store commit is still in flight (the store only answers for committed records). */
+  private readonly pending = new Map<string, Uint8Array>();
+  private nextPosition = 1;
   /** Resolved tickets, in resolution order, kept for terminal_retention_ttl_secs. */
   private readonly resolved = new Map<string, ResolvedTicket>();
   private readonly backfills = new Map<string, PoolBackfill>();
@@ -118,14 +125,17 @@ export class QueueRuntime {
   /** Restores the pool from the store, then starts ticking. */
   start(): void {
     const snapshot = this.store.loadQueue(this.queueId);
+    const restored: StoredTicket[] = [];
     for (const stored of snapshot.tickets) {
+      this.nextPosition = Math.max(this.nextPosition, stored.position + 1);
       if (stored.state === 'resolved') {
-        this.resolved.set(stored.ticketId, { bytes: stored.ticket, matchId: stored.matchId ?? '', resolvedAtMs: stored.resolvedAtMs ?? 0 });
+        this.resolved.set(stored.ticketId, { position: stored.position, matchId: stored.matchId ?? '', resolvedAtMs: stored.resolvedAtMs ?? 0 });
       } else {
-        this.active.set(stored.ticketId, stored.ticket);
+        this.active.set(stored.ticketId, stored.position);
+        restored.push(stored);
       }
     }
-    this.rebuildPool();
+    this.rebuildPool(restored);
     for (const stored of snapshot.backfills) {
       const request = fromBinary(BackfillRequestSchema, stored.request);
       this.addBackfill({ request, input: parseBackfillEngineInput(request.engineInput, 'engine_input') });
@@ -147,7 +157,7 @@ export class QueueRuntime {
     const changes = admission(previous) === admission(config) ? [] : this.evictMisfits(config);
     this.withPool(() => {
       this.runner.configure(engineParams(config));
-      this.rebuildPool();
+      this.rebuildPool(this.activeTickets());
     });
     if (changes.length > 0) void this.store.commit(changes);
   }
@@ -155,12 +165,12 @@ export class QueueRuntime {
   private evictMisfits(config: QueueConfig): StoreChange[] {
     const changes: StoreChange[] = [];
     const removed = new Map<RemovalReason, string[]>();
-    for (const [id, bytes] of [...this.active]) {
+    for (const { ticketId: id, position, ticket: bytes } of [...this.activeTickets()]) {
       const ticket = fromBinary(TicketSchema, bytes);
       const fate = ticketFate(config, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input').players.length);
       if (fate.kind === 'keep') continue;
       this.deactivate(id);
-      changes.push({ type: 'ticket.delete', queueId: this.queueId, ticketId: id });
+      changes.push({ type: 'ticket.delete', ref: this.ref(id, position) });
       if (fate.kind === 'orphaned') changes.push({ type: 'outcome.record', outcome: ticketOrphaned(this.queueId, ticket, fate.rulesetId) });
       else removed.set(fate.reason, [...(removed.get(fate.reason) ?? []), id]);
     }
@@ -195,9 +205,9 @@ export class QueueRuntime {
   /** Where a ticket is now, for the admin view: active in the pool, resolved into a match, or unknown. */
   lookupTicket(ticketId: string): { state: 'active' | 'resolved'; ticket: Ticket; matchId?: string } | undefined {
     const active = this.active.get(ticketId);
-    if (active) return { state: 'active', ticket: fromBinary(TicketSchema, active) };
+    if (active !== undefined) return { state: 'active', ticket: fromBinary(TicketSchema, this.ticketBytes(ticketId, active)) };
     const resolved = this.resolved.get(ticketId);
-    return resolved && { state: 'resolved', ticket: fromBinary(TicketSchema, resolved.bytes), matchId: resolved.matchId };
+    return resolved && { state: 'resolved', ticket: fromBinary(TicketSchema, this.ticketBytes(ticketId, resolved.position)), matchId: resolved.matchId };
   }
 
   /** Adds the ticket to the pool. Idempotent on the ticket id: a retry never makes a second entry. */
@@ -206,8 +216,15 @@ export class QueueRuntime {
       // A retry (or a concurrent duplicate) of a create we already issued: answer once that one is durable.
       return this.store.whenDurable();
     }
-    this.activate(ticket.id, toBinary(TicketSchema, ticket), ticket, input);
-    await this.store.commit([{ type: 'ticket.put', ticket: this.storedActive(ticket.id, this.active.get(ticket.id)!) }]);
+    const bytes = toBinary(TicketSchema, ticket);
+    const position = this.nextPosition++;
+    this.activate(ticket.id, position, ticket, input);
+    this.pending.set(ticket.id, bytes);
+    try {
+      await this.store.commit([{ type: 'ticket.put', ticket: { ...this.ref(ticket.id, position), ticket: bytes, state: 'active' } }]);
+    } finally {
+      if (this.pending.get(ticket.id) === bytes) this.pending.delete(ticket.id);
+    }
   }
 
   /**
@@ -219,8 +236,9 @@ export class QueueRuntime {
     if (match) {
       throw failedPrecondition(`ticket ${ticketId} is already in committed match ${match.matchId}; the match outcome will be delivered`);
     }
-    if (!this.deactivate(ticketId)) return this.store.whenDurable();
-    await this.store.commit([{ type: 'ticket.delete', queueId: this.queueId, ticketId }]);
+    const position = this.deactivate(ticketId);
+    if (position === undefined) return this.store.whenDurable();
+    await this.store.commit([{ type: 'ticket.delete', ref: this.ref(ticketId, position) }]);
   }
 
   /** Returns resolved tickets to the pool with their original created_at; answers the ids that could not be. */
@@ -236,15 +254,15 @@ export class QueueRuntime {
         failed.push(id);
         continue;
       }
-      const ticket = fromBinary(TicketSchema, resolved.bytes);
+      const ticket = fromBinary(TicketSchema, this.ticketBytes(id, resolved.position));
       try {
-        this.activate(id, resolved.bytes, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input'));
+        this.activate(id, resolved.position, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input'));
       } catch {
         failed.push(id); // no longer fits the queue (its configuration changed since)
         continue;
       }
       this.resolved.delete(id);
-      changes.push({ type: 'ticket.put', ticket: this.storedActive(id, resolved.bytes) });
+      changes.push({ type: 'ticket.reactivate', ref: this.ref(id, resolved.position) });
     }
     await (changes.length > 0 ? this.store.commit(changes) : this.store.whenDurable());
     return failed;
@@ -284,14 +302,15 @@ export class QueueRuntime {
 
   /** Empties the pool and the backfill requests, recording the removal outcomes in the same commit. */
   async clear(reason: RemovalReason): Promise<ClearResult> {
-    const ticketIds = [...this.active.keys()];
+    const tickets = [...this.active].map(([ticketId, position]) => this.ref(ticketId, position));
+    const ticketIds = tickets.map((t) => t.ticketId);
     const backfillIds = [...this.backfills.keys()];
     for (const id of ticketIds) this.deactivate(id);
     this.backfills.clear();
     this.backfillByMatch.clear();
     const chunk = this.config.outcomes.batch_chunk_size;
     const changes: StoreChange[] = [
-      ...ticketIds.map((ticketId): StoreChange => ({ type: 'ticket.delete', queueId: this.queueId, ticketId })),
+      ...tickets.map((ref): StoreChange => ({ type: 'ticket.delete', ref })),
       ...backfillIds.map((backfillId): StoreChange => ({ type: 'backfill.delete', queueId: this.queueId, backfillId })),
       ...records(ticketsRemoved(this.queueId, ticketIds, reason, chunk)),
       ...records(backfillRequestsRemoved(this.queueId, backfillIds, reason, chunk)),
@@ -317,23 +336,42 @@ export class QueueRuntime {
     await this.currentTick;
   }
 
-  private activate(id: string, bytes: Uint8Array, ticket: Ticket, input: EngineInput): void {
+  private activate(id: string, position: number, ticket: Ticket, input: EngineInput): void {
     // Prepared now, against the current pool, so a limit (64 host keys, 64 values per filter) refuses the
     // request before anything is stored.
     const pool = this.pool;
     const row = pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket));
-    this.active.set(id, bytes);
+    this.active.set(id, position);
     // A pool rebuilt meanwhile (hot reload) was built from `active`, which already holds this ticket.
     this.withPool(() => {
-      if (this.pool === pool && this.active.get(id) === bytes) pool.insert(id, row);
+      if (this.pool === pool && this.active.get(id) === position) pool.insert(id, row);
     });
   }
 
-  private deactivate(id: string): boolean {
-    if (!this.active.delete(id)) return false;
+  /** Takes the ticket out of the pool; answers its position, or undefined when it was not active. */
+  private deactivate(id: string): number | undefined {
+    const position = this.active.get(id);
+    if (position === undefined) return undefined;
+    this.active.delete(id);
     if (this.tickInProgress) this.cancelledDuringTick.add(id);
     this.withPool(() => this.pool.remove(id));
-    return true;
+    return position;
+  }
+
+  private ref(ticketId: string, position: number): TicketRef {
+    return { queueId: this.queueId, ticketId, position };
+  }
+
+  /** A pooled or resolved ticket's bytes: from memory while its commit is in flight, else from the store. */
+  private ticketBytes(ticketId: string, position: number): Uint8Array {
+    const bytes = this.pending.get(ticketId) ?? this.store.readTicket(this.ref(ticketId, position))?.ticket;
+    if (!bytes) throw new Error(`ticket ${ticketId} of queue ${this.queueId} has no stored record at position ${position}`);
+    return bytes;
+  }
+
+  /** Every active ticket with its bytes, in position order of the map (arrival order). */
+  private *activeTickets(): Generator<Pick<StoredTicket, 'ticketId' | 'position' | 'ticket'>> {
+    for (const [ticketId, position] of this.active) yield { ticketId, position, ticket: this.ticketBytes(ticketId, position) };
   }
 
   /** Runs `change` on the pool's columns now, or after the tick that is reading them. */
@@ -342,9 +380,9 @@ export class QueueRuntime {
     else change();
   }
 
-  private rebuildPool(): void {
+  private rebuildPool(tickets: Iterable<Pick<StoredTicket, 'ticketId' | 'ticket'>>): void {
     const pool = new TicketPool(layoutOf(this.config), Math.max(1024, this.active.size));
-    for (const [id, bytes] of this.active) {
+    for (const { ticketId: id, ticket: bytes } of tickets) {
       const ticket = fromBinary(TicketSchema, bytes);
       try {
         pool.insert(id, pool.prepare(parseTicketEngineInput(ticket.engineInput, id, 'engine_input'), ticket.rulesetIds, createdAtMs(ticket)));
@@ -438,8 +476,8 @@ export class QueueRuntime {
       const backfill = open[q]!;
       if (ids.length === 0 || this.backfills.get(backfill.request.id) !== backfill) return;
       if (!ids.every((id) => this.active.has(id) && !this.cancelledDuringTick.has(id))) return;
-      const tickets = ids.map((id) => fromBinary(TicketSchema, this.active.get(id)!));
-      for (const id of ids) changes.push(...this.resolveTicket(id, backfill.request.matchId, nowMs));
+      const tickets = ids.map((id) => fromBinary(TicketSchema, this.ticketBytes(id, this.active.get(id)!)));
+      for (const id of ids) changes.push(this.resolveTicket(id, backfill.request.matchId, nowMs));
       this.removeBackfill(backfill.request.id);
       changes.push({ type: 'backfill.delete', queueId: this.queueId, backfillId: backfill.request.id });
       const filled = create(BackfillSchema, { id: randomUUID(), request: backfill.request, assignedTickets: tickets, createdAt: timestampFromMs(nowMs) });
@@ -449,12 +487,12 @@ export class QueueRuntime {
   }
 
   /** Moves an active ticket into a committed match: out of the pool, into `resolved`. */
-  private resolveTicket(id: string, matchId: string, nowMs: number): StoreChange[] {
-    const bytes = this.active.get(id)!;
+  private resolveTicket(id: string, matchId: string, nowMs: number): StoreChange {
+    const position = this.active.get(id)!;
     this.active.delete(id);
     this.pool.remove(id);
-    this.resolved.set(id, { bytes, matchId, resolvedAtMs: nowMs });
-    return [{ type: 'ticket.put', ticket: { ...this.storedActive(id, bytes), state: 'resolved', matchId, resolvedAtMs: nowMs } }];
+    this.resolved.set(id, { position, matchId, resolvedAtMs: nowMs });
+    return { type: 'ticket.resolve', ref: this.ref(id, position), matchId, resolvedAtMs: nowMs };
   }
 
   /**
@@ -471,10 +509,10 @@ export class QueueRuntime {
         continue;
       }
       const matchId = randomUUID();
-      const tickets = ids.map((id) => fromBinary(TicketSchema, this.active.get(id)!));
+      const tickets = ids.map((id) => fromBinary(TicketSchema, this.ticketBytes(id, this.active.get(id)!)));
       const inputs = tickets.map((t) => parseTicketEngineInput(t.engineInput, t.id, 'engine_input'));
       const engineOutput = buildEngineOutput(match, inputs, pool, config);
-      for (const id of ids) changes.push(...this.resolveTicket(id, matchId, nowMs));
+      for (const id of ids) changes.push(this.resolveTicket(id, matchId, nowMs));
       const outcome = matchCreated(
         this.queueId,
         create(MatchSchema, {
@@ -499,9 +537,9 @@ export class QueueRuntime {
     const ids: string[] = [];
     const { arrivalMs, ids: rows, count } = this.pool;
     for (let r = 0; r < count; r++) if (arrivalMs[r]! < oldest) ids.push(rows[r]!);
-    for (const id of ids) this.deactivate(id);
+    const refs = ids.map((id) => this.ref(id, this.deactivate(id)!));
     return [
-      ...ids.map((ticketId): StoreChange => ({ type: 'ticket.delete', queueId: this.queueId, ticketId })),
+      ...refs.map((ref): StoreChange => ({ type: 'ticket.delete', ref })),
       ...records(ticketsExpired(this.queueId, ids, this.config.outcomes.batch_chunk_size)),
     ];
   }
@@ -524,13 +562,9 @@ export class QueueRuntime {
     for (const [ticketId, resolved] of this.resolved) {
       if (nowMs - resolved.resolvedAtMs <= retentionMs) break; // resolution order: the rest are younger
       this.resolved.delete(ticketId);
-      changes.push({ type: 'ticket.delete', queueId: this.queueId, ticketId });
+      changes.push({ type: 'ticket.delete', ref: this.ref(ticketId, resolved.position) });
     }
     return changes;
-  }
-
-  private storedActive(ticketId: string, bytes: Uint8Array): StoredTicket {
-    return { queueId: this.queueId, ticketId, ticket: bytes, state: 'active' };
   }
 
   private addBackfill(backfill: PoolBackfill): void {

@@ -6,14 +6,17 @@ import { mkdirSync } from 'node:fs';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import type { OutcomeQuery, ParkedDelivery, QueueSnapshot, Store, StoreChange, StoredBackfill, StoredTicket } from './store.js';
+import type { OutcomeQuery, ParkedDelivery, QueueSnapshot, Store, StoreChange, StoredBackfill, StoredTicket, TicketRef } from './store.js';
+import { decodeResolution, decodeTicketRecord, encodeResolution, encodeTicketRecord } from './ticket-record.js';
 
 // Keys are `${queueId}\u0000${id}`: queue ids never contain NUL, so a queue's records form one key range.
 const SEP = '\u0000';
 const key = (queueId: string, id: string) => `${queueId}${SEP}${id}`;
 const rangeOf = (queueId: string) => ({ start: `${queueId}${SEP}`, end: `${queueId}\u0001` });
-// Per-queue outcome index keys sort by sequence: fixed-width hex.
-const indexKey = (queueId: string, sequence: bigint) => key(queueId, sequence.toString(16).padStart(16, '0'));
+// Keys that sort by a number within a queue (outcome sequence, ticket position): fixed-width hex.
+const orderedKey = (queueId: string, n: bigint | number) => key(queueId, n.toString(16).padStart(16, '0'));
+const ticketKey = (ref: TicketRef) => orderedKey(ref.queueId, ref.position);
+const positionOf = (ticketKey: string) => parseInt(ticketKey.slice(ticketKey.indexOf(SEP) + 1), 16);
 
 interface DeliveryRecord {
   cursor: string;
@@ -29,7 +32,10 @@ export interface LmdbStoreOptions {
 export class LmdbStore implements Store {
   readonly producerId: string;
   private readonly root: RootDatabase;
-  private readonly tickets: Database<StoredTicket, string>;
+  /** queueId\0position -> ticket record (ticket-record.ts). */
+  private readonly tickets: Database<Uint8Array, string>;
+  /** queueId\0position -> resolution record, for tickets in a committed match. */
+  private readonly resolutions: Database<Uint8Array, string>;
   private readonly backfills: Database<StoredBackfill, string>;
   private readonly outcomes: Database<Uint8Array, number>;
   private readonly meta: Database<unknown, string>;
@@ -44,8 +50,17 @@ export class LmdbStore implements Store {
 
   constructor(private readonly options: LmdbStoreOptions) {
     mkdirSync(options.path, { recursive: true });
-    this.root = open({ path: options.path, maxDbs: 8, noSync: false });
-    this.tickets = this.root.openDB<StoredTicket, string>({ name: 'tickets' });
+    // overlappingSync off: a commit's promise then resolves only after fdatasync, so an acknowledged write
+    // is on disk, not only in the page cache (with it on, lmdb-js resolves at commit and syncs later).
+    this.root = open({ path: options.path, maxDbs: 10, noSync: false, overlappingSync: false });
+    this.tickets = this.root.openDB<Uint8Array, string>({ name: 'ticket_records', encoding: 'binary' });
+    this.resolutions = this.root.openDB<Uint8Array, string>({ name: 'ticket_resolutions', encoding: 'binary' });
+    // Builds before ticket records were keyed by position kept tickets in `tickets`: refuse to start
+    // rather than serve without them.
+    for (const _ of this.root.openDB<unknown, string>({ name: 'tickets' }).getKeys({ limit: 1 })) {
+      void this.root.close();
+      throw new Error(`${options.path} holds tickets in an earlier data layout (database "tickets") that this version does not read; drain it with the build that wrote it`);
+    }
     this.backfills = this.root.openDB<StoredBackfill, string>({ name: 'backfills' });
     this.outcomes = this.root.openDB<Uint8Array, number>({ name: 'outcomes', encoding: 'binary' });
     this.meta = this.root.openDB<unknown, string>({ name: 'meta' });
@@ -103,9 +118,8 @@ export class LmdbStore implements Store {
   private direct(change: StoreChange): Promise<unknown> | undefined {
     switch (change.type) {
       case 'ticket.put':
-        return this.tickets.put(key(change.ticket.queueId, change.ticket.ticketId), change.ticket);
-      case 'ticket.delete':
-        return this.tickets.remove(key(change.queueId, change.ticketId));
+        if (change.ticket.state !== 'active') return undefined;
+        return this.tickets.put(ticketKey(change.ticket), encodeTicketRecord(change.ticket.ticketId, change.ticket.ticket));
       case 'backfill.put':
         return this.backfills.put(key(change.backfill.queueId, change.backfill.backfillId), change.backfill);
       case 'backfill.delete':
@@ -121,11 +135,22 @@ export class LmdbStore implements Store {
 
   private apply(change: StoreChange): void {
     switch (change.type) {
-      case 'ticket.put':
-        void this.tickets.put(key(change.ticket.queueId, change.ticket.ticketId), change.ticket);
+      case 'ticket.put': {
+        const { ticket } = change;
+        void this.tickets.put(ticketKey(ticket), encodeTicketRecord(ticket.ticketId, ticket.ticket));
+        if (ticket.state === 'resolved') void this.resolutions.put(ticketKey(ticket), encodeResolution(ticket.matchId ?? '', ticket.resolvedAtMs ?? 0));
+        else void this.resolutions.remove(ticketKey(ticket));
+        return;
+      }
+      case 'ticket.resolve':
+        void this.resolutions.put(ticketKey(change.ref), encodeResolution(change.matchId, change.resolvedAtMs));
+        return;
+      case 'ticket.reactivate':
+        void this.resolutions.remove(ticketKey(change.ref));
         return;
       case 'ticket.delete':
-        void this.tickets.remove(key(change.queueId, change.ticketId));
+        void this.tickets.remove(ticketKey(change.ref));
+        void this.resolutions.remove(ticketKey(change.ref));
         return;
       case 'backfill.put':
         void this.backfills.put(key(change.backfill.queueId, change.backfill.backfillId), change.backfill);
@@ -138,13 +163,13 @@ export class LmdbStore implements Store {
         change.outcome.producerId = this.producerId;
         change.outcome.producerSequence = sequence;
         void this.outcomes.put(Number(sequence), toBinary(OutcomeSchema, change.outcome));
-        void this.queueIndex.put(indexKey(change.outcome.queueId, sequence), Number(sequence));
+        void this.queueIndex.put(orderedKey(change.outcome.queueId, sequence), Number(sequence));
         void this.meta.put('next_sequence', this.nextSequence.toString());
         return;
       }
       case 'outcome.delete':
         void this.outcomes.remove(Number(change.sequence));
-        void this.queueIndex.remove(indexKey(change.queueId, change.sequence));
+        void this.queueIndex.remove(orderedKey(change.queueId, change.sequence));
         return;
       case 'delivery.advance': {
         const record = this.delivery.get(change.queueId);
@@ -166,7 +191,7 @@ export class LmdbStore implements Store {
   queueOutcomes(queueId: string, afterSequence: bigint, limit: number): Outcome[] {
     const out: Outcome[] = [];
     const { end } = rangeOf(queueId);
-    for (const { value } of this.queueIndex.getRange({ start: indexKey(queueId, afterSequence + 1n), end, limit })) {
+    for (const { value } of this.queueIndex.getRange({ start: orderedKey(queueId, afterSequence + 1n), end, limit })) {
       const bytes = this.outcomes.get(value);
       if (bytes) out.push(fromBinary(OutcomeSchema, bytes));
     }
@@ -196,10 +221,23 @@ export class LmdbStore implements Store {
   }
 
   loadQueue(queueId: string): QueueSnapshot {
+    const resolutions = new Map<string, Uint8Array>();
+    for (const { key: k, value } of this.resolutions.getRange(rangeOf(queueId))) resolutions.set(k, value);
     return {
-      tickets: [...this.tickets.getRange(rangeOf(queueId)).map(({ value }) => value)],
+      tickets: [...this.tickets.getRange(rangeOf(queueId)).map(({ key: k, value }) => this.storedTicket(queueId, positionOf(k), value, resolutions.get(k)))],
       backfills: [...this.backfills.getRange(rangeOf(queueId)).map(({ value }) => value)],
     };
+  }
+
+  readTicket(ref: TicketRef): StoredTicket | undefined {
+    const record = this.tickets.get(ticketKey(ref));
+    return record && this.storedTicket(ref.queueId, ref.position, record, this.resolutions.get(ticketKey(ref)));
+  }
+
+  private storedTicket(queueId: string, position: number, record: Uint8Array, resolution: Uint8Array | undefined): StoredTicket {
+    const { ticketId, ticket } = decodeTicketRecord(record);
+    if (!resolution) return { queueId, ticketId, position, ticket, state: 'active' };
+    return { queueId, ticketId, position, ticket, state: 'resolved', ...decodeResolution(resolution) };
   }
 
   storedQueueIds(): string[] {

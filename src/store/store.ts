@@ -4,10 +4,16 @@
 // replication log.
 import type { Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 
-/** A ticket as stored: the Ticket message exactly as acknowledged (created_at set), plus its lifecycle state. */
+/**
+ * A ticket as stored: the Ticket message exactly as acknowledged (created_at set), plus its lifecycle state.
+ * `position` is the ticket's place in its queue's arrival order, assigned by the queue's runtime and never
+ * reused while the record exists: a queue's records are kept in position order, so a new ticket appends to
+ * the end of the store's index instead of landing on a random page of it.
+ */
 export interface StoredTicket {
   queueId: string;
   ticketId: string;
+  position: number;
   /** Binary matchmaker.core.v1.Ticket. */
   ticket: Uint8Array;
   state: 'active' | 'resolved';
@@ -15,6 +21,13 @@ export interface StoredTicket {
   matchId?: string;
   /** Set when resolved: when, in epoch milliseconds (starts the terminal retention window). */
   resolvedAtMs?: number;
+}
+
+/** Where a ticket's record is: its queue and position. */
+export interface TicketRef {
+  queueId: string;
+  ticketId: string;
+  position: number;
 }
 
 export interface StoredBackfill {
@@ -25,8 +38,14 @@ export interface StoredBackfill {
 }
 
 export type StoreChange =
+  /** A new active ticket (or one written back whole). */
   | { type: 'ticket.put'; ticket: StoredTicket }
-  | { type: 'ticket.delete'; queueId: string; ticketId: string }
+  /** The ticket went into a committed match; its Ticket bytes stay as they were. */
+  | { type: 'ticket.resolve'; ref: TicketRef; matchId: string; resolvedAtMs: number }
+  /** A resolved ticket is back in the pool. */
+  | { type: 'ticket.reactivate'; ref: TicketRef }
+  /** The ticket and its resolution, if any, are forgotten. */
+  | { type: 'ticket.delete'; ref: TicketRef }
   | { type: 'backfill.put'; backfill: StoredBackfill }
   | { type: 'backfill.delete'; queueId: string; backfillId: string }
   /** Appends to the outbox. The store sets producer_id and the next producer_sequence at commit. */
@@ -74,8 +93,10 @@ export interface Store {
    * reader that saw an in-memory effect of an earlier commit can await this before acknowledging it.
    */
   whenDurable(): Promise<void>;
-  /** Everything stored for one queue, for restoring its pool at start. */
+  /** Everything stored for one queue, for restoring its pool at start. Tickets come in position order. */
   loadQueue(queueId: string): QueueSnapshot;
+  /** One ticket's committed record (a change not yet committed is not visible). */
+  readTicket(ref: TicketRef): StoredTicket | undefined;
   /** Ids of every queue that has tickets or backfill requests stored. */
   storedQueueIds(): string[];
   /** Recorded outcomes in producer_sequence order. */

@@ -1,4 +1,10 @@
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acknowledgedTicketBytes } from '../src/core/ticket-encoding.js';
+import { TimestampSchema } from '@bufbuild/protobuf/wkt';
+import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
+import { CreateTicketRequestSchema } from '../src/gen/matchmaker/core/v1/service_pb.js';
 import { httpRequest, TRANSPORTS, type Transport } from './support/transports.js';
 import { party, uuid } from './support/fixtures.js';
 import { useService } from './support/service.js';
@@ -85,3 +91,38 @@ describe('a ticket created over one transport is the same as over the other', ()
     expect(res.body).toEqual({ ticketId: id });
   });
 });
+
+describe('the ticket as stored', () => {
+  const bytes = fc.uint8Array({ maxLength: 40 });
+  const ticketArb = fc.record(
+    {
+      id: fc.uuid().chain((id) => fc.constantFrom(id, id.toUpperCase())),
+      queueId: fc.string({ maxLength: 12 }),
+      createdAt: fc.record({ seconds: fc.bigInt({ min: 0n, max: 1n << 40n }), nanos: fc.integer({ min: 0, max: 999_999_999 }) }),
+      engineInput: bytes,
+      rulesetIds: fc.array(fc.string({ maxLength: 6 }), { maxLength: 3 }),
+      metadata: bytes,
+    },
+    { requiredKeys: ['id'] },
+  );
+
+  it('decodes to the same Ticket whether taken from the gRPC request bytes or encoded afresh', () => {
+    fc.assert(
+      fc.property(ticketArb, fc.boolean(), fc.record({ seconds: fc.bigInt({ min: 0n, max: 1n << 40n }), nanos: fc.integer({ min: 0, max: 999_999_999 }) }), (ticket, split, now) => {
+        const one = toBinary(CreateTicketRequestSchema, create(CreateTicketRequestSchema, { ticket }));
+        // The ticket field twice: the decoder merges them, so its bytes cannot be reused as they are.
+        const encoded = split ? new Uint8Array([...one, ...one]) : one;
+        const decoded = fromBinary(CreateTicketRequestSchema, encoded).ticket!;
+        const receivedId = decoded.id;
+        decoded.id = receivedId.toLowerCase();
+        decoded.createdAt = create(TimestampSchema, now);
+        const stored = fromBinary(TicketSchema, acknowledgedTicketBytes(decoded, receivedId, encoded));
+        expect(stored).toEqual(fromBinary(TicketSchema, toBinary(TicketSchema, decoded)));
+        expect(stored.id).toBe(ticket.id.toLowerCase());
+        expect(stored.createdAt).toEqual(decoded.createdAt);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+

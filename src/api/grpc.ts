@@ -19,7 +19,7 @@ export function createGrpcServer(core: MatchmakerCore, health: HealthImplementat
   const handlers: UntypedServiceImplementation = {};
   for (const method of MatchmakerService.methods) {
     const input: DescMessage = method.input;
-    const call = (core[method.localName as keyof MatchmakerCore] as (req: unknown) => Promise<unknown>).bind(core);
+    const call = (core[method.localName as keyof MatchmakerCore] as (req: unknown, encoded: Uint8Array) => Promise<unknown>).bind(core);
     handlers[method.name] = (unary: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => {
       let request: unknown;
       try {
@@ -29,7 +29,7 @@ export function createGrpcServer(core: MatchmakerCore, health: HealthImplementat
         callback(toGrpcError(core.malformed(method.localName as keyof typeof MatchmakerService.method, message)));
         return;
       }
-      call(request).then(
+      call(request, unary.request).then(
         (response) => callback(null, response),
         (err: unknown) => {
           const serviceError = asServiceError(err);

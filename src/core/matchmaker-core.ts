@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
 import type { QueueConfig } from '../config/queue-config.js';
-import { BackfillRequestSchema, TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
+import { BackfillRequestSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import {
   CancelBackfillRequestsResponseSchema,
   CancelTicketResponseSchema,
@@ -32,6 +32,7 @@ import { parseBackfillEngineInput, parseTicketEngineInput } from '../engine/engi
 import { missingRuleset, rulesetTooSmall } from '../queue/admission.js';
 import type { QueueRegistry } from '../queue/queue-registry.js';
 import type { QueueRuntime } from '../queue/queue-runtime.js';
+import { acknowledgedTicketBytes } from './ticket-encoding.js';
 import { failedPrecondition, invalidArgument, notFound, ServiceError, unavailable, type ErrorCode } from './errors.js';
 
 export type ServiceState = 'starting' | 'serving' | 'stopping';
@@ -93,7 +94,8 @@ export class MatchmakerCore {
     return operation === 'clearQueuePool' ? notFound(message) : invalidArgument(message);
   }
 
-  createTicket(req: CreateTicketRequest): Promise<CreateTicketResponse> {
+  /** `encoded`: the request as received, when it came in binary (its ticket bytes are reused). */
+  createTicket(req: CreateTicketRequest, encoded?: Uint8Array): Promise<CreateTicketResponse> {
     return this.track(async () => {
       const t = req.ticket;
       if (!t) throw invalidArgument('ticket is required');
@@ -109,8 +111,11 @@ export class MatchmakerCore {
       if (tooSmall) {
         throw failedPrecondition(`ticket.engine_input: a party of ${party} players does not fit a team of ${tooSmall.team_size} in ruleset "${tooSmall.id}"`);
       }
-      const ticket = create(TicketSchema, { ...t, id, createdAt: timestampNow() });
-      await queue.createTicket(ticket, input);
+      const receivedId = t.id;
+      // The decoded request is this call's own: it becomes the ticket as acknowledged.
+      t.id = id;
+      t.createdAt = timestampNow();
+      await queue.createTicket(t, acknowledgedTicketBytes(t, receivedId, encoded), input);
       return create(CreateTicketResponseSchema, { ticketId: id });
     });
   }

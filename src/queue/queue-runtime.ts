@@ -211,12 +211,12 @@ export class QueueRuntime {
   }
 
   /** Adds the ticket to the pool. Idempotent on the ticket id: a retry never makes a second entry. */
-  async createTicket(ticket: Ticket, input: EngineInput): Promise<void> {
+  /** `bytes`: the ticket as acknowledged, binary (what is stored and delivered). */
+  async createTicket(ticket: Ticket, bytes: Uint8Array, input: EngineInput): Promise<void> {
     if (this.active.has(ticket.id) || this.resolved.has(ticket.id)) {
       // A retry (or a concurrent duplicate) of a create we already issued: answer once that one is durable.
       return this.store.whenDurable();
     }
-    const bytes = toBinary(TicketSchema, ticket);
     const position = this.nextPosition++;
     this.activate(ticket.id, position, ticket, input);
     this.pending.set(ticket.id, bytes);

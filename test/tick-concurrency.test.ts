@@ -1,11 +1,16 @@
 // Requests keep flowing while a long tick runs on another thread, and a ticket cancelled during a tick is
 // never matched. A large pool that can never match (no acceptable host) makes every tick take a while.
-import { create, toBinary } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { queueFileSchema } from '../src/config/queue-config.js';
 import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
+import { EngineInputSchema } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { createLogger } from '../src/log.js';
+import { QueueRuntime } from '../src/queue/queue-runtime.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
-import type { StoreChange } from '../src/store/store.js';
+import type { Store, StoreChange } from '../src/store/store.js';
 import { engineInput, uuid } from './support/fixtures.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
@@ -78,5 +83,46 @@ describe('ticks run off the event loop', () => {
     expect(Math.max(...ticks)).toBeGreaterThan(5);
     expect(service.logs.some((l) => l.msg === 'match dropped: one of its tickets left the pool during the tick')).toBe(true);
     expect(matched.length).toBeGreaterThan(0);
+  });
+});
+
+describe('a ticket matched before its own commit is durable', () => {
+  it('is matched with its bytes from memory, and its match is recorded after its create', { timeout: 30_000 }, async () => {
+    const dataDir = tempDir('data');
+    const lmdb = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
+    // Every commit reaches the store 300 ms late, in order: the 10 ms tick matches the two tickets while
+    // their create commits are still held back, so the store cannot answer for them yet.
+    const held: Promise<void>[] = [];
+    const store: Store = Object.assign(Object.create(lmdb) as Store, {
+      commit: (changes: readonly StoreChange[]) => {
+        const previous = held.at(-1) ?? Promise.resolve();
+        const done = Promise.all([previous, new Promise((resolve) => setTimeout(resolve, 300))]).then(() => lmdb.commit(changes));
+        held.push(done);
+        return done;
+      },
+    });
+    const config = queueFileSchema.parse(parse(QUEUE.replace('require_host: true', 'require_host: false'))).config;
+    const runtime = new QueueRuntime('tick.held', config, store, createLogger('silent'));
+    runtime.start();
+    try {
+      const created = ['first', 'second'].map((name) => {
+        const input = fromBinary(EngineInputSchema, engineInput({ players: [{ playerId: name, mmr: 0.5 }] }));
+        const ticket = create(TicketSchema, { id: uuid(), queueId: 'tick.held', createdAt: timestampNow(), metadata: new TextEncoder().encode(name) });
+        return { ticket, done: runtime.createTicket(ticket, toBinary(TicketSchema, ticket), input) };
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(runtime.activeTicketCount).toBe(0); // matched already, with both creates still in flight
+      await Promise.all(created.map((c) => c.done));
+      await Promise.all(held);
+      const [outcome] = lmdb.queueOutcomes('tick.held', 0n, 10);
+      expect(outcome?.payload.case).toBe('matchCreated');
+      const tickets = outcome!.payload.case === 'matchCreated' ? outcome!.payload.value.match?.tickets ?? [] : [];
+      expect(tickets.map((t) => new TextDecoder().decode(t.metadata)).sort()).toEqual(['first', 'second']);
+      for (const { ticket } of created) expect(runtime.lookupTicket(ticket.id)?.state).toBe('resolved');
+    } finally {
+      await runtime.stop();
+      await lmdb.close();
+      removeDirs(dataDir);
+    }
   });
 });

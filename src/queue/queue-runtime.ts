@@ -210,8 +210,10 @@ export class QueueRuntime {
     return resolved && { state: 'resolved', ticket: fromBinary(TicketSchema, this.ticketBytes(ticketId, resolved.position)), matchId: resolved.matchId };
   }
 
-  /** Adds the ticket to the pool. Idempotent on the ticket id: a retry never makes a second entry. */
-  /** `bytes`: the ticket as acknowledged, binary (what is stored and delivered). */
+  /**
+   * Adds the ticket to the pool; `bytes` is the ticket as acknowledged, binary (what is stored and
+   * delivered). Idempotent on the ticket id: a retry never makes a second entry.
+   */
   async createTicket(ticket: Ticket, bytes: Uint8Array, input: EngineInput): Promise<void> {
     if (this.active.has(ticket.id) || this.resolved.has(ticket.id)) {
       // A retry (or a concurrent duplicate) of a create we already issued: answer once that one is durable.
@@ -369,6 +371,10 @@ export class QueueRuntime {
     return bytes;
   }
 
+  private activeTicket(id: string): Ticket {
+    return fromBinary(TicketSchema, this.ticketBytes(id, this.active.get(id)!));
+  }
+
   /** Every active ticket with its bytes, in position order of the map (arrival order). */
   private *activeTickets(): Generator<Pick<StoredTicket, 'ticketId' | 'position' | 'ticket'>> {
     for (const [ticketId, position] of this.active) yield { ticketId, position, ticket: this.ticketBytes(ticketId, position) };
@@ -476,7 +482,7 @@ export class QueueRuntime {
       const backfill = open[q]!;
       if (ids.length === 0 || this.backfills.get(backfill.request.id) !== backfill) return;
       if (!ids.every((id) => this.active.has(id) && !this.cancelledDuringTick.has(id))) return;
-      const tickets = ids.map((id) => fromBinary(TicketSchema, this.ticketBytes(id, this.active.get(id)!)));
+      const tickets = ids.map((id) => this.activeTicket(id));
       for (const id of ids) changes.push(this.resolveTicket(id, backfill.request.matchId, nowMs));
       this.removeBackfill(backfill.request.id);
       changes.push({ type: 'backfill.delete', queueId: this.queueId, backfillId: backfill.request.id });
@@ -509,7 +515,7 @@ export class QueueRuntime {
         continue;
       }
       const matchId = randomUUID();
-      const tickets = ids.map((id) => fromBinary(TicketSchema, this.ticketBytes(id, this.active.get(id)!)));
+      const tickets = ids.map((id) => this.activeTicket(id));
       const inputs = tickets.map((t) => parseTicketEngineInput(t.engineInput, t.id, 'engine_input'));
       const engineOutput = buildEngineOutput(match, inputs, pool, config);
       for (const id of ids) changes.push(this.resolveTicket(id, matchId, nowMs));

@@ -89,6 +89,8 @@ export interface ServiceUnderTick {
   poolTickets: number;
   load: LoadResult;
   ticksDuringLoad: { count: number; medianMs: number; maxMs: number };
+  /** From spawning the service to its `listening` line: process start plus restoring the pool. */
+  startMs: number;
 }
 
 /** Fixed-rate CreateTicket against a service whose pool holds `poolTickets` unmatchable tickets, ticking. */
@@ -102,7 +104,9 @@ export async function createTicketsWhileTicking(poolTickets: number, durationSec
   );
   try {
     if (poolTickets > 0) await seed(dataDir, 'eu.ranked', poolTickets);
+    const spawnedAt = performance.now();
     const service = await spawnServer('service', [CLI, 'serve', '--config', queueDir, '--data', dataDir], { LOG_LEVEL: 'debug' }, { listenTimeoutMs: 300_000 });
+    const startMs = performance.now() - spawnedAt;
     const ticks = () => service.lines.filter((l) => l.msg === 'tick' && typeof l.ms === 'number').map((l) => l.ms as number);
     try {
       const before = ticks().length;
@@ -110,6 +114,7 @@ export async function createTicketsWhileTicking(poolTickets: number, durationSec
       const during = ticks().slice(before).sort((a, b) => a - b);
       return {
         poolTickets,
+        startMs,
         load,
         ticksDuringLoad: { count: during.length, medianMs: during[during.length >> 1] ?? 0, maxMs: during[during.length - 1] ?? 0 },
       };
@@ -145,6 +150,7 @@ async function main(): Promise<void> {
     const r = await createTicketsWhileTicking(size, duration);
     console.log(formatResult(`pool ${size}`, r.load));
     console.log(`  ticks during the load: ${r.ticksDuringLoad.count}, median ${r.ticksDuringLoad.medianMs} ms, max ${r.ticksDuringLoad.maxMs} ms`);
+    console.log(`  service start to serving (restoring ${r.poolTickets} tickets): ${(r.startMs / 1000).toFixed(1)} s`);
   }
 }
 

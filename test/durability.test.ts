@@ -1,9 +1,14 @@
 // kill -9 at any moment loses no acknowledged ticket, backfill request or recorded outcome.
 import { open } from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { timestampNow } from '@bufbuild/protobuf/wkt';
+import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
+import type { StoreChange } from '../src/store/store.js';
+import { pollUntil } from './support/queues.js';
 import { grpcTransport, httpRequest, httpTransport } from './support/transports.js';
-import { party, uuid } from './support/fixtures.js';
+import { engineInput, party, uuid } from './support/fixtures.js';
 import { BASIC_QUEUE, removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 
 const dirs: string[] = [];
@@ -120,4 +125,59 @@ describe('kill -9 and restart', () => {
     await old.close();
     expect(() => new LmdbStore({ path: dataDir, onFatal: () => undefined })).toThrow(/earlier data layout \(database "tickets"\)/);
   });
+
+  it('takes requests while a large pool is restored, with duplicates and cancels right from the first one', { timeout: 120_000 }, async () => {
+    const queueDir = tempDir('queues');
+    const dataDir = tempDir('data');
+    dirs.push(queueDir, dataDir);
+    writeQueues(queueDir, {
+      'restore.duel': `
+config:
+  tick_interval_ms: 50
+  rulesets:
+    - id: duel
+      teams: 2
+      team_size: 1
+      require_host: true
+      max_latency_ms: 80
+`,
+    });
+    // 100k tickets that never match (their only host is 500 ms away; far from the others in skill, so
+    // they do not fill the others' candidate scans), then two that match each other, last, so their rows
+    // are built in the restore's last chunk.
+    const store = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
+    const ticketPut = (position: number, id: string, input: Uint8Array): StoreChange => ({
+      type: 'ticket.put',
+      ticket: { queueId: 'restore.duel', ticketId: id, position, state: 'active', ticket: toBinary(TicketSchema, create(TicketSchema, { id, queueId: 'restore.duel', createdAt: timestampNow(), engineInput: input })) },
+    });
+    const far = engineInput({ players: [{ playerId: 'far', mmr: 0.9, latencies: { near: 500 } }] });
+    const near = engineInput({ players: [{ playerId: 'near', mmr: 0.1, latencies: { near: 10 } }] });
+    const background = 100_000;
+    for (let done = 0; done < background; done += 20_000) {
+      await store.commit(Array.from({ length: 20_000 }, (_, i) => ticketPut(done + i + 1, uuid(), far)));
+    }
+    const [a, b, c] = [uuid(), uuid(), uuid()];
+    await store.commit([ticketPut(background + 1, a, near), ticketPut(background + 2, b, near)]);
+    await store.close();
+
+    const service = await startService({ queueDir, dataDir, startTimeoutMs: 90_000 });
+    services.push(service);
+    const api = grpcTransport(service);
+    // Answered at once, before the restored rows are all built: a's cancel means it is never matched, b's
+    // retried create makes no second entry, and c is new.
+    expect((await api.cancelTicket('restore.duel', a)).ok).toBe(true);
+    expect((await api.createTicket({ id: b, queueId: 'restore.duel', engineInput: near })).ok).toBe(true);
+    expect((await api.createTicket({ id: c, queueId: 'restore.duel', engineInput: near })).ok).toBe(true);
+    const answeredAt = Date.now();
+    expect((await queueCounts(service, 'restore.duel')).activeTickets).toBe(background + 2);
+    const restored = await pollUntil(async () => service.logs.find((l) => l.msg === 'pool restored'), (l) => l !== undefined, 60_000);
+    expect(restored!.time as number).toBeGreaterThan(answeredAt);
+
+    const outcomes = async () => (await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=restore.duel&limit=100')).body.outcomes as { kind: string; matchCreated?: { match: { tickets: { id: string }[] } } }[];
+    const matched = await pollUntil(outcomes, (list) => list.some((o) => o.kind === 'match.created'), 60_000);
+    const matches = matched.filter((o) => o.kind === 'match.created').map((o) => o.matchCreated!.match.tickets.map((t) => t.id).sort());
+    expect(matches).toEqual([[b, c].sort()]);
+    api.close();
+  });
 });
+

@@ -35,6 +35,8 @@ import type { Store, StoreChange, StoredTicket, TicketRef } from '../store/store
 
 /** Matches resolved per event-loop turn after a tick. */
 const RESOLVE_CHUNK = 1000;
+/** Restored tickets turned into pool rows per event-loop turn at start. */
+const RESTORE_CHUNK = 1000;
 
 export type QueueState = 'starting' | 'running' | 'retiring' | 'retired' | 'stopped';
 
@@ -122,7 +124,11 @@ export class QueueRuntime {
     return this.configValue;
   }
 
-  /** Restores the pool from the store, then starts ticking. */
+  /**
+   * Restores the queue from the store and takes requests at once. The stored tickets are known (ids,
+   * positions) before this returns, so duplicates and cancels are right from the first request; their pool
+   * rows are built a chunk per event-loop turn (`restorePool`), and ticking starts when that is done.
+   */
   start(): void {
     const snapshot = this.store.loadQueue(this.queueId);
     const restored: StoredTicket[] = [];
@@ -135,14 +141,32 @@ export class QueueRuntime {
         restored.push(stored);
       }
     }
-    this.rebuildPool(restored);
     for (const stored of snapshot.backfills) {
       const request = fromBinary(BackfillRequestSchema, stored.request);
       this.addBackfill({ request, input: parseBackfillEngineInput(request.engineInput, 'engine_input') });
     }
+    this.pool = new TicketPool(layoutOf(this.config), Math.max(1024, restored.length));
     this.state = 'running';
-    this.schedule();
     this.log.info({ queue: this.queueId, tickets: this.active.size, resolved: this.resolved.size, backfills: this.backfills.size }, 'queue started');
+    this.currentTick = this.restorePool(restored).finally(() => this.schedule());
+  }
+
+  /**
+   * Builds the rows of the restored tickets into the pool, a chunk per event-loop turn. A ticket that left
+   * the pool meanwhile (cancelled, cleared) is skipped; a hot reload meanwhile rebuilds the pool from
+   * `active`, which holds every restored ticket, so the rest is left to it.
+   */
+  private async restorePool(tickets: readonly StoredTicket[]): Promise<void> {
+    const pool = this.pool;
+    const startedMs = Date.now();
+    for (let i = 0; i < tickets.length; i += RESTORE_CHUNK) {
+      if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+      if (this.pool !== pool || this.state !== 'running') return;
+      for (const stored of tickets.slice(i, i + RESTORE_CHUNK)) {
+        if (this.active.get(stored.ticketId) === stored.position) this.insertStored(pool, stored);
+      }
+    }
+    if (tickets.length > 0) this.log.info({ queue: this.queueId, tickets: tickets.length, ms: Date.now() - startedMs }, 'pool restored');
   }
 
   /**
@@ -388,15 +412,18 @@ export class QueueRuntime {
 
   private rebuildPool(tickets: Iterable<Pick<StoredTicket, 'ticketId' | 'ticket'>>): void {
     const pool = new TicketPool(layoutOf(this.config), Math.max(1024, this.active.size));
-    for (const { ticketId: id, ticket: bytes } of tickets) {
-      const ticket = fromBinary(TicketSchema, bytes);
-      try {
-        pool.insert(id, pool.prepare(parseTicketEngineInput(ticket.engineInput, id, 'engine_input'), ticket.rulesetIds, createdAtMs(ticket)));
-      } catch (err) {
-        this.log.error({ queue: this.queueId, ticket: id, err: (err as Error).message }, 'ticket no longer fits the queue configuration; it stays stored but cannot match');
-      }
-    }
+    for (const stored of tickets) this.insertStored(pool, stored);
     this.pool = pool;
+  }
+
+  /** A stored ticket's row, into `pool`. */
+  private insertStored(pool: TicketPool, { ticketId: id, ticket: bytes }: Pick<StoredTicket, 'ticketId' | 'ticket'>): void {
+    const ticket = fromBinary(TicketSchema, bytes);
+    try {
+      pool.insert(id, pool.prepare(parseTicketEngineInput(ticket.engineInput, id, 'engine_input'), ticket.rulesetIds, createdAtMs(ticket)));
+    } catch (err) {
+      this.log.error({ queue: this.queueId, ticket: id, err: (err as Error).message }, 'ticket no longer fits the queue configuration; it stays stored but cannot match');
+    }
   }
 
   private schedule(): void {

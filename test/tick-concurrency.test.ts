@@ -12,6 +12,7 @@ import { QueueRuntime } from '../src/queue/queue-runtime.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
 import type { Store, StoreChange } from '../src/store/store.js';
 import { engineInput, uuid } from './support/fixtures.js';
+import { pollUntil } from './support/queues.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
 
@@ -123,6 +124,48 @@ describe('a ticket matched before its own commit is durable', () => {
       await runtime.stop();
       await lmdb.close();
       removeDirs(dataDir);
+    }
+  });
+});
+
+describe('a tick that forms many matches', () => {
+  it('resolves every one of them, across many time slices, each ticket in exactly one match', { timeout: 120_000 }, async () => {
+    const queueDir = tempDir('queues');
+    const dataDir = tempDir('data');
+    writeQueues(queueDir, { 'tick.many': QUEUE.replace('tick_interval_ms: 10', 'tick_interval_ms: 200') });
+    // 40,000 tickets that all fit 1v1 matches: the first tick after the restart forms 20,000 of them.
+    const store = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
+    const ids: string[] = [];
+    const changes: StoreChange[] = [];
+    for (let i = 0; i < 40_000; i++) {
+      const id = uuid();
+      ids.push(id);
+      const input = engineInput({ players: [{ playerId: `p${i}`, mmr: (i % 1000) / 1000, latencies: { near: 10 } }] });
+      const ticket = toBinary(TicketSchema, create(TicketSchema, { id, queueId: 'tick.many', createdAt: timestampNow(), engineInput: input }));
+      changes.push({ type: 'ticket.put', ticket: { queueId: 'tick.many', ticketId: id, position: i + 1, ticket, state: 'active' } });
+    }
+    await store.commit(changes);
+    await store.close();
+    const service = await startService({ queueDir, dataDir, env: { LOG_LEVEL: 'debug' }, startTimeoutMs: 90_000 });
+    try {
+      const firstTick = await pollUntil(async () => service.logs.find((l) => l.msg === 'tick'), (l) => l !== undefined, 60_000);
+      expect(firstTick!.matches).toBe(20_000);
+      // The admin listing answers at most 10,000 outcomes a page.
+      const matched: string[] = [];
+      for (let after = '0'; ; ) {
+        const page = (await httpRequest(service, 'GET', `/admin/v1/outcomes?queue_id=tick.many&limit=10000&after_sequence=${after}`)).body.outcomes as {
+          producerSequence: string;
+          matchCreated?: { match: { tickets: { id: string }[] } };
+        }[];
+        if (page.length === 0) break;
+        matched.push(...page.flatMap((o) => o.matchCreated?.match.tickets.map((t) => t.id) ?? []));
+        after = page.at(-1)!.producerSequence;
+      }
+      expect(matched.length).toBe(40_000);
+      expect(new Set(matched)).toEqual(new Set(ids));
+    } finally {
+      await service.stop();
+      removeDirs(queueDir, dataDir);
     }
   });
 });

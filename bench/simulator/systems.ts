@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import type { QueueConfig } from '../../src/config/queue-config.js';
 import { TicketPool } from '../../src/engine/ticket-pool.js';
-import { engineParams, TickRunner } from '../../src/engine/tick-runner.js';
+import { allMatches, engineParams, TickRunner } from '../../src/engine/tick-runner.js';
 import { bestHost, Metrics, type FormedMatch } from './metrics.js';
 import { REGIONS, type SimTicket } from './population.js';
 
@@ -77,9 +77,9 @@ export class EngineSystem implements MatchSystem {
     }
     const started = performance.now();
     // Same seed sequence shape as QueueRuntime (seed++ per tick), offset by the run's seed.
-    const matches = await this.runner.run(this.pool, nowMs, (this.seed * 1_000_003 + tickIndex) >>> 0);
+    const matches = allMatches(await this.runner.run(this.pool, nowMs, (this.seed * 1_000_003 + tickIndex) >>> 0));
     const elapsed = performance.now() - started;
-    // Rows -> ids before any row moves (swap-remove), exactly as QueueRuntime.resolveMatches does.
+    // Rows -> ids before any row moves (swap-remove), as QueueRuntime does.
     const resolved = matches.map((m) => ({ m, ids: Array.from(m.rows, (row) => this.pool.ids[row]!) }));
     for (const { m, ids } of resolved) {
       const tickets = ids.map((id) => this.list.byId.get(id)!);

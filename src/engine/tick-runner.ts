@@ -50,6 +50,17 @@ export function engineParams(config: QueueConfig): QueueParams {
   };
 }
 
+/** A tick's matches, read from the engine's output arrays on demand (valid until the runner's next run). */
+export interface TickResult {
+  count: number;
+  match(m: number): EngineMatch;
+}
+
+/** Every match of a tick, read at once. */
+export function allMatches(result: TickResult): EngineMatch[] {
+  return Array.from({ length: result.count }, (_, m) => result.match(m));
+}
+
 export class TickRunner {
   private readonly engine: TickEngine;
   private out: MatchArrays = TickRunner.outputs(0, 0);
@@ -94,34 +105,36 @@ export class TickRunner {
     return Array.from({ length: r }, (_, q) => Array.from(this.assigned.subarray(offsets[q]!, offsets[q + 1]!)));
   }
 
-  /** One tick. The pool's columns and the outputs must not change until it resolves. */
-  async run(pool: TicketPool, nowMs: number, seed: number): Promise<EngineMatch[]> {
+  /**
+   * One tick. The pool's columns must not change until it resolves, and its result is valid until the next
+   * run: matches are read from the output arrays when asked for, so a tick forming many matches costs the
+   * event loop nothing until they are resolved.
+   */
+  async run(pool: TicketPool, nowMs: number, seed: number): Promise<TickResult> {
     if (pool.count > this.outCapacity || pool.filterCount !== this.outFilters) {
       this.outCapacity = Math.max(1024, pool.count * 2);
       this.outFilters = pool.filterCount;
       this.out = TickRunner.outputs(this.outCapacity, this.outFilters);
     }
-    const count = await this.engine.run(pool.columns(), this.out, nowMs, seed >>> 0);
-    return this.read(count, pool.filterCount);
-  }
-
-  private read(count: number, filters: number): EngineMatch[] {
     const o = this.out;
-    const matches: EngineMatch[] = [];
-    for (let m = 0; m < count; m++) {
-      const start = o.matchOffsets[m]!;
-      const end = o.matchOffsets[m + 1]!;
-      const preferred = o.matchPreferredHost[m]!;
-      matches.push({
-        rulesetIndex: o.matchRuleset[m]!,
-        rows: o.matchTickets.subarray(start, end),
-        teams: o.ticketTeam.subarray(start, end),
-        preferredHost: preferred === NO_HOST ? undefined : preferred,
-        acceptableHosts: o.matchAcceptableHosts[m]!,
-        accepts: o.matchAccepts.subarray(m * filters, (m + 1) * filters),
-      });
-    }
-    return matches;
+    const count = await this.engine.run(pool.columns(), o, nowMs, seed >>> 0);
+    const filters = pool.filterCount;
+    return {
+      count,
+      match: (m) => {
+        const start = o.matchOffsets[m]!;
+        const end = o.matchOffsets[m + 1]!;
+        const preferred = o.matchPreferredHost[m]!;
+        return {
+          rulesetIndex: o.matchRuleset[m]!,
+          rows: o.matchTickets.subarray(start, end),
+          teams: o.ticketTeam.subarray(start, end),
+          preferredHost: preferred === NO_HOST ? undefined : preferred,
+          acceptableHosts: o.matchAcceptableHosts[m]!,
+          accepts: o.matchAccepts.subarray(m * filters, (m + 1) * filters),
+        };
+      },
+    };
   }
 
   /** Worst case: every ticket alone in a match (OutputCapacity::for_pool in the engine crate). */

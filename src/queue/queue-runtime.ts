@@ -4,9 +4,9 @@
 // never durable before the changes it depends on; callers are answered once their own commit is durable.
 //
 // While a tick runs, the native engine reads the pool's columns on another thread: changes to the columns
-// wait in `afterTick` until it ends, and a match that contains a ticket cancelled meanwhile is dropped.
-// Formed matches are then resolved in chunks, yielding to the event loop between them, so a tick that
-// forms many matches never holds up requests.
+// wait in `afterTick` until its matches' rows are turned into ticket ids, and a match that contains a
+// ticket cancelled meanwhile is dropped. Turning rows into ids, resolving matches and rebuilding a restored
+// pool run in time slices (time-slices.ts), so a tick that forms many matches never holds up requests.
 import { randomUUID } from 'node:crypto';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromMs } from '@bufbuild/protobuf/wkt';
@@ -19,7 +19,7 @@ import { failedPrecondition } from '../core/errors.js';
 import { parseBackfillEngineInput, parseTicketEngineInput } from '../engine/engine-input.js';
 import { buildEngineOutput } from '../engine/engine-output.js';
 import { TicketPool, type PoolLayout, type PoolRow } from '../engine/ticket-pool.js';
-import { engineParams, TickRunner, type EngineBackfillRequest, type EngineMatch } from '../engine/tick-runner.js';
+import { engineParams, TickRunner, type EngineBackfillRequest, type EngineMatch, type TickResult } from '../engine/tick-runner.js';
 import {
   backfillCreated,
   backfillRequestOrphaned,
@@ -31,12 +31,9 @@ import {
   ticketsRemoved,
 } from '../outcomes/outcome-factory.js';
 import { backfillFate, ticketFate } from './admission.js';
+import { timeSliced } from './time-slices.js';
 import type { Store, StoreChange, StoredTicket, TicketRef } from '../store/store.js';
 
-/** Matches resolved per event-loop turn after a tick. */
-const RESOLVE_CHUNK = 1000;
-/** Restored tickets turned into pool rows per event-loop turn at start. */
-const RESTORE_CHUNK = 1000;
 
 export type QueueState = 'starting' | 'running' | 'retiring' | 'retired' | 'stopped';
 
@@ -152,20 +149,18 @@ export class QueueRuntime {
   }
 
   /**
-   * Builds the rows of the restored tickets into the pool, a chunk per event-loop turn. A ticket that left
-   * the pool meanwhile (cancelled, cleared) is skipped; a hot reload meanwhile rebuilds the pool from
-   * `active`, which holds every restored ticket, so the rest is left to it.
+   * Builds the rows of the restored tickets into the pool, in time slices. A ticket that left the pool
+   * meanwhile (cancelled, cleared) is skipped; a hot reload meanwhile rebuilds the pool from `active`, which
+   * holds every restored ticket, so the rest is left to it.
    */
   private async restorePool(tickets: readonly StoredTicket[]): Promise<void> {
     const pool = this.pool;
     const startedMs = Date.now();
-    for (let i = 0; i < tickets.length; i += RESTORE_CHUNK) {
-      if (i > 0) await new Promise((resolve) => setImmediate(resolve));
-      if (this.pool !== pool || this.state !== 'running') return;
-      for (const stored of tickets.slice(i, i + RESTORE_CHUNK)) {
-        if (this.active.get(stored.ticketId) === stored.position) this.insertStored(pool, stored);
-      }
-    }
+    await timeSliced(tickets.length, (i) => {
+      if (this.pool !== pool || this.state !== 'running') return false;
+      const stored = tickets[i]!;
+      if (this.active.get(stored.ticketId) === stored.position) this.insertStored(pool, stored);
+    });
     if (tickets.length > 0) this.log.info({ queue: this.queueId, tickets: tickets.length, ms: Date.now() - startedMs }, 'pool restored');
   }
 
@@ -451,28 +446,42 @@ export class QueueRuntime {
     this.tickInProgress = true;
     // Backfill first: a running match's open slots go ahead of new matches.
     if (this.backfills.size > 0) await this.fillBackfills(pool, config);
-    const formed = this.pool === pool ? await this.withEngine(() => this.runner.run(pool, Date.now(), this.seed++), (matches) =>
-      matches.map((match) => ({ match, ids: Array.from(match.rows, (row) => pool.ids[row]!) })),
-    ) : undefined;
-    for (let i = 0; i < (formed?.length ?? 0); i += RESOLVE_CHUNK) {
-      if (i > 0) await new Promise((resolve) => setImmediate(resolve));
-      const changes = this.resolveMatches(formed!.slice(i, i + RESOLVE_CHUNK), pool, config);
-      if (changes.length > 0) void this.store.commit(changes);
+    const formed = this.pool === pool ? await this.withEngine(() => this.runner.run(pool, Date.now(), this.seed++), (result) => this.matchedIds(result, pool)) : undefined;
+    if (formed) {
+      let changes: StoreChange[] = [];
+      await timeSliced(
+        formed.length,
+        (i) => this.resolveMatch(formed[i]!, pool, config, changes),
+        () => {
+          if (changes.length > 0) void this.store.commit(changes);
+          changes = [];
+        },
+      );
     }
     this.tickInProgress = false;
     this.cancelledDuringTick.clear();
     this.log.debug({ queue: this.queueId, matches: formed?.length ?? 0, pool: this.pool.count, ms: Date.now() - startedMs }, 'tick');
   }
 
+  /** A tick's matches with their rows turned into ticket ids, in time slices (the columns stay frozen). */
+  private async matchedIds(result: TickResult, pool: TicketPool): Promise<{ match: EngineMatch; ids: string[] }[]> {
+    const formed: { match: EngineMatch; ids: string[] }[] = [];
+    await timeSliced(result.count, (m) => {
+      const match = result.match(m);
+      formed.push({ match, ids: Array.from(match.rows, (row) => pool.ids[row]!) });
+    });
+    return formed;
+  }
+
   /**
-   * Runs the engine over the pool's columns; changes to them wait until it returns. Its row indices are
-   * turned into ticket ids (by `toIds`) before those changes move any row.
+   * Runs the engine over the pool's columns; changes to them wait until its row indices are turned into
+   * ticket ids (by `toIds`), since those changes move rows.
    */
-  private async withEngine<R, T>(run: () => Promise<R>, toIds: (result: R) => T): Promise<T | undefined> {
+  private async withEngine<R, T>(run: () => Promise<R>, toIds: (result: R) => T | Promise<T>): Promise<T | undefined> {
     this.engineRunning = true;
     let result: T | undefined;
     try {
-      result = toIds(await run());
+      result = await toIds(await run());
     } catch (err) {
       this.log.error({ queue: this.queueId, err }, 'engine run failed; the pool is unchanged');
     }
@@ -529,36 +538,32 @@ export class QueueRuntime {
   }
 
   /**
-   * Moves each formed match's tickets from the pool to `resolved` and records its match.created outcome, in
-   * one commit. A match holding a ticket that left the pool since the tick started (cancelled, removed) is
-   * dropped; its other tickets stay in the pool for the next tick.
+   * Moves a formed match's tickets from the pool to `resolved` and adds them and its match.created outcome
+   * to `changes` (committed together). A match holding a ticket that left the pool since the tick started
+   * (cancelled, removed) is dropped; its other tickets stay in the pool for the next tick.
    */
-  private resolveMatches(formed: readonly { match: EngineMatch; ids: string[] }[], pool: TicketPool, config: QueueConfig): StoreChange[] {
-    const changes: StoreChange[] = [];
-    const nowMs = Date.now();
-    for (const { match, ids } of formed) {
-      if (!ids.every((id) => this.active.has(id) && !this.cancelledDuringTick.has(id))) {
-        this.log.debug({ queue: this.queueId, tickets: ids }, 'match dropped: one of its tickets left the pool during the tick');
-        continue;
-      }
-      const matchId = randomUUID();
-      const tickets = ids.map((id) => this.activeTicket(id));
-      const inputs = tickets.map((t) => parseTicketEngineInput(t.engineInput, t.id, 'engine_input'));
-      const engineOutput = buildEngineOutput(match, inputs, pool, config);
-      for (const id of ids) changes.push(this.resolveTicket(id, matchId, nowMs));
-      const outcome = matchCreated(
-        this.queueId,
-        create(MatchSchema, {
-          id: matchId,
-          tickets,
-          engineOutput: toBinary(EngineOutputSchema, engineOutput),
-          createdAt: timestampFromMs(nowMs),
-          rulesetId: config.rulesets[match.rulesetIndex]!.id,
-        }),
-      );
-      changes.push({ type: 'outcome.record', outcome });
+  private resolveMatch({ match, ids }: { match: EngineMatch; ids: string[] }, pool: TicketPool, config: QueueConfig, changes: StoreChange[]): void {
+    if (!ids.every((id) => this.active.has(id) && !this.cancelledDuringTick.has(id))) {
+      this.log.debug({ queue: this.queueId, tickets: ids }, 'match dropped: one of its tickets left the pool during the tick');
+      return;
     }
-    return changes;
+    const nowMs = Date.now();
+    const matchId = randomUUID();
+    const tickets = ids.map((id) => this.activeTicket(id));
+    const inputs = tickets.map((t) => parseTicketEngineInput(t.engineInput, t.id, 'engine_input'));
+    const engineOutput = buildEngineOutput(match, inputs, pool, config);
+    for (const id of ids) changes.push(this.resolveTicket(id, matchId, nowMs));
+    const outcome = matchCreated(
+      this.queueId,
+      create(MatchSchema, {
+        id: matchId,
+        tickets,
+        engineOutput: toBinary(EngineOutputSchema, engineOutput),
+        createdAt: timestampFromMs(nowMs),
+        rulesetId: config.rulesets[match.rulesetIndex]!.id,
+      }),
+    );
+    changes.push({ type: 'outcome.record', outcome });
   }
 
   /**

@@ -1,10 +1,15 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
+import { LmdbStore } from '../src/store/lmdb-store.js';
+import type { StoreChange } from '../src/store/store.js';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
-import { uuid } from './support/fixtures.js';
+import { engineInput, uuid } from './support/fixtures.js';
 import { pollUntil } from './support/queues.js';
-import { removeDirs, startService, type TestService } from './support/service.js';
+import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 
 const queueFile = (rulesets: string) => `
 config:
@@ -79,5 +84,61 @@ describe('queue files are hot-reloaded', () => {
       const removed = outcomes.filter((o) => o.kind === 'ticket.removed' && o.ticketsRemoved!.reason === 'QUEUE_RETIRED');
       return removed.flatMap((o) => o.ticketsRemoved!.ticketIds).filter((id) => ids.includes(id)).length === ids.length;
     });
+  });
+});
+
+describe('a hot reload of a large pool', () => {
+  it('rebuilds the pool in slices while answering requests, then matches under the new configuration', { timeout: 120_000 }, async () => {
+    const queueDir = tempDir('queues');
+    const dataDir = tempDir('data');
+    const big = (maxLatencyMs: number) => `
+config:
+  tick_interval_ms: 50
+  rulesets:
+    - id: duel
+      teams: 2
+      team_size: 1
+      require_host: true
+      max_latency_ms: ${maxLatencyMs}
+`;
+    writeQueues(queueDir, { 'hot.big': big(5) });
+    // 100,000 tickets that never match (host 500 ms away, far in skill from the rest), and b, whose 10 ms
+    // host is over the first configuration's 5 ms bound.
+    const store = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
+    const put = (position: number, id: string, input: Uint8Array): StoreChange => ({
+      type: 'ticket.put',
+      ticket: { queueId: 'hot.big', ticketId: id, position, state: 'active', ticket: toBinary(TicketSchema, create(TicketSchema, { id, queueId: 'hot.big', createdAt: timestampNow(), engineInput: input })) },
+    });
+    const far = engineInput({ players: [{ playerId: 'far', mmr: 0.9, latencies: { near: 500 } }] });
+    const near = engineInput({ players: [{ playerId: 'near', mmr: 0.1, latencies: { near: 10 } }] });
+    for (let done = 0; done < 100_000; done += 20_000) {
+      await store.commit(Array.from({ length: 20_000 }, (_, i) => put(done + i + 1, uuid(), far)));
+    }
+    const [b, c, e] = [uuid(), uuid(), uuid()];
+    await store.commit([put(100_001, b, near)]);
+    await store.close();
+
+    const service = await startService({ queueDir, dataDir, startTimeoutMs: 90_000 });
+    const grpc = grpcTransport(service);
+    try {
+      await service.waitForLog((l) => l.msg === 'pool restored');
+      expect((await grpc.createTicket({ id: c, queueId: 'hot.big', engineInput: near })).ok).toBe(true);
+      writeFileSync(join(queueDir, 'hot.big.yaml'), big(80));
+      await service.waitForLog((l) => l.msg === 'queue config reloaded' && l.queue === 'hot.big');
+      // Answered while the pool is rebuilt: c's cancel holds, e joins.
+      expect((await grpc.cancelTicket('hot.big', c)).ok).toBe(true);
+      expect((await grpc.createTicket({ id: e, queueId: 'hot.big', engineInput: near })).ok).toBe(true);
+      const answeredAt = Date.now();
+      const rebuilt = await service.waitForLog((l) => l.msg === 'pool rebuilt for the new configuration');
+      expect(rebuilt.time as number).toBeGreaterThan(answeredAt);
+
+      const outcomes = async () => (await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=hot.big&limit=100')).body.outcomes as { kind: string; matchCreated?: { match: { tickets: { id: string }[] } } }[];
+      const list = await pollUntil(outcomes, (l) => l.some((o) => o.kind === 'match.created'), 60_000);
+      expect(list.filter((o) => o.kind === 'match.created').map((o) => o.matchCreated!.match.tickets.map((t) => t.id).sort())).toEqual([[b, e].sort()]);
+    } finally {
+      grpc.close();
+      await service.stop();
+      removeDirs(queueDir, dataDir);
+    }
   });
 });

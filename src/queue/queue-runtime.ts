@@ -34,13 +34,18 @@ import { backfillFate, ticketFate } from './admission.js';
 import { timeSliced } from './time-slices.js';
 import type { Store, StoreChange, StoredTicket, TicketRef } from '../store/store.js';
 
-
 export type QueueState = 'starting' | 'running' | 'retiring' | 'retired' | 'stopped';
 
 interface ResolvedTicket {
   position: number;
   matchId: string;
   resolvedAtMs: number;
+}
+
+/** A match of a tick, with its rows already turned into ticket ids. */
+interface FormedMatch {
+  match: EngineMatch;
+  ids: string[];
 }
 
 interface PoolBackfill {
@@ -105,6 +110,8 @@ export class QueueRuntime {
   private readonly cancelledDuringTick = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private currentTick: Promise<void> = Promise.resolve();
+  /** The pool whose rows are still being built (fillPool): the engine waits for it. */
+  private filling: TicketPool | undefined;
   private seed = 1;
 
   constructor(
@@ -124,7 +131,7 @@ export class QueueRuntime {
   /**
    * Restores the queue from the store and takes requests at once. The stored tickets are known (ids,
    * positions) before this returns, so duplicates and cancels are right from the first request; their pool
-   * rows are built a chunk per event-loop turn (`restorePool`), and ticking starts when that is done.
+   * rows are built in time slices (`fillPool`), and the engine runs once that is done.
    */
   start(): void {
     const snapshot = this.store.loadQueue(this.queueId);
@@ -142,26 +149,31 @@ export class QueueRuntime {
       const request = fromBinary(BackfillRequestSchema, stored.request);
       this.addBackfill({ request, input: parseBackfillEngineInput(request.engineInput, 'engine_input') });
     }
-    this.pool = new TicketPool(layoutOf(this.config), Math.max(1024, restored.length));
     this.state = 'running';
     this.log.info({ queue: this.queueId, tickets: this.active.size, resolved: this.resolved.size, backfills: this.backfills.size }, 'queue started');
-    this.currentTick = this.restorePool(restored).finally(() => this.schedule());
+    void this.fillPool(restored, 'pool restored');
+    this.schedule();
   }
 
   /**
-   * Builds the rows of the restored tickets into the pool, in time slices. A ticket that left the pool
-   * meanwhile (cancelled, cleared) is skipped; a hot reload meanwhile rebuilds the pool from `active`, which
-   * holds every restored ticket, so the rest is left to it.
+   * Replaces the pool with a new one (for the current configuration) and builds the rows of `tickets` into
+   * it in time slices; the engine does not run on it until that is done (`filling`). A ticket that left the
+   * pool meanwhile (cancelled, cleared, expired) is skipped, one that arrives meanwhile goes straight in,
+   * and when another fill replaces this pool the rest is left to it.
    */
-  private async restorePool(tickets: readonly StoredTicket[]): Promise<void> {
-    const pool = this.pool;
+  private async fillPool(tickets: readonly (Pick<StoredTicket, 'ticketId' | 'position'> & { ticket?: Uint8Array })[], done: string): Promise<void> {
+    const pool = new TicketPool(layoutOf(this.config), Math.max(1024, tickets.length));
+    this.pool = pool;
+    this.filling = pool;
     const startedMs = Date.now();
     await timeSliced(tickets.length, (i) => {
       if (this.pool !== pool || this.state !== 'running') return false;
-      const stored = tickets[i]!;
-      if (this.active.get(stored.ticketId) === stored.position) this.insertStored(pool, stored);
+      const { ticketId, position, ticket } = tickets[i]!;
+      if (this.active.get(ticketId) === position) this.insertStored(pool, { ticketId, ticket: ticket ?? this.ticketBytes(ticketId, position) });
     });
-    if (tickets.length > 0) this.log.info({ queue: this.queueId, tickets: tickets.length, ms: Date.now() - startedMs }, 'pool restored');
+    if (this.filling !== pool) return;
+    this.filling = undefined;
+    if (tickets.length > 0) this.log.info({ queue: this.queueId, tickets: tickets.length, ms: Date.now() - startedMs }, done);
   }
 
   /**
@@ -176,7 +188,7 @@ export class QueueRuntime {
     const changes = admission(previous) === admission(config) ? [] : this.evictMisfits(config);
     this.withPool(() => {
       this.runner.configure(engineParams(config));
-      this.rebuildPool(this.activeTickets());
+      void this.fillPool([...this.active].map(([ticketId, position]) => ({ ticketId, position })), 'pool rebuilt for the new configuration');
     });
     if (changes.length > 0) void this.store.commit(changes);
   }
@@ -405,12 +417,6 @@ export class QueueRuntime {
     else change();
   }
 
-  private rebuildPool(tickets: Iterable<Pick<StoredTicket, 'ticketId' | 'ticket'>>): void {
-    const pool = new TicketPool(layoutOf(this.config), Math.max(1024, this.active.size));
-    for (const stored of tickets) this.insertStored(pool, stored);
-    this.pool = pool;
-  }
-
   /** A stored ticket's row, into `pool`. */
   private insertStored(pool: TicketPool, { ticketId: id, ticket: bytes }: Pick<StoredTicket, 'ticketId' | 'ticket'>): void {
     const ticket = fromBinary(TicketSchema, bytes);
@@ -438,7 +444,7 @@ export class QueueRuntime {
     const now = Date.now();
     const expired = [...this.expireResolved(now), ...this.expireTickets(now), ...this.expireBackfills(now)];
     if (expired.length > 0) void this.store.commit(expired);
-    if (this.pool.count === 0 || this.state !== 'running') return;
+    if (this.pool.count === 0 || this.state !== 'running' || this.filling === this.pool) return;
     // What the engine's indices refer to (host keys, attribute values, rulesets), even if a hot reload
     // replaces the pool or the config before every result is resolved.
     const { pool, config } = this;
@@ -464,8 +470,8 @@ export class QueueRuntime {
   }
 
   /** A tick's matches with their rows turned into ticket ids, in time slices (the columns stay frozen). */
-  private async matchedIds(result: TickResult, pool: TicketPool): Promise<{ match: EngineMatch; ids: string[] }[]> {
-    const formed: { match: EngineMatch; ids: string[] }[] = [];
+  private async matchedIds(result: TickResult, pool: TicketPool): Promise<FormedMatch[]> {
+    const formed: FormedMatch[] = [];
     await timeSliced(result.count, (m) => {
       const match = result.match(m);
       formed.push({ match, ids: Array.from(match.rows, (row) => pool.ids[row]!) });
@@ -542,7 +548,7 @@ export class QueueRuntime {
    * to `changes` (committed together). A match holding a ticket that left the pool since the tick started
    * (cancelled, removed) is dropped; its other tickets stay in the pool for the next tick.
    */
-  private resolveMatch({ match, ids }: { match: EngineMatch; ids: string[] }, pool: TicketPool, config: QueueConfig, changes: StoreChange[]): void {
+  private resolveMatch({ match, ids }: FormedMatch, pool: TicketPool, config: QueueConfig, changes: StoreChange[]): void {
     if (!ids.every((id) => this.active.has(id) && !this.cancelledDuringTick.has(id))) {
       this.log.debug({ queue: this.queueId, tickets: ids }, 'match dropped: one of its tickets left the pool during the tick');
       return;

@@ -1,12 +1,9 @@
 // kill -9 at any moment loses no acknowledged ticket, backfill request or recorded outcome.
 import { open } from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { create, toBinary } from '@bufbuild/protobuf';
-import { timestampNow } from '@bufbuild/protobuf/wkt';
-import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
-import type { StoreChange } from '../src/store/store.js';
 import { pollUntil } from './support/queues.js';
+import { alike, seedTickets } from './support/seed.js';
 import { grpcTransport, httpRequest, httpTransport } from './support/transports.js';
 import { engineInput, party, uuid } from './support/fixtures.js';
 import { BASIC_QUEUE, removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
@@ -145,20 +142,11 @@ config:
     // 100k tickets that never match (their only host is 500 ms away; far from the others in skill, so
     // they do not fill the others' candidate scans), then two that match each other, last, so their rows
     // are built in the restore's last chunk.
-    const store = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
-    const ticketPut = (position: number, id: string, input: Uint8Array): StoreChange => ({
-      type: 'ticket.put',
-      ticket: { queueId: 'restore.duel', ticketId: id, position, state: 'active', ticket: toBinary(TicketSchema, create(TicketSchema, { id, queueId: 'restore.duel', createdAt: timestampNow(), engineInput: input })) },
-    });
     const far = engineInput({ players: [{ playerId: 'far', mmr: 0.9, latencies: { near: 500 } }] });
     const near = engineInput({ players: [{ playerId: 'near', mmr: 0.1, latencies: { near: 10 } }] });
     const background = 100_000;
-    for (let done = 0; done < background; done += 20_000) {
-      await store.commit(Array.from({ length: 20_000 }, (_, i) => ticketPut(done + i + 1, uuid(), far)));
-    }
     const [a, b, c] = [uuid(), uuid(), uuid()];
-    await store.commit([ticketPut(background + 1, a, near), ticketPut(background + 2, b, near)]);
-    await store.close();
+    await seedTickets(dataDir, 'restore.duel', [...alike(background, far), { id: a, engineInput: near }, { id: b, engineInput: near }]);
 
     const service = await startService({ queueDir, dataDir, startTimeoutMs: 90_000 });
     services.push(service);

@@ -1,14 +1,10 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { create, toBinary } from '@bufbuild/protobuf';
-import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
-import { LmdbStore } from '../src/store/lmdb-store.js';
-import type { StoreChange } from '../src/store/store.js';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
 import { engineInput, uuid } from './support/fixtures.js';
 import { pollUntil } from './support/queues.js';
+import { alike, seedTickets } from './support/seed.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 
 const queueFile = (rulesets: string) => `
@@ -104,19 +100,10 @@ config:
     writeQueues(queueDir, { 'hot.big': big(5) });
     // 100,000 tickets that never match (host 500 ms away, far in skill from the rest), and b, whose 10 ms
     // host is over the first configuration's 5 ms bound.
-    const store = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
-    const put = (position: number, id: string, input: Uint8Array): StoreChange => ({
-      type: 'ticket.put',
-      ticket: { queueId: 'hot.big', ticketId: id, position, state: 'active', ticket: toBinary(TicketSchema, create(TicketSchema, { id, queueId: 'hot.big', createdAt: timestampNow(), engineInput: input })) },
-    });
     const far = engineInput({ players: [{ playerId: 'far', mmr: 0.9, latencies: { near: 500 } }] });
     const near = engineInput({ players: [{ playerId: 'near', mmr: 0.1, latencies: { near: 10 } }] });
-    for (let done = 0; done < 100_000; done += 20_000) {
-      await store.commit(Array.from({ length: 20_000 }, (_, i) => put(done + i + 1, uuid(), far)));
-    }
     const [b, c, e] = [uuid(), uuid(), uuid()];
-    await store.commit([put(100_001, b, near)]);
-    await store.close();
+    await seedTickets(dataDir, 'hot.big', [...alike(100_000, far), { id: b, engineInput: near }]);
 
     const service = await startService({ queueDir, dataDir, startTimeoutMs: 90_000 });
     const grpc = grpcTransport(service);

@@ -13,6 +13,7 @@ import { LmdbStore } from '../src/store/lmdb-store.js';
 import type { Store, StoreChange } from '../src/store/store.js';
 import { engineInput, uuid } from './support/fixtures.js';
 import { pollUntil } from './support/queues.js';
+import { alike, seedTickets } from './support/seed.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
 
@@ -35,18 +36,8 @@ beforeAll(async () => {
   const dataDir = tempDir('data');
   writeQueues(queueDir, { 'tick.busy': QUEUE });
   // Seed the store directly: tickets whose only host is 500 ms away never match.
-  const store = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
   const far = engineInput({ players: [{ playerId: 'far', mmr: 0.5, latencies: { far: 500 } }] });
-  for (let done = 0; done < BACKGROUND; done += 20_000) {
-    const changes: StoreChange[] = [];
-    for (let i = 0; i < 20_000; i++) {
-      const id = uuid();
-      const ticket = toBinary(TicketSchema, create(TicketSchema, { id, queueId: 'tick.busy', createdAt: timestampNow(), engineInput: far }));
-      changes.push({ type: 'ticket.put', ticket: { queueId: 'tick.busy', ticketId: id, position: done + i + 1, ticket, state: 'active' } });
-    }
-    await store.commit(changes);
-  }
-  await store.close();
+  await seedTickets(dataDir, 'tick.busy', alike(BACKGROUND, far));
   service = await startService({ queueDir, dataDir, env: { LOG_LEVEL: 'debug' }, startTimeoutMs: 90_000 });
   api = grpcTransport(service);
 }, 120_000);
@@ -134,18 +125,12 @@ describe('a tick that forms many matches', () => {
     const dataDir = tempDir('data');
     writeQueues(queueDir, { 'tick.many': QUEUE.replace('tick_interval_ms: 10', 'tick_interval_ms: 200') });
     // 40,000 tickets that all fit 1v1 matches: the first tick after the restart forms 20,000 of them.
-    const store = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
-    const ids: string[] = [];
-    const changes: StoreChange[] = [];
-    for (let i = 0; i < 40_000; i++) {
-      const id = uuid();
-      ids.push(id);
-      const input = engineInput({ players: [{ playerId: `p${i}`, mmr: (i % 1000) / 1000, latencies: { near: 10 } }] });
-      const ticket = toBinary(TicketSchema, create(TicketSchema, { id, queueId: 'tick.many', createdAt: timestampNow(), engineInput: input }));
-      changes.push({ type: 'ticket.put', ticket: { queueId: 'tick.many', ticketId: id, position: i + 1, ticket, state: 'active' } });
-    }
-    await store.commit(changes);
-    await store.close();
+    const tickets = Array.from({ length: 40_000 }, (_, i) => ({
+      id: uuid(),
+      engineInput: engineInput({ players: [{ playerId: `p${i}`, mmr: (i % 1000) / 1000, latencies: { near: 10 } }] }),
+    }));
+    await seedTickets(dataDir, 'tick.many', tickets);
+    const ids = tickets.map((t) => t.id);
     const service = await startService({ queueDir, dataDir, env: { LOG_LEVEL: 'debug' }, startTimeoutMs: 90_000 });
     try {
       const firstTick = await pollUntil(async () => service.logs.find((l) => l.msg === 'tick'), (l) => l !== undefined, 60_000);

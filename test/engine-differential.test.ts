@@ -441,6 +441,28 @@ describe('edge cases: native and reference agree', () => {
     expect(reference.count).toBe(2);
   });
 
+  it('tickets with no acceptable host under any bound are set aside, so a crowd of them hides no one', async () => {
+    // 5,000 tickets at one skill whose only host is 500 ms away (the widest bound, after relaxation, is
+    // 200 ms), plus ticket 0 (oldest) and ticket n-1 with a 10 ms host; ticket 7 competes in no ruleset.
+    const n = 5_002;
+    const pool = emptyPoolArrays(n, 0, 1);
+    pool.partySize.fill(1);
+    pool.mmrMean.fill(0.5);
+    pool.arrivalMs.fill(NOW);
+    pool.arrivalMs[0] = NOW - 1;
+    pool.rulesetMask.fill(1);
+    pool.rulesetMask[7] = 0;
+    pool.latencyMs.fill(500);
+    pool.latencyMs[0] = 10;
+    pool.latencyMs[n - 1] = 10;
+    const params: QueueParams = {
+      ...soloParams(2, 1, Infinity),
+      rulesets: [{ teams: 2, teamSize: 1, maxSkillSpread: 1, maxTeamImbalance: Infinity, maxLatencyMs: 50, requireHost: true, relaxation: [{ afterWaitMs: 1_000, maxSkillSpread: 2, maxLatencyMs: 200 }] }],
+    };
+    const reference = await expectIdentical(new TickEngine(params), pool, params, NOW, 1);
+    expect(reference.matches.map((m) => m.tickets)).toEqual([[0, n - 1]]);
+  });
+
   it('a ticket exactly at the spread bound is inside the (slightly widened) skill window', async () => {
     // 0.55 - 0.1 = 0.45000000000000007 > 4.5 * 0.1, but 0.45000000000000007 / 0.1 <= 4.5.
     const pool = soloPool(2);

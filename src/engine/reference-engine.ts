@@ -377,6 +377,20 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
     written += c.sel.length;
   };
 
+  // ---- Tickets that can be in no match are used from the start: for every ruleset they compete in, it
+  // requires a host and none of theirs is within its widest latency bound. Seeds skip them and scans step
+  // over them without counting them as examined. ------------------------------------------------------------
+  const widest = rulesets.map((rs) => (rs.requireHost ? Math.max(rs.maxLatencyMs, ...rs.relaxation.map((s) => s.maxLatencyMs)) : undefined));
+  for (let p = 0; p < n; p++) {
+    let possible = false;
+    for (let r = 0; r < rulesets.length && !possible; r++) {
+      if (((rulesetMask[p]! >>> r) & 1) === 0) continue;
+      const bound = widest[r];
+      possible = bound === undefined || hostMask(p, bound) !== 0n;
+    }
+    if (!possible) markUsed(p);
+  }
+
   // ---- 3. Oldest first: each unused seed tries its rulesets in ascending index; the first match wins. ------
   for (const sp of seedOrder) {
     if (used[sp]) continue;

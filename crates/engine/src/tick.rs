@@ -746,15 +746,19 @@ pub(crate) fn run(
     }
     let mut matches = 0usize;
     let mut written = 0usize;
-    let mut used_since_compact = 0usize;
+    let (f, h) = (pool.filter_count, pool.host_count);
+    let w = lat_words(h);
+    let mut used_since_compact = mark_unmatchable(params, sorted, links, h, valid_rulesets);
+    if 2 * used_since_compact >= sorted.live && sorted.live >= 256 {
+        sorted.compact(links, 2 * f, w + 1);
+        used_since_compact = 0;
+    }
 
     // Seeds jump around in skill order, so their data is cold. Two-stage prefetch: the live
     // position of a far seed, then, if it is still unused, its neighbourhood in every stream.
     const FAR: usize = 16;
     const NEAR: usize = 6;
     const SPAN: usize = 16;
-    let (f, h) = (pool.filter_count, pool.host_count);
-    let w = lat_words(h);
     for k in 0..n {
         if let Some(&e) = sorted.by_age.get(k + FAR) {
             if !sorted.is_used(e as u32 as usize) {
@@ -819,6 +823,40 @@ pub(crate) fn run(
         }
     }
     matches
+}
+
+/// Marks used, before any seed, the tickets that can be in no match: for every ruleset they compete
+/// in, the ruleset requires a host and none of theirs is within its widest latency bound (relaxation
+/// only widens bounds, so no seed's bound is wider). Seeds skip them, and scans step over them
+/// without counting them against the examined-ticket cap, so a crowd of them cannot hide compatible
+/// tickets from each other. Answers how many there were.
+fn mark_unmatchable(params: &TickParams<'_>, s: &mut Sorted, links: &mut Links, h: usize, valid_rulesets: u32) -> usize {
+    let mut widest = [None; 32];
+    for (bound, rs) in widest.iter_mut().zip(params.rulesets) {
+        if rs.require_host {
+            let ms = rs.relaxation.last().map_or(rs.max_latency_ms, |step| step.max_latency_ms.max(rs.max_latency_ms));
+            *bound = Some(LatBound::new(ms, h));
+        }
+    }
+    let w = lat_words(h);
+    let mut marked = 0;
+    for p in 0..s.live {
+        let row = &s.rows[p * (w + 1)..(p + 1) * (w + 1)];
+        let mut mask = s.hot[p + 1].mask & valid_rulesets;
+        let mut possible = false;
+        while mask != 0 && !possible {
+            let r = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            possible = widest[r].as_ref().is_none_or(|bound: &LatBound| bound.host_mask(&row[1..]) != 0);
+        }
+        if !possible {
+            links.mark_used(p as u32);
+            let t = row[0] as usize;
+            s.used[t / 64] |= 1 << (t % 64);
+            marked += 1;
+        }
+    }
+    marked
 }
 
 /// Tries to build a match of ruleset `r` around the seed at live position `sp`, under the

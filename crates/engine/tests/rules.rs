@@ -159,6 +159,32 @@ fn require_host_blocks_matches_without_acceptable_host() {
 }
 
 #[test]
+fn tickets_without_any_acceptable_host_do_not_hide_the_others() {
+    // 10,000 tickets at the same skill whose only host is out of reach of every bound (relaxation
+    // included) sit between two that fit each other. Before they were set aside, each seed's scan
+    // spent its cap of examined tickets on them and the two never met.
+    let mut pool = Pool::new(vec![], 1);
+    let a = pool.add(1, 0.5, NOW - 1.0, 1);
+    for _ in 0..10_000 {
+        let far = pool.add(1, 0.5, NOW, 1);
+        pool.set_latency(far, &[500]);
+    }
+    let b = pool.add(1, 0.5, NOW, 1);
+    pool.set_latency(a, &[10]);
+    pool.set_latency(b, &[10]);
+    let steps = [RelaxationStep { after_wait_ms: 1_000.0, max_skill_spread: f64::INFINITY, max_latency_ms: 200 }];
+    let mut rs = [ruleset(2, 1)];
+    rs[0].max_latency_ms = 50;
+    rs[0].require_host = true;
+    rs[0].relaxation = &steps;
+    let p = params(&pool, &rs, NOW, 1);
+    let m = run(&pool, &p);
+    assert_eq!(m.len(), 1);
+    assert_eq!(m[0].sorted_tickets(), vec![a as u32, b as u32]);
+    check_invariants(&pool, &p, &m).unwrap();
+}
+
+#[test]
 fn require_host_with_no_hosts_forms_nothing() {
     let mut pool = Pool::new(vec![], 0);
     pool.add(1, 0.5, NOW, 1);

@@ -166,11 +166,16 @@ export class QueueRuntime {
     this.pool = pool;
     this.filling = pool;
     const startedMs = Date.now();
-    await timeSliced(tickets.length, (i) => {
-      if (this.pool !== pool || this.state !== 'running') return false;
-      const { ticketId, position, ticket } = tickets[i]!;
-      if (this.active.get(ticketId) === position) this.insertStored(pool, { ticketId, ticket: ticket ?? this.ticketBytes(ticketId, position) });
-    });
+    try {
+      await timeSliced(tickets.length, (i) => {
+        if (this.pool !== pool || this.state !== 'running') return false;
+        const { ticketId, position, ticket } = tickets[i]!;
+        if (this.active.get(ticketId) === position) this.insertStored(pool, { ticketId, ticket: ticket ?? this.ticketBytes(ticketId, position) });
+      });
+    } catch (err) {
+      // A ticket whose record cannot be read: the engine runs on the rows built so far rather than never.
+      this.log.error({ queue: this.queueId, err }, 'pool rebuild stopped early: a stored ticket could not be read');
+    }
     if (this.filling !== pool) return;
     this.filling = undefined;
     if (tickets.length > 0) this.log.info({ queue: this.queueId, tickets: tickets.length, ms: Date.now() - startedMs }, done);

@@ -826,8 +826,9 @@ pub(crate) fn run(
 }
 
 /// Marks used, before any seed, the tickets that can be in no match: for every ruleset they compete
-/// in, the ruleset requires a host and none of theirs is within its widest latency bound (relaxation
-/// only widens bounds, so no seed's bound is wider). Seeds skip them, and scans step over them
+/// in (vacuously so for a ticket in none of the queue's), the ruleset requires a host and none of
+/// theirs is within its widest latency bound (relaxation only widens bounds, so no seed's bound is
+/// wider). Seeds skip them, and scans step over them
 /// without counting them against the examined-ticket cap, so a crowd of them cannot hide compatible
 /// tickets from each other. Answers how many there were.
 fn mark_unmatchable(params: &TickParams<'_>, s: &mut Sorted, links: &mut Links, h: usize, valid_rulesets: u32) -> usize {

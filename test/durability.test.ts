@@ -2,7 +2,7 @@
 import { open } from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../src/store/lmdb-store.js';
-import { pollUntil } from './support/queues.js';
+import { duelQueue, pollUntil } from './support/queues.js';
 import { alike, seedTickets } from './support/seed.js';
 import { grpcTransport, httpRequest, httpTransport } from './support/transports.js';
 import { engineInput, party, uuid } from './support/fixtures.js';
@@ -127,21 +127,9 @@ describe('kill -9 and restart', () => {
     const queueDir = tempDir('queues');
     const dataDir = tempDir('data');
     dirs.push(queueDir, dataDir);
-    writeQueues(queueDir, {
-      'restore.duel': `
-config:
-  tick_interval_ms: 50
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-      require_host: true
-      max_latency_ms: 80
-`,
-    });
-    // 100k tickets that never match (their only host is 500 ms away; far from the others in skill, so
-    // they do not fill the others' candidate scans), then two that match each other, last, so their rows
-    // are built in the restore's last chunk.
+    writeQueues(queueDir, { 'restore.duel': duelQueue(50, 80) });
+    // 100k tickets that never match (their only host is 500 ms away), then two that match each other,
+    // last, so their rows are built in the restore's last slice.
     const far = engineInput({ players: [{ playerId: 'far', mmr: 0.9, latencies: { near: 500 } }] });
     const near = engineInput({ players: [{ playerId: 'near', mmr: 0.1, latencies: { near: 10 } }] });
     const background = 100_000;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
 import { engineInput, uuid } from './support/fixtures.js';
-import { pollUntil } from './support/queues.js';
+import { duelQueue, pollUntil } from './support/queues.js';
 import { alike, seedTickets } from './support/seed.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 
@@ -87,19 +87,10 @@ describe('a hot reload of a large pool', () => {
   it('rebuilds the pool in slices while answering requests, then matches under the new configuration', { timeout: 120_000 }, async () => {
     const queueDir = tempDir('queues');
     const dataDir = tempDir('data');
-    const big = (maxLatencyMs: number) => `
-config:
-  tick_interval_ms: 50
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-      require_host: true
-      max_latency_ms: ${maxLatencyMs}
-`;
+    const big = (maxLatencyMs: number) => duelQueue(50, maxLatencyMs);
     writeQueues(queueDir, { 'hot.big': big(5) });
-    // 100,000 tickets that never match (host 500 ms away, far in skill from the rest), and b, whose 10 ms
-    // host is over the first configuration's 5 ms bound.
+    // 100,000 tickets that never match (host 500 ms away), and b, whose 10 ms host is over the first
+    // configuration's 5 ms bound.
     const far = engineInput({ players: [{ playerId: 'far', mmr: 0.9, latencies: { near: 500 } }] });
     const near = engineInput({ players: [{ playerId: 'near', mmr: 0.1, latencies: { near: 10 } }] });
     const [b, c, e] = [uuid(), uuid(), uuid()];

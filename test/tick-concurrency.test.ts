@@ -12,21 +12,12 @@ import { QueueRuntime } from '../src/queue/queue-runtime.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
 import type { Store, StoreChange } from '../src/store/store.js';
 import { engineInput, uuid } from './support/fixtures.js';
-import { pollUntil } from './support/queues.js';
+import { duelQueue, pollUntil } from './support/queues.js';
 import { alike, seedTickets } from './support/seed.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
 
-const QUEUE = `
-config:
-  tick_interval_ms: 10
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-      require_host: true
-      max_latency_ms: 80
-`;
+const QUEUE = duelQueue(10, 80);
 const BACKGROUND = 200_000;
 
 let service: TestService;
@@ -93,7 +84,7 @@ describe('a ticket matched before its own commit is durable', () => {
         return done;
       },
     });
-    const config = queueFileSchema.parse(parse(QUEUE.replace('require_host: true', 'require_host: false'))).config;
+    const config = queueFileSchema.parse(parse(duelQueue(10))).config;
     const runtime = new QueueRuntime('tick.held', config, store, createLogger('silent'));
     runtime.start();
     try {
@@ -123,7 +114,7 @@ describe('a tick that forms many matches', () => {
   it('resolves every one of them, across many time slices, each ticket in exactly one match', { timeout: 120_000 }, async () => {
     const queueDir = tempDir('queues');
     const dataDir = tempDir('data');
-    writeQueues(queueDir, { 'tick.many': QUEUE.replace('tick_interval_ms: 10', 'tick_interval_ms: 200') });
+    writeQueues(queueDir, { 'tick.many': duelQueue(200, 80) });
     // 40,000 tickets that all fit 1v1 matches: the first tick after the restart forms 20,000 of them.
     const tickets = Array.from({ length: 40_000 }, (_, i) => ({
       id: uuid(),

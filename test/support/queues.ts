@@ -1,4 +1,4 @@
-// Helpers for the error tests: queue files with small limits or several rulesets, polling, raw gRPC calls
+// Helpers for the tests: queue files (1v1, small limits, several rulesets), polling, raw gRPC calls
 // (bytes in, status out), the gRPC health check, and engine inputs of an exact serialized size.
 import { create, toBinary } from '@bufbuild/protobuf';
 import { credentials, makeGenericClientConstructor, Metadata, type Client, type ServiceError as GrpcError } from '@grpc/grpc-js';
@@ -6,6 +6,19 @@ import { service as healthService } from 'grpc-health-check';
 import { EngineInputSchema } from '../../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { httpRequest, type HttpResult } from './transports.js';
 import type { TestService } from './service.js';
+
+/** A 1v1 queue file (ruleset "duel"); with `hostWithinMs`, a match needs a host that close to both players. */
+export function duelQueue(tickIntervalMs: number, hostWithinMs?: number): string {
+  const host = hostWithinMs === undefined ? '' : `      require_host: true\n      max_latency_ms: ${hostWithinMs}\n`;
+  return `
+config:
+  tick_interval_ms: ${tickIntervalMs}
+  rulesets:
+    - id: duel
+      teams: 2
+      team_size: 1
+${host}`;
+}
 
 /** A queue with one 2x5 ruleset and 64-byte limits on engine_input and metadata. */
 export const SMALL_LIMITS_QUEUE = `

@@ -1,40 +1,13 @@
 //! Tick timing on seeded synthetic pools: 2x5, parties of 1..=5, 3 filters, 8 hosts.
 //! Run with `cargo bench -p matchmaker-engine`. Plain `Instant`, no harness.
 
-use matchmaker_engine::{
-    run_tick, FilterMode, MatchOutput, OutputCapacity, PoolColumns, RelaxationStep, Ruleset, TickParams, Workspace,
-};
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::{Pool, Rng};
+use matchmaker_engine::{run_tick, FilterMode, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams, Workspace};
 use std::hint::black_box;
 use std::time::Instant;
-
-/// SplitMix64: small, seeded, good enough for synthetic pools.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
-
-struct Pool {
-    party_size: Vec<u8>,
-    mmr_mean: Vec<f64>,
-    arrival_ms: Vec<f64>,
-    ruleset_mask: Vec<u32>,
-    attr_values: Vec<u64>,
-    attr_accepts: Vec<u64>,
-    latency_ms: Vec<u16>,
-}
 
 const F: usize = 3;
 const H: usize = 8;
@@ -42,6 +15,7 @@ const NOW: f64 = 1_700_000_000_000.0;
 
 fn generate(n: usize, seed: u64) -> Pool {
     let mut rng = Rng(seed);
+    let filters = vec![FilterMode::Overlap, FilterMode::Containment, FilterMode::Overlap];
     let mut p = Pool {
         party_size: Vec::with_capacity(n),
         mmr_mean: Vec::with_capacity(n),
@@ -50,6 +24,7 @@ fn generate(n: usize, seed: u64) -> Pool {
         attr_values: Vec::with_capacity(n * F),
         attr_accepts: Vec::with_capacity(n * F),
         latency_ms: Vec::with_capacity(n * H),
+        ..Pool::new(filters, H)
     };
     for _ in 0..n {
         // Mostly solos, some full stacks.
@@ -126,17 +101,7 @@ fn main() {
 
     for &(n, iters) in &[(10_000usize, 50usize), (100_000, 20), (1_000_000, 5)] {
         let p = generate(n, 7);
-        let pool = PoolColumns {
-            party_size: &p.party_size,
-            mmr_mean: &p.mmr_mean,
-            arrival_ms: &p.arrival_ms,
-            ruleset_mask: &p.ruleset_mask,
-            attr_values: &p.attr_values,
-            attr_accepts: &p.attr_accepts,
-            latency_ms: &p.latency_ms,
-            filter_count: F,
-            host_count: H,
-        };
+        let pool = p.columns();
         let mut ws = Workspace::with_capacity(n, F, H);
         let mut out = MatchOutput::with_capacity(OutputCapacity::for_pool(n, F, H));
         // Warm-up tick: grows the workspace to steady state.

@@ -4,57 +4,10 @@
 //!
 //! To print the current hashes: `cargo test -p matchmaker-engine --test golden -- --nocapture`.
 
-use matchmaker_engine::{
-    run_tick, FilterMode, MatchOutput, OutputCapacity, PoolColumns, RelaxationStep, Ruleset, TickParams, Workspace,
-};
+mod common;
 
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
-
-#[derive(Default)]
-struct Pool {
-    party_size: Vec<u8>,
-    mmr_mean: Vec<f64>,
-    arrival_ms: Vec<f64>,
-    ruleset_mask: Vec<u32>,
-    attr_values: Vec<u64>,
-    attr_accepts: Vec<u64>,
-    latency_ms: Vec<u16>,
-    filters: Vec<FilterMode>,
-    hosts: usize,
-}
-
-impl Pool {
-    fn columns(&self) -> PoolColumns<'_> {
-        PoolColumns {
-            party_size: &self.party_size,
-            mmr_mean: &self.mmr_mean,
-            arrival_ms: &self.arrival_ms,
-            ruleset_mask: &self.ruleset_mask,
-            attr_values: &self.attr_values,
-            attr_accepts: &self.attr_accepts,
-            latency_ms: &self.latency_ms,
-            filter_count: self.filters.len(),
-            host_count: self.hosts,
-        }
-    }
-}
+use common::{Pool, Rng};
+use matchmaker_engine::{run_tick, FilterMode, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams, Workspace};
 
 const NOW: f64 = 1_700_000_000_000.0;
 
@@ -62,7 +15,7 @@ const NOW: f64 = 1_700_000_000_000.0;
 /// Arrivals are whole milliseconds so equal arrivals (seed tie-breaks) occur.
 fn generate(n: usize, seed: u64, filters: &[FilterMode], hosts: usize, max_party: u64, masks: &[u32]) -> Pool {
     let mut rng = Rng(seed);
-    let mut p = Pool { filters: filters.to_vec(), hosts, ..Pool::default() };
+    let mut p = Pool::new(filters.to_vec(), hosts);
     for _ in 0..n {
         p.party_size.push(1 + rng.below(max_party) as u8);
         p.mmr_mean.push((rng.unit() + rng.unit() + rng.unit()) / 3.0);
@@ -95,7 +48,7 @@ fn generate(n: usize, seed: u64, filters: &[FilterMode], hosts: usize, max_party
 fn run_hash(pool: &Pool, params: &TickParams<'_>) -> (usize, u64) {
     let f = pool.filters.len();
     let mut ws = Workspace::new();
-    let mut out = MatchOutput::with_capacity(OutputCapacity::for_pool(pool.party_size.len(), f, pool.hosts));
+    let mut out = MatchOutput::with_capacity(OutputCapacity::for_pool(pool.len(), f, pool.host_count));
     let count = run_tick(&pool.columns(), params, &mut ws, &mut out.buffers()).expect("valid input");
     // A reused workspace must give the same result.
     let again = run_tick(&pool.columns(), params, &mut ws, &mut out.buffers()).expect("valid input");

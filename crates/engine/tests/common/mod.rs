@@ -1,9 +1,29 @@
-//! Shared test helpers: an owned pool, a decoded match, and an independent invariant checker.
+//! Shared test helpers (also used by `benches/tick.rs`): an owned pool, a seeded generator, a decoded
+//! match, and an independent invariant checker.
 #![allow(dead_code)]
 
 use matchmaker_engine::{
     run_tick, EngineError, FilterMode, MatchOutput, OutputCapacity, PoolColumns, Ruleset, TickParams, Workspace, NO_HOST,
 };
+
+/// SplitMix64: small and seeded, for generated pools.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
 
 /// Owned ticket columns; `add` appends one ticket with "unspecified" attributes and latency 0.
 #[derive(Clone, Debug, Default)]

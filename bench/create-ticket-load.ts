@@ -19,6 +19,7 @@
 // 1..5 players, mmr, latencies to a few hosts, the eu.ranked attribute filters), so the client spends its
 // CPU on gRPC, not on building fixtures.
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -154,6 +155,46 @@ export function realisticEngineInput(rand: () => number = Math.random, unmatchab
 export function engineInputPool(size: number, seed = 42, unmatchable = false): Uint8Array[] {
   const rand = prng(seed);
   return Array.from({ length: Math.max(1, size) }, () => realisticEngineInput(rand, unmatchable));
+}
+
+/** The ticket id written into request templates, for the native generator to overwrite (bench/loadgen). */
+export const TEMPLATE_ID_PLACEHOLDER = '00000000-0000-4000-8000-000000000000';
+
+export interface TemplateOptions {
+  queueId: string;
+  inputs: LoadOptions['inputs'];
+  /** Number of templates (one per pooled engine input). */
+  inputPool: number;
+}
+
+/**
+ * The requests of runLoad (same fields, same input pool) as templates for the native load generator
+ * (bench/loadgen): u32 LE count, then per template u32 LE byte length, u32 LE offset of the 36-byte ticket
+ * id inside the bytes, and the serialized CreateTicketRequest whose id is TEMPLATE_ID_PLACEHOLDER.
+ */
+export function encodeRequestTemplates(options: TemplateOptions): Buffer {
+  const placeholder = Buffer.from(TEMPLATE_ID_PLACEHOLDER, 'ascii');
+  const parts: Buffer[] = [];
+  const count = Buffer.alloc(4);
+  const inputs = engineInputPool(options.inputPool, 42, options.inputs === 'unmatchable');
+  count.writeUInt32LE(inputs.length);
+  parts.push(count);
+  for (const engineInput of inputs) {
+    const bytes = Buffer.from(
+      toBinary(CreateTicketRequestSchema, create(CreateTicketRequestSchema, { ticket: { id: TEMPLATE_ID_PLACEHOLDER, queueId: options.queueId, engineInput } })),
+    );
+    const offset = bytes.indexOf(placeholder);
+    if (offset < 0 || bytes.indexOf(placeholder, offset + 1) >= 0) throw new Error('request template: the id placeholder is not in the encoded request exactly once');
+    const header = Buffer.alloc(8);
+    header.writeUInt32LE(bytes.length, 0);
+    header.writeUInt32LE(offset, 4);
+    parts.push(header, bytes);
+  }
+  return Buffer.concat(parts);
+}
+
+export function writeRequestTemplates(file: string, options: TemplateOptions): void {
+  writeFileSync(file, encodeRequestTemplates(options));
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -20,16 +20,26 @@ import { CreateTicketRequestSchema } from '../src/gen/matchmaker/core/v1/service
 import { createLogger } from '../src/log.js';
 import { QueueRegistry } from '../src/queue/queue-registry.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
+import type { StoreChange, StoredTicket, TicketRef } from '../src/store/store.js';
 import { engineInputPool } from './create-ticket-load.js';
 
 /**
- * A store that keeps nothing: commits are free, so the core's own CPU cost is what is measured. A Proxy,
- * so methods added to the Store interface later answer `undefined` rather than break this file.
+ * A store that writes nothing to disk: commits are free, so the core's own CPU cost is what is measured. It
+ * keeps ticket records in memory, since a tick reads the matched tickets back. A Proxy, so methods added to
+ * the Store interface later answer `undefined` rather than break this file.
  */
 function nullStore(): unknown {
+  const tickets = new Map<string, StoredTicket>();
   const known: Record<string, unknown> = {
     producerId: 'bench',
-    commit: () => Promise.resolve(),
+    commit: (changes: StoreChange[]) => {
+      for (const c of changes) {
+        if (c.type === 'ticket.put') tickets.set(`${c.ticket.queueId}/${c.ticket.position}`, c.ticket);
+        else if (c.type === 'ticket.delete') tickets.delete(`${c.ref.queueId}/${c.ref.position}`);
+      }
+      return Promise.resolve();
+    },
+    readTicket: (ref: TicketRef) => tickets.get(`${ref.queueId}/${ref.position}`),
     whenDurable: () => Promise.resolve(),
     loadQueue: () => ({ tickets: [], backfills: [] }),
     storedQueueIds: () => [],

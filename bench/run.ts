@@ -7,13 +7,20 @@
 //      queues/) -> target: real throughput >= 80% of bare
 //   3. fixed rate 3,000 CreateTicket/s against a fresh real service -> target: p99 < 10 ms
 //
-// Every server is a child process; the load generator runs in this process. Settings from the environment:
+// Steps 1-3 run once per load generator (BENCH_CLIENT): the Node one (create-ticket-load.ts, in this
+// process; it costs ~130-200 us of CPU per request on the server's 2 cores and stalls for tens of ms, so its
+// p99 has a floor of ~20 ms even against the bare server) and the native one (bench/loadgen, Rust, a child
+// process on one thread, built on first use by native-load.ts; its p99 is about the server). Phases are
+// labelled with their client, e.g. "bare server, closed loop [native client]".
+//
+// Every server is a child process. Settings from the environment:
 //   BENCH_DURATION_SECS (10)  measured seconds per phase     BENCH_WARMUP_SECS (2)  warm-up per phase
 //   BENCH_CONCURRENCY (64)    BENCH_CONNECTIONS (4)          BENCH_RATE (3000)      BENCH_MAX_IN_FLIGHT (512)
 //   BENCH_QUEUE (eu.ranked)   BENCH_MICRO (1; 0 skips it)    BENCH_JSON_OUT (file for the raw results)
 //   BENCH_CONTROL (1; 0 skips the control phase: the fixed rate against the bare server)
 //   BENCH_INPUTS (realistic: the service's ticks match about half the tickets; unmatchable: none ever match)
 //   BENCH_CPU_PROF (a directory: the real service runs with --cpu-prof and writes its profiles there)
+//   BENCH_CLIENT (both: node, then native; node: only create-ticket-load.ts; native: only bench/loadgen)
 // Exits non-zero only when something crashes; missed targets are printed as MISS.
 import { execFileSync } from 'node:child_process';
 import { spawnServer, type Child } from './child-process.js';
@@ -21,8 +28,9 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
-import { formatResult, runLoad, type LoadOptions, type LoadResult } from './create-ticket-load.js';
+import { formatResult, runLoad, type LoadHooks, type LoadOptions, type LoadResult } from './create-ticket-load.js';
 import { runMicro, type MicroRow } from './micro.js';
+import { ensureLoadgenBuilt, runNativeLoad } from './native-load.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'dist/src/cli.js');
@@ -37,6 +45,17 @@ function envNumber(name: string, fallback: number): number {
   return n;
 }
 
+type ClientKind = 'node' | 'native';
+
+function envClients(): ClientKind[] {
+  const raw = process.env.BENCH_CLIENT || 'both';
+  if (raw === 'both') return ['node', 'native'];
+  if (raw === 'node' || raw === 'native') return [raw];
+  throw new Error(`BENCH_CLIENT must be node, native or both, got "${raw}"`);
+}
+
+const LOAD: Record<ClientKind, (partial: Partial<LoadOptions>, hooks: LoadHooks) => Promise<LoadResult>> = { node: runLoad, native: runNativeLoad };
+
 const settings = {
   durationSecs: envNumber('BENCH_DURATION_SECS', 10),
   warmupSecs: envNumber('BENCH_WARMUP_SECS', 2),
@@ -50,6 +69,7 @@ const settings = {
   control: process.env.BENCH_CONTROL !== '0',
   jsonOut: process.env.BENCH_JSON_OUT || undefined,
   cpuProfDir: process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined,
+  clients: envClients(),
 };
 
 const TARGET_RATIO = 0.8;
@@ -111,6 +131,8 @@ function diskBusy(start: Map<string, number> | undefined, end: Map<string, numbe
 
 interface Phase {
   name: string;
+  /** The load generator: create-ticket-load.ts in this process, or bench/loadgen. */
+  client: ClientKind;
   result: LoadResult;
   /** Server process CPU over the measured window, fraction of one core. */
   serverCpu: number | undefined;
@@ -123,7 +145,8 @@ interface Phase {
   note?: string;
 }
 
-async function loadPhase(name: string, server: Child, options: Partial<LoadOptions>): Promise<Phase> {
+async function loadPhase(client: ClientKind, phaseName: string, server: Child, options: Partial<LoadOptions>): Promise<Phase> {
+  const name = `${phaseName} [${client} client]`;
   let cpuStart: number | undefined;
   let cpuEnd: number | undefined;
   let mainStart: number | undefined;
@@ -133,7 +156,7 @@ async function loadPhase(name: string, server: Child, options: Partial<LoadOptio
   let diskStart: Map<string, number> | undefined;
   let diskEnd: Map<string, number> | undefined;
   const pid = server.process.pid;
-  const result = await runLoad(
+  const result = await LOAD[client](
     {
       target: `127.0.0.1:${server.port}`,
       queueId: settings.queueId,
@@ -162,7 +185,7 @@ async function loadPhase(name: string, server: Child, options: Partial<LoadOptio
   const otherCpu =
     busyStart !== undefined && busyEnd !== undefined && serverCpu !== undefined ? Math.max(0, (busyEnd - busyStart) / secs - serverCpu - result.clientCpu) : undefined;
   const serverMainCpu = mainStart !== undefined && mainEnd !== undefined ? (mainEnd - mainStart) / secs : undefined;
-  const phase: Phase = { name, result, serverCpu, serverMainCpu, otherCpu, diskBusy: diskBusy(diskStart, diskEnd, secs) };
+  const phase: Phase = { name, client, result, serverCpu, serverMainCpu, otherCpu, diskBusy: diskBusy(diskStart, diskEnd, secs) };
   console.log(formatResult(name, result));
   console.log(`  server cpu ${pct(serverCpu)} of a core (main thread ${pct(serverMainCpu)}; ${perReq(serverCpu, result.throughput)} us per ok request); other processes on the machine ${pct(otherCpu)} of a core; disk busy ${pct(phase.diskBusy)}`);
   return phase;
@@ -228,6 +251,50 @@ const pct = (x: number | undefined) => (x === undefined ? 'n/a' : `${(x * 100).t
 /** CPU microseconds per ok request, from a CPU fraction (of one core) and a rate. */
 const perReq = (cpu: number | undefined, perSec: number) => (cpu === undefined || perSec <= 0 ? 'n/a' : ((cpu / perSec) * 1e6).toFixed(0));
 
+interface ClientRun {
+  client: ClientKind;
+  bare: Phase;
+  bareFixed: Phase | undefined;
+  real: Phase;
+  fixed: Phase;
+}
+
+/** Steps 1-3 with one load generator. */
+async function runClient(client: ClientKind): Promise<ClientRun> {
+  const closed: Partial<LoadOptions> = { mode: 'closed', concurrency: settings.concurrency, connections: settings.connections };
+  const fixed: Partial<LoadOptions> = { mode: 'fixed', rate: settings.rate, maxInFlight: settings.maxInFlight, connections: settings.connections };
+
+  // (a) bare vs real, closed loop. The bare server also gets the fixed rate, as a control: what p99 this
+  // machine and this client can show at all, with a server that does nothing.
+  const bare = await spawnServer('bare server', [BARE], {});
+  let barePhase: Phase;
+  let bareFixedPhase: Phase | undefined;
+  try {
+    barePhase = await loadPhase(client, 'bare server, closed loop', bare, closed);
+    if (settings.control) {
+      console.log();
+      bareFixedPhase = await loadPhase(client, 'bare server, fixed rate (control)', bare, fixed);
+    }
+  } finally {
+    await bare.stop();
+  }
+  const bareStats = bare.lines.find((l) => l.msg === 'stopped');
+  if (bareStats) {
+    const phaseCount = bareFixedPhase ? 2 : 1;
+    barePhase.note = `bare server saw ${String(bareStats.connections)} TCP connection(s) over ${phaseCount} phase(s) of ${settings.connections} connection(s) each`;
+    console.log(`  ${barePhase.note}`);
+  }
+  console.log();
+
+  const realPhase = await withRealService(`closed-${client}`, (s) => loadPhase(client, 'real service, closed loop', s, closed));
+  console.log();
+
+  // (b) fixed rate against a fresh real service
+  const fixedPhase = await withRealService(`fixed-${client}`, (s) => loadPhase(client, 'real service, fixed rate', s, fixed));
+  console.log();
+  return { client, bare: barePhase, bareFixed: bareFixedPhase, real: realPhase, fixed: fixedPhase };
+}
+
 async function main(): Promise<void> {
   const started = new Date();
   const info = machine();
@@ -259,42 +326,13 @@ async function main(): Promise<void> {
     console.log();
   }
 
-  const closed: Partial<LoadOptions> = { mode: 'closed', concurrency: settings.concurrency, connections: settings.connections };
-  const fixed: Partial<LoadOptions> = { mode: 'fixed', rate: settings.rate, maxInFlight: settings.maxInFlight, connections: settings.connections };
+  if (settings.clients.includes('native')) ensureLoadgenBuilt(); // before any server runs: cargo is heavy
 
-  // (a) bare vs real, closed loop. The bare server also gets the fixed rate, as a control: what p99 this
-  // machine and this client can show at all, with a server that does nothing.
-  const bare = await spawnServer('bare server', [BARE], {});
-  let barePhase: Phase;
-  let bareFixedPhase: Phase | undefined;
-  try {
-    barePhase = await loadPhase('bare server, closed loop', bare, closed);
-    if (settings.control) {
-      console.log();
-      bareFixedPhase = await loadPhase('bare server, fixed rate (control)', bare, fixed);
-    }
-  } finally {
-    await bare.stop();
-  }
-  const bareStats = bare.lines.find((l) => l.msg === 'stopped');
-  if (bareStats) {
-    const phaseCount = bareFixedPhase ? 2 : 1;
-    barePhase.note = `bare server saw ${String(bareStats.connections)} TCP connection(s) over ${phaseCount} phase(s) of ${settings.connections} connection(s) each`;
-    console.log(`  ${barePhase.note}`);
-  }
-  console.log();
-
-  const realPhase = await withRealService('closed', (s) => loadPhase('real service, closed loop', s, closed));
-  console.log();
-
-  // (b) fixed rate against a fresh real service
-  const fixedPhase = await withRealService('fixed', (s) =>
-    loadPhase('real service, fixed rate', s, fixed),
-  );
-  console.log();
+  const runs: ClientRun[] = [];
+  for (const client of settings.clients) runs.push(await runClient(client));
 
   // Summary
-  const phases = [barePhase, ...(bareFixedPhase ? [bareFixedPhase] : []), realPhase, fixedPhase];
+  const phases = runs.flatMap((r) => [r.bare, ...(r.bareFixed ? [r.bareFixed] : []), r.real, r.fixed]);
   const errorText = (r: LoadResult) => {
     const e = Object.entries(r.errors);
     return e.length === 0 ? '0' : e.map(([k, v]) => `${k}=${v}`).join(' ');
@@ -310,33 +348,35 @@ async function main(): Promise<void> {
       }),
     ),
   );
-  const ratio = realPhase.result.throughput / barePhase.result.throughput;
-  const fixedP99 = fixedPhase.result.latencyMs.p99;
-  // The fixed-rate target only counts if the rate was actually offered and answered.
-  const fixedClean = Object.keys(fixedPhase.result.errors).length === 0 && fixedPhase.result.unsent === 0;
-  console.log();
-  console.log(
-    table(
-      ['target', 'measured', 'result'],
+  const ratios: Partial<Record<ClientKind, number>> = {};
+  const targetRows = runs.flatMap(({ client, bare, real, fixed }) => {
+    const ratio = real.result.throughput / bare.result.throughput;
+    ratios[client] = ratio;
+    const fixedP99 = fixed.result.latencyMs.p99;
+    // The fixed-rate target only counts if the rate was actually offered and answered.
+    const fixedClean = Object.keys(fixed.result.errors).length === 0 && fixed.result.unsent === 0;
+    return [
       [
-        [
-          `real >= ${TARGET_RATIO * 100}% of bare (closed loop, ${settings.concurrency} in flight / ${settings.connections} conns)`,
-          `${realPhase.result.throughput.toFixed(0)} / ${barePhase.result.throughput.toFixed(0)} ok/s = ${(ratio * 100).toFixed(1)}%`,
-          ratio >= TARGET_RATIO ? 'PASS' : 'MISS',
-        ],
-        [
-          `p99 < ${TARGET_P99_MS} ms at ${settings.rate} CreateTicket/s`,
-          `p50 ${ms(fixedPhase.result.latencyMs.p50)} ms, p99 ${ms(fixedP99)} ms` + (fixedClean ? '' : ` (errors ${errorText(fixedPhase.result)}, unsent ${fixedPhase.result.unsent})`),
-          fixedP99 < TARGET_P99_MS && fixedClean ? 'PASS' : 'MISS',
-        ],
+        `real >= ${TARGET_RATIO * 100}% of bare (closed loop, ${settings.concurrency} in flight / ${settings.connections} conns) [${client} client]`,
+        `${real.result.throughput.toFixed(0)} / ${bare.result.throughput.toFixed(0)} ok/s = ${(ratio * 100).toFixed(1)}%`,
+        ratio >= TARGET_RATIO ? 'PASS' : 'MISS',
       ],
-    ),
-  );
+      [
+        `p99 < ${TARGET_P99_MS} ms at ${settings.rate} CreateTicket/s [${client} client]`,
+        `p50 ${ms(fixed.result.latencyMs.p50)} ms, p99 ${ms(fixedP99)} ms` + (fixedClean ? '' : ` (errors ${errorText(fixed.result)}, unsent ${fixed.result.unsent})`),
+        fixedP99 < TARGET_P99_MS && fixedClean ? 'PASS' : 'MISS',
+      ],
+    ];
+  });
+  // `ratio`: the first client's (node's when it ran), as in earlier results files; `ratios`: by client.
+  const ratio = ratios[settings.clients[0]!];
+  console.log();
+  console.log(table(['target', 'measured', 'result'], targetRows));
 
   if (settings.jsonOut) {
     writeFileSync(
       settings.jsonOut,
-      JSON.stringify({ started: started.toISOString(), machine: info, build, settings, micro, phases, ratio }, null, 2),
+      JSON.stringify({ started: started.toISOString(), machine: info, build, settings, micro, phases, ratio, ratios }, null, 2),
     );
     console.log(`\nraw results written to ${settings.jsonOut}`);
   }

@@ -1,8 +1,12 @@
 // Tickets created through the API turn into match.created outcomes with a correct EngineOutput.
-import { fromBinary } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { MatchSchema, TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { EngineOutputSchema } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
-import { engineInput, uuid } from './support/fixtures.js';
+import { MatchCreatedSchema, OutcomeSchema } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { encodeMatchCreated, withProducer } from '../src/outcomes/outcome-encoding.js';
+import { engineInput, ticketArb, timestampArb, uuid } from './support/fixtures.js';
 import { pollUntil } from './support/queues.js';
 import { useService } from './support/service.js';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
@@ -152,5 +156,33 @@ describe('matching', () => {
     expect(new Set(matchedIds).size).toBe(matchedIds.length);
     for (const id of cancelled) expect(matchedIds).not.toContain(id);
     api.close();
+  });
+});
+
+describe('the match.created outcome as recorded', () => {
+  it('decodes to the same Outcome as one encoded whole, with the tickets as stored', () => {
+    const matchArb = fc.record({
+      id: fc.uuid(),
+      engineOutput: fc.uint8Array({ maxLength: 60 }),
+      createdAt: timestampArb,
+      rulesetId: fc.string({ maxLength: 8 }),
+    });
+    fc.assert(
+      fc.property(fc.string({ maxLength: 12 }), matchArb, fc.array(ticketArb, { maxLength: 6 }), fc.uuid(), fc.bigInt({ min: 1n, max: (1n << 64n) - 1n }), (queueId, match, tickets, producerId, sequence) => {
+        const ticketBytes = tickets.map((t) => toBinary(TicketSchema, create(TicketSchema, t)));
+        const recorded = fromBinary(OutcomeSchema, withProducer(encodeMatchCreated(queueId, create(MatchSchema, match), ticketBytes).bytes, producerId, sequence));
+        const whole = create(OutcomeSchema, {
+          id: recorded.id,
+          kind: 'match.created',
+          queueId,
+          occurredAt: recorded.occurredAt,
+          producerId,
+          producerSequence: sequence,
+          payload: { case: 'matchCreated', value: create(MatchCreatedSchema, { match: { ...match, tickets } }) },
+        });
+        expect(recorded).toEqual(fromBinary(OutcomeSchema, toBinary(OutcomeSchema, whole)));
+      }),
+      { numRuns: 200 },
+    );
   });
 });

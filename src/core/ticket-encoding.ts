@@ -13,6 +13,7 @@ import { CreateTicketRequestSchema } from '../gen/matchmaker/core/v1/service_pb.
 const REQUEST_TICKET = CreateTicketRequestSchema.field.ticket!.number;
 const TICKET_ID = TicketSchema.field.id!.number;
 const TICKET_CREATED_AT = TicketSchema.field.createdAt!.number;
+const TICKET_ENGINE_INPUT = TicketSchema.field.engineInput!.number;
 const SECONDS = TimestampSchema.field.seconds!.number;
 const NANOS = TimestampSchema.field.nanos!.number;
 
@@ -45,6 +46,18 @@ export function acknowledgedTicketBytes(ticket: Ticket, receivedId: string, requ
   if (ticket.id !== receivedId) writer.tag(TICKET_ID, WireType.LengthDelimited).string(ticket.id);
   writeTimestamp(writer.tag(TICKET_CREATED_AT, WireType.LengthDelimited).fork(), ticket.createdAt).join();
   return writer.finish();
+}
+
+/** A stored ticket's engine_input (undefined when absent; the last occurrence wins, as in decoding), without decoding the rest. */
+export function engineInputOf(ticket: Uint8Array): Uint8Array | undefined {
+  const reader = new BinaryReader(ticket);
+  let engineInput: Uint8Array | undefined;
+  while (reader.pos < reader.len) {
+    const [field, wireType] = reader.tag();
+    if (field === TICKET_ENGINE_INPUT && wireType === WireType.LengthDelimited) engineInput = reader.bytes();
+    else reader.skip(wireType, field);
+  }
+  return engineInput;
 }
 
 function writeTimestamp(writer: BinaryWriter, t: Timestamp): BinaryWriter {

@@ -3,13 +3,12 @@
 import { randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
-import type { Backfill, BackfillRequest, Match, Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
+import type { Backfill, BackfillRequest, Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import {
   BackfillCreatedSchema,
   BackfillRequestOrphanedSchema,
   BackfillRequestsExpiredSchema,
   BackfillRequestsRemovedSchema,
-  MatchCreatedSchema,
   TicketOrphanedSchema,
   TicketsExpiredSchema,
   OutcomeBatchSchema,
@@ -70,10 +69,6 @@ export function backfillRequestsRemoved(queueId: string, backfillIds: readonly s
       value: create(BackfillRequestsRemovedSchema, { backfillRequestIds: chunk, batch, reason }),
     }),
   );
-}
-
-export function matchCreated(queueId: string, match: Match): Outcome {
-  return newOutcome(queueId, { case: 'matchCreated', value: create(MatchCreatedSchema, { match }) });
 }
 
 export function ticketsExpired(queueId: string, ticketIds: readonly string[], chunkSize: number): Outcome[] {

@@ -6,10 +6,10 @@ export const WORK_SLICE_MS = 5;
 
 /**
  * Calls `each(0 .. count-1)` in order, yielding to the event loop whenever a slice has run `sliceMs`;
- * `endOfSlice` runs after each slice (e.g. to commit what the slice changed). `each` returning false stops
- * the work (after that slice's `endOfSlice`).
+ * `endOfSlice` runs after each slice, and the next slice waits for the promise it returns, if any (e.g. the
+ * commit of what the slice changed). `each` returning false stops the work (after that slice's `endOfSlice`).
  */
-export async function timeSliced(count: number, each: (i: number) => void | false, endOfSlice?: () => void, sliceMs = WORK_SLICE_MS): Promise<void> {
+export async function timeSliced(count: number, each: (i: number) => void | false, endOfSlice?: () => unknown, sliceMs = WORK_SLICE_MS): Promise<void> {
   let i = 0;
   let stopped = false;
   while (i < count && !stopped) {
@@ -17,6 +17,6 @@ export async function timeSliced(count: number, each: (i: number) => void | fals
     const until = performance.now() + sliceMs;
     do stopped = each(i++) === false;
     while (!stopped && i < count && performance.now() < until);
-    endOfSlice?.();
+    await endOfSlice?.();
   }
 }

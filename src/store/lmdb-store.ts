@@ -3,9 +3,10 @@
 // commit CreateTicket relies on: durability costs one flush per batch, not per ticket.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import { fromBinary } from '@bufbuild/protobuf';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { withProducer } from '../outcomes/outcome-encoding.js';
 import type { OutcomeQuery, ParkedDelivery, QueueSnapshot, Store, StoreChange, StoredBackfill, StoredTicket, TicketRef } from './store.js';
 import { decodeResolution, decodeTicketRecord, encodeResolution, encodeTicketRecord } from './ticket-record.js';
 
@@ -84,29 +85,29 @@ export class LmdbStore implements Store {
   }
 
   commit(changes: readonly StoreChange[]): Promise<void> {
-    // One ticket or request change (CreateTicket, CancelTicket): a plain write, which lmdb batches with the
-    // others of this event turn and runs on its writer thread. A transaction callback would run on the main
-    // thread. Order is kept: puts and transaction callbacks are applied in call order.
-    const single = changes.length === 1 ? this.direct(changes[0]!) : undefined;
-    if (single) {
-      return single.then(
-        () => undefined,
-        (err: unknown) => {
-          this.options.onFatal(err);
-          throw err;
-        },
-      );
+    // Delivery changes keep their other fields (read, then written): a transaction callback, so the read
+    // sees every earlier write.
+    if (changes.some((c) => c.type === 'delivery.advance' || c.type === 'delivery.park')) {
+      return this.settle(this.root.transaction(() => changes.forEach((c) => this.write(c))), undefined, 0n);
     }
-    const done = this.root.transaction(() => {
-      // Runs inside the batched write transaction, in call order: sequences are assigned in commit order.
-      for (const change of changes) this.apply(change);
-      return this.nextSequence - 1n;
-    });
-    const outcomeQueues = new Set(changes.flatMap((c) => (c.type === 'outcome.record' ? [c.outcome.queueId] : [])));
+    // Everything else is written now, as plain writes: lmdb-js commits every write issued in one event turn
+    // in one transaction (its eventTurnBatching), so the list stays atomic, and encoding it happens here,
+    // in the caller's time slice. (A transaction callback runs later on the main thread, back to back with
+    // every other queued callback: after a tick, several of 2-7 ms each held the event loop at once.)
+    const writes = changes.map((c) => this.write(c));
+    let outcomeQueues: Set<string> | undefined;
+    for (const c of changes) if (c.type === 'outcome.record') (outcomeQueues ??= new Set()).add(c.outcome.queueId);
+    // Sequences are taken in call order, and writes apply in call order: the outbox is in commit order.
+    if (outcomeQueues) writes.push(this.meta.put('next_sequence', this.nextSequence.toString()));
+    return this.settle(Promise.all(writes), outcomeQueues, this.nextSequence - 1n);
+  }
+
+  /** A commit's end: records how far outcomes are committed and tells the listeners; a failure is fatal. */
+  private settle(done: Promise<unknown>, outcomeQueues: ReadonlySet<string> | undefined, through: bigint): Promise<void> {
     return done.then(
-      (through: bigint) => {
+      () => {
         if (through > this.committedSequence) this.committedSequence = through;
-        if (outcomeQueues.size > 0) for (const listener of this.outcomeListeners) listener(outcomeQueues);
+        if (outcomeQueues) for (const listener of this.outcomeListeners) listener(outcomeQueues);
       },
       (err: unknown) => {
         this.options.onFatal(err);
@@ -115,76 +116,49 @@ export class LmdbStore implements Store {
     );
   }
 
-  private direct(change: StoreChange): Promise<unknown> | undefined {
-    switch (change.type) {
-      case 'ticket.put':
-        if (change.ticket.state !== 'active') return undefined;
-        return this.tickets.put(ticketKey(change.ticket), encodeTicketRecord(change.ticket.ticketId, change.ticket.ticket));
-      case 'backfill.put':
-        return this.backfills.put(key(change.backfill.queueId, change.backfill.backfillId), change.backfill);
-      case 'backfill.delete':
-        return this.backfills.remove(key(change.queueId, change.backfillId));
-      default:
-        return undefined;
-    }
-  }
-
   async whenDurable(): Promise<void> {
     await this.root.flushed;
   }
 
-  private apply(change: StoreChange): void {
+  /** Issues one change's writes; resolves when they are committed (inside a transaction: at once). */
+  private write(change: StoreChange): Promise<unknown> {
     switch (change.type) {
       case 'ticket.put': {
         const { ticket } = change;
-        void this.tickets.put(ticketKey(ticket), encodeTicketRecord(ticket.ticketId, ticket.ticket));
-        if (ticket.state === 'resolved') void this.resolutions.put(ticketKey(ticket), encodeResolution(ticket.matchId ?? '', ticket.resolvedAtMs ?? 0));
-        else void this.resolutions.remove(ticketKey(ticket));
-        return;
+        const written = this.tickets.put(ticketKey(ticket), encodeTicketRecord(ticket.ticketId, ticket.ticket));
+        if (ticket.state === 'active') return written;
+        return this.resolutions.put(ticketKey(ticket), encodeResolution(ticket.matchId ?? '', ticket.resolvedAtMs ?? 0));
       }
       case 'ticket.resolve':
-        void this.resolutions.put(ticketKey(change.ref), encodeResolution(change.matchId, change.resolvedAtMs));
-        return;
+        return this.resolutions.put(ticketKey(change.ref), encodeResolution(change.matchId, change.resolvedAtMs));
       case 'ticket.reactivate':
-        void this.resolutions.remove(ticketKey(change.ref));
-        return;
+        return this.resolutions.remove(ticketKey(change.ref));
       case 'ticket.delete':
         void this.tickets.remove(ticketKey(change.ref));
-        void this.resolutions.remove(ticketKey(change.ref));
-        return;
+        return this.resolutions.remove(ticketKey(change.ref));
       case 'backfill.put':
-        void this.backfills.put(key(change.backfill.queueId, change.backfill.backfillId), change.backfill);
-        return;
+        return this.backfills.put(key(change.backfill.queueId, change.backfill.backfillId), change.backfill);
       case 'backfill.delete':
-        void this.backfills.remove(key(change.queueId, change.backfillId));
-        return;
+        return this.backfills.remove(key(change.queueId, change.backfillId));
       case 'outcome.record': {
         const sequence = this.nextSequence++;
-        change.outcome.producerId = this.producerId;
-        change.outcome.producerSequence = sequence;
-        void this.outcomes.put(Number(sequence), toBinary(OutcomeSchema, change.outcome));
-        void this.queueIndex.put(orderedKey(change.outcome.queueId, sequence), Number(sequence));
-        void this.meta.put('next_sequence', this.nextSequence.toString());
-        return;
+        void this.outcomes.put(Number(sequence), withProducer(change.outcome.bytes, this.producerId, sequence));
+        return this.queueIndex.put(orderedKey(change.outcome.queueId, sequence), Number(sequence));
       }
       case 'outcome.delete':
         void this.outcomes.remove(Number(change.sequence));
-        void this.queueIndex.remove(orderedKey(change.queueId, change.sequence));
-        return;
+        return this.queueIndex.remove(orderedKey(change.queueId, change.sequence));
       case 'delivery.advance': {
         const record = this.delivery.get(change.queueId);
-        void this.delivery.put(change.queueId, { ...record, cursor: change.sequence.toString() });
-        return;
+        return this.delivery.put(change.queueId, { ...record, cursor: change.sequence.toString() });
       }
       case 'delivery.park': {
         const cursor = this.delivery.get(change.queueId)?.cursor ?? '0';
         const parked = change.parked && { ...change.parked, sequence: change.parked.sequence.toString() };
-        void this.delivery.put(change.queueId, parked ? { cursor, parked } : { cursor });
-        return;
+        return this.delivery.put(change.queueId, parked ? { cursor, parked } : { cursor });
       }
       case 'consumer.advance':
-        void this.consumers.put(change.consumer, change.sequence.toString());
-        return;
+        return this.consumers.put(change.consumer, change.sequence.toString());
     }
   }
 

@@ -3,6 +3,7 @@
 // atomically, as open-match2's statestore replicates state updates: the same records can later be a
 // replication log.
 import type { Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import type { EncodedOutcome } from '../outcomes/outcome-encoding.js';
 
 /**
  * A ticket as stored: the Ticket message exactly as acknowledged (created_at set), plus its lifecycle state.
@@ -48,8 +49,8 @@ export type StoreChange =
   | { type: 'ticket.delete'; ref: TicketRef }
   | { type: 'backfill.put'; backfill: StoredBackfill }
   | { type: 'backfill.delete'; queueId: string; backfillId: string }
-  /** Appends to the outbox. The store sets producer_id and the next producer_sequence at commit. */
-  | { type: 'outcome.record'; outcome: Outcome }
+  /** Appends to the outbox. The store appends producer_id and the next producer_sequence at commit. */
+  | { type: 'outcome.record'; outcome: EncodedOutcome }
   /** Retention: forgets an outcome. */
   | { type: 'outcome.delete'; queueId: string; sequence: bigint }
   /** A push sink acknowledged every outcome of the queue up to `sequence`. */

@@ -1,6 +1,7 @@
 // Shared request fixtures: engine inputs serialized the way a game backend would.
 import { randomUUID } from 'node:crypto';
 import { create, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
+import fc from 'fast-check';
 import { EngineInputSchema } from '../../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
 
 export const uuid = (): string => randomUUID();
@@ -15,3 +16,19 @@ export function party(size: number, mmr = 0.5): Uint8Array {
     players: Array.from({ length: size }, (_, i) => ({ playerId: `p-${randomUUID()}`, mmr: mmr + i * 0.01, latencies: { 'eu-west': 30, 'eu-central': 45 } })),
   });
 }
+
+/** Any google.protobuf.Timestamp init a ticket could carry. */
+export const timestampArb = fc.record({ seconds: fc.bigInt({ min: 0n, max: 1n << 40n }), nanos: fc.integer({ min: 0, max: 999_999_999 }) });
+
+/** Any Ticket init (fields a caller may set, engine_input and metadata as arbitrary bytes). */
+export const ticketArb = fc.record(
+  {
+    id: fc.uuid().chain((id) => fc.constantFrom(id, id.toUpperCase())),
+    queueId: fc.string({ maxLength: 12 }),
+    createdAt: timestampArb,
+    engineInput: fc.uint8Array({ maxLength: 40 }),
+    rulesetIds: fc.array(fc.string({ maxLength: 6 }), { maxLength: 3 }),
+    metadata: fc.uint8Array({ maxLength: 40 }),
+  },
+  { requiredKeys: ['id'] },
+);

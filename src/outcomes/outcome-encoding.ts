@@ -1,0 +1,57 @@
+// Outcomes as the store records them: encoded where they are formed (in the tick's time slice, not in a
+// store callback), without producer_id and producer_sequence, which the store appends at commit. A match's
+// tickets go in as the bytes they were acknowledged and stored as: a match.created outcome is mostly its
+// tickets, and decoding them to encode them again was most of what resolving a match cost.
+//
+// Both rest on protobuf's merge rule: a message field that occurs again is merged into the first, a repeated
+// field's occurrences are appended in order, a scalar's last occurrence wins. So fields appended to an
+// encoded message give that message with those fields set; decoding the result gives the same message as
+// encoding it whole.
+import { create, toBinary } from '@bufbuild/protobuf';
+import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import { MatchSchema, type Match } from '../gen/matchmaker/core/v1/resources_pb.js';
+import { MatchCreatedSchema, OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { newOutcome } from './outcome-factory.js';
+
+const MATCH_TICKETS = MatchSchema.field.tickets!.number;
+const OUTCOME_MATCH_CREATED = OutcomeSchema.field.matchCreated!.number;
+const MATCH_CREATED_MATCH = MatchCreatedSchema.field.match!.number;
+const PRODUCER_ID = OutcomeSchema.field.producerId!.number;
+const PRODUCER_SEQUENCE = OutcomeSchema.field.producerSequence!.number;
+
+/** An Outcome, encoded without producer_id and producer_sequence. */
+export interface EncodedOutcome {
+  queueId: string;
+  bytes: Uint8Array;
+}
+
+export function encodeOutcome(outcome: Outcome): EncodedOutcome {
+  return { queueId: outcome.queueId, bytes: toBinary(OutcomeSchema, outcome) };
+}
+
+/** The match.created outcome of `match` (whose own `tickets` stay empty) with `tickets`, each a Ticket's bytes. */
+export function encodeMatchCreated(queueId: string, match: Match, tickets: readonly Uint8Array[]): EncodedOutcome {
+  const matchWriter = new BinaryWriter().raw(toBinary(MatchSchema, match));
+  for (const ticket of tickets) matchWriter.tag(MATCH_TICKETS, WireType.LengthDelimited).bytes(ticket);
+  const shell = newOutcome(queueId, { case: 'matchCreated', value: create(MatchCreatedSchema) });
+  const bytes = new BinaryWriter()
+    .raw(toBinary(OutcomeSchema, shell))
+    .tag(OUTCOME_MATCH_CREATED, WireType.LengthDelimited)
+    .fork()
+    .tag(MATCH_CREATED_MATCH, WireType.LengthDelimited)
+    .bytes(matchWriter.finish())
+    .join()
+    .finish();
+  return { queueId, bytes };
+}
+
+/** The recorded outcome: `outcome` with the store's producer_id and producer_sequence. */
+export function withProducer(outcome: Uint8Array, producerId: string, sequence: bigint): Uint8Array {
+  return new BinaryWriter()
+    .raw(outcome)
+    .tag(PRODUCER_ID, WireType.LengthDelimited)
+    .string(producerId)
+    .tag(PRODUCER_SEQUENCE, WireType.Varint)
+    .uint64(sequence)
+    .finish();
+}

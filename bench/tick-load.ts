@@ -4,6 +4,7 @@
 // 1M-ticket pool ticks continuously, next to the same load on an empty pool.
 //
 //   node dist/bench/tick-load.js [--sizes 10000,100000,1000000] [--service-pool 1000000] [--duration-secs 20]
+//                                [--client native|node]   (the load generator: bench/loadgen by default)
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,6 +18,7 @@ import { LmdbStore } from '../src/store/lmdb-store.js';
 import type { StoreChange } from '../src/store/store.js';
 import { spawnServer } from './child-process.js';
 import { formatResult, realisticEngineInput, runLoad, type LoadResult } from './create-ticket-load.js';
+import { runNativeLoad } from './native-load.js';
 import { GENERATED_QUEUE, generatePool, prng } from './pool-generator.js';
 
 const CLI = resolve(import.meta.dirname, '../src/cli.js');
@@ -96,7 +98,7 @@ export interface ServiceUnderTick {
 }
 
 /** Fixed-rate CreateTicket against a service whose pool holds `poolTickets` unmatchable tickets, ticking. */
-export async function createTicketsWhileTicking(poolTickets: number, durationSecs: number, rate = 3000): Promise<ServiceUnderTick> {
+export async function createTicketsWhileTicking(poolTickets: number, durationSecs: number, client: 'native' | 'node', rate = 3000): Promise<ServiceUnderTick> {
   const queueDir = mkdtempSync(join(tmpdir(), 'mm-tickbench-queues-'));
   const dataDir = mkdtempSync(join(tmpdir(), 'mm-tickbench-data-'));
   // eu.ranked-like queue (the load's inputs are built for it), ticking every 1000 ms (the default).
@@ -115,7 +117,8 @@ export async function createTicketsWhileTicking(poolTickets: number, durationSec
     const ticks = () => service.lines.filter((l) => l.msg === 'tick' && typeof l.ms === 'number').map((l) => l.ms as number);
     try {
       const before = ticks().length;
-      const load = await runLoad({ target: `127.0.0.1:${service.port}`, queueId: 'eu.ranked', mode: 'fixed', rate, durationSecs, inputs: 'unmatchable' });
+      const generate = client === 'native' ? runNativeLoad : runLoad;
+      const load = await generate({ target: `127.0.0.1:${service.port}`, queueId: 'eu.ranked', mode: 'fixed', rate, durationSecs, inputs: 'unmatchable' });
       const during = ticks().slice(before).sort((a, b) => a - b);
       return {
         poolTickets,
@@ -139,6 +142,7 @@ async function main(): Promise<void> {
       sizes: { type: 'string', default: '10000,100000,1000000' },
       'service-pool': { type: 'string', default: '1000000' },
       'duration-secs': { type: 'string', default: '20' },
+      client: { type: 'string', default: 'native' },
     },
   });
   console.log(`# Tick time through the host path (TicketPool + TickRunner, native engine), 2x5, parties 1..5, 3 filters, 8 hosts`);
@@ -151,9 +155,10 @@ async function main(): Promise<void> {
   }
   const duration = Number(values['duration-secs']);
   const poolSize = Number(values['service-pool']);
-  console.log(`\n# CreateTicket at a fixed 3,000/s for ${duration} s: empty pool, then a ${poolSize}-ticket pool ticking every 1000 ms (the default)`);
+  const client = values.client === 'node' ? 'node' : 'native';
+  console.log(`\n# CreateTicket at a fixed 3,000/s for ${duration} s: empty pool, then a ${poolSize}-ticket pool ticking every 1000 ms (the default), ${client} load generator`);
   for (const size of [0, poolSize]) {
-    const r = await createTicketsWhileTicking(size, duration);
+    const r = await createTicketsWhileTicking(size, duration, client);
     console.log(formatResult(`pool ${size}`, r.load));
     console.log(`  ticks during the load: ${r.ticksDuringLoad.count}, median ${r.ticksDuringLoad.medianMs} ms, max ${r.ticksDuringLoad.maxMs} ms`);
     console.log(`  service start to serving: ${(r.startMs / 1000).toFixed(1)} s; to its pool of ${r.poolTickets} restored: ${(r.restoredMs / 1000).toFixed(1)} s`);

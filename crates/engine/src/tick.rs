@@ -39,6 +39,9 @@ pub(crate) struct Sorted {
     pre: Vec<Hot>,
     /// Seed order, same encoding.
     by_age: Vec<u64>,
+    /// Pool index of each entry of `by_skill` and `by_age` before sorting: the tickets that can be in
+    /// some match, in pool order.
+    candidates: Vec<u32>,
     /// Scatter buffer and digit counts of `sort_by_prefix`.
     sort_tmp: Vec<u64>,
     hist: Vec<u32>,
@@ -109,6 +112,7 @@ impl Sorted {
     pub(crate) fn reserve(&mut self, n: usize, f: usize, h: usize) {
         self.by_skill.reserve(n);
         self.by_age.reserve(n);
+        self.candidates.reserve(n);
         self.sort_tmp.reserve(n);
         self.hot.reserve(n + 2);
         self.pre.reserve(n);
@@ -221,19 +225,19 @@ fn prefetch<T>(slice: &[T], idx: usize) {
     let _ = (slice, idx);
 }
 
-/// Turns `v` (full sort keys, in pool order) into the skill or seed order: `prefix << 32 |
-/// pool index`, sorted. The prefix is the top 32 of the key bits that differ between tickets,
-/// which orders like the full key except within runs of equal prefixes; the caller re-sorts
-/// those runs (rare unless keys tie). LSD radix sort, at most 11 bits per pass, on 8-byte
-/// elements: O(n) per pass with no data-dependent branches, and stable, so runs come out in
-/// pool index order.
-fn sort_by_prefix(v: &mut Vec<u64>, tmp: &mut Vec<u64>, hist: &mut Vec<u32>) {
+/// Turns `v` (full sort keys of the pool indices `index`, which ascend) into the skill or seed
+/// order: `prefix << 32 | pool index`, sorted. The prefix is the top 32 of the key bits that
+/// differ between tickets, which orders like the full key except within runs of equal prefixes;
+/// the caller re-sorts those runs (rare unless keys tie). LSD radix sort, at most 11 bits per
+/// pass, on 8-byte elements: O(n) per pass with no data-dependent branches, and stable, so runs
+/// come out in pool index order.
+fn sort_by_prefix(v: &mut Vec<u64>, index: &[u32], tmp: &mut Vec<u64>, hist: &mut Vec<u32>) {
     let n = v.len();
     let first = v.first().copied().unwrap_or(0);
     let differ = v.iter().fold(0, |acc, &k| acc | (k ^ first));
     let shift = (u64::BITS - differ.leading_zeros()).saturating_sub(32);
-    for (i, k) in v.iter_mut().enumerate() {
-        *k = (*k >> shift) << 32 | i as u64;
+    for (k, &i) in v.iter_mut().zip(index) {
+        *k = (*k >> shift) << 32 | u64::from(i);
     }
     let bits = u64::BITS - (differ >> shift).leading_zeros();
     if bits == 0 {
@@ -614,18 +618,23 @@ fn prepare(pool: &PoolColumns<'_>, params: &TickParams<'_>, s: &mut Sorted) {
     let w = lat_words(h);
     let bonus = params.party_synergy_bonus;
 
-    // Pass 1, pool order: effective skill, the skill and seed sort keys, each ticket's `Hot`
-    // record, and attribute classes (the class table is capped so it stays in L2).
-    s.by_skill.resize(n, 0);
-    s.by_age.resize(n, 0);
+    // Pass 1, pool order: effective skill, each ticket's `Hot` record, and attribute classes (the
+    // class table is capped so it stays in L2); then, for the tickets that can be in some match
+    // (`could_match`), the skill and seed sort keys. The others are used from the start: they are
+    // neither sorted nor laid out, so a crowd of them costs a tick one pass, and no scan meets them.
+    s.by_skill.clear();
+    s.by_age.clear();
+    s.candidates.clear();
     s.pre.resize(n, Hot::default());
+    s.used.clear();
+    s.used.resize(n.div_ceil(64), 0);
     s.classes.clear();
     let max_classes = (32_768 / f.max(1)).min(n / 4);
     let mut interning = f > 0;
     let classes = &mut s.classes;
+    let reach = HostReach::new(params);
     let columns = pool.party_size.iter().zip(pool.mmr_mean).zip(pool.arrival_ms.iter().zip(pool.ruleset_mask));
-    let out = s.by_skill.iter_mut().zip(s.by_age.iter_mut()).zip(s.pre.iter_mut());
-    for (i, (((key, age), pre), ((&party, &mmr), (&arrival, &mask)))) in out.zip(columns).enumerate() {
+    for (i, (pre, ((&party, &mmr), (&arrival, &mask)))) in s.pre.iter_mut().zip(columns).enumerate() {
         let eff = mmr + bonus * f64::from(party - 1);
         let mut class = 0;
         if interning {
@@ -635,26 +644,30 @@ fn prepare(pool: &PoolColumns<'_>, params: &TickParams<'_>, s: &mut Sorted) {
                 None => interning = false,
             }
         }
-        *key = order_key(eff);
-        *age = order_key(arrival);
         *pre = Hot { eff, mask, meta: u32::from(party) | class << 8 };
+        if reach.could_match(mask, &pool.latency_ms[i * h..(i + 1) * h]) {
+            s.by_skill.push(order_key(eff));
+            s.by_age.push(order_key(arrival));
+            s.candidates.push(i as u32);
+        } else {
+            s.used[i / 64] |= 1 << (i % 64);
+        }
     }
+    let n = s.candidates.len();
     s.interned = interning;
     s.bits.build(interning.then_some(&s.classes), params.filters);
     // Skill order: by key, ties by pool index.
-    sort_by_prefix(&mut s.by_skill, &mut s.sort_tmp, &mut s.hist);
+    sort_by_prefix(&mut s.by_skill, &s.candidates, &mut s.sort_tmp, &mut s.hist);
     let pre = &s.pre;
     fix_prefix_runs(&mut s.by_skill, |i| (order_key(pre[i].eff), i));
-    sort_by_prefix(&mut s.by_age, &mut s.sort_tmp, &mut s.hist);
+    sort_by_prefix(&mut s.by_age, &s.candidates, &mut s.sort_tmp, &mut s.hist);
 
     // Pass 2, skill order: gather. Every element is overwritten, so `resize` only fills growth.
     s.hot.resize(n + 2, Hot::default());
     s.hot[0] = Hot::sentinel(f64::NEG_INFINITY);
     s.hot[n + 1] = Hot::sentinel(f64::INFINITY);
     s.rows.resize(n * (w + 1), 0);
-    s.cur.resize(n + 1, 0);
-    s.used.clear();
-    s.used.resize(n.div_ceil(64), 0);
+    s.cur.resize(pool.len() + 1, 0);
     s.live = n;
     s.attrs.resize(if interning { 0 } else { 2 * n * f }, 0);
     let mut attr_rows = s.attrs.chunks_exact_mut((2 * f).max(1));
@@ -713,12 +726,14 @@ pub(crate) fn run(
     }
     prepare(pool, params, &mut ws.sorted);
     let Workspace { sorted, links, scratch } = ws;
+    // Every ticket that could be in a match is a seed, in age order.
+    let seeds = sorted.by_age.len();
     scratch.overlap.clear();
     scratch.overlap.extend(params.filters.iter().map(|m| *m == FilterMode::Overlap));
     scratch.spread_limits.clear();
-    links.reset(n);
+    links.reset(sorted.live);
 
-    let valid_rulesets: u32 = if params.rulesets.len() >= 32 { u32::MAX } else { (1u32 << params.rulesets.len()) - 1 };
+    let valid_rulesets = valid_rulesets(params);
 
     // Bounds follow the seed's wait, and seeds come oldest first, so each relaxation step
     // applies to a prefix of the seed order: find where each one ends (bisection on the same
@@ -729,7 +744,7 @@ pub(crate) fn run(
     for rs in params.rulesets {
         let first = scratch.level_ends.len();
         for step in rs.relaxation {
-            let (mut lo, mut hi) = (0, n);
+            let (mut lo, mut hi) = (0, seeds);
             while lo < hi {
                 let mid = lo + (hi - lo) / 2;
                 if step.after_wait_ms <= wait_at(mid) {
@@ -748,18 +763,14 @@ pub(crate) fn run(
     let mut written = 0usize;
     let (f, h) = (pool.filter_count, pool.host_count);
     let w = lat_words(h);
-    let mut used_since_compact = mark_unmatchable(params, sorted, links, h, valid_rulesets);
-    if 2 * used_since_compact >= sorted.live && sorted.live >= 256 {
-        sorted.compact(links, 2 * f, w + 1);
-        used_since_compact = 0;
-    }
+    let mut used_since_compact = 0;
 
     // Seeds jump around in skill order, so their data is cold. Two-stage prefetch: the live
     // position of a far seed, then, if it is still unused, its neighbourhood in every stream.
     const FAR: usize = 16;
     const NEAR: usize = 6;
     const SPAN: usize = 16;
-    for k in 0..n {
+    for k in 0..seeds {
         if let Some(&e) = sorted.by_age.get(k + FAR) {
             if !sorted.is_used(e as u32 as usize) {
                 prefetch(&sorted.cur, e as u32 as usize);
@@ -825,39 +836,50 @@ pub(crate) fn run(
     matches
 }
 
-/// Marks used, before any seed, the tickets that can be in no match: for every ruleset they compete
-/// in (vacuously so for a ticket in none of the queue's), the ruleset requires a host and none of
-/// theirs is within its widest latency bound (relaxation only widens bounds, so no seed's bound is
-/// wider). Seeds skip them, and scans step over them
-/// without counting them against the examined-ticket cap, so a crowd of them cannot hide compatible
-/// tickets from each other. Answers how many there were.
-fn mark_unmatchable(params: &TickParams<'_>, s: &mut Sorted, links: &mut Links, h: usize, valid_rulesets: u32) -> usize {
-    let mut widest = [None; 32];
-    for (bound, rs) in widest.iter_mut().zip(params.rulesets) {
-        if rs.require_host {
-            let ms = rs.relaxation.last().map_or(rs.max_latency_ms, |step| step.max_latency_ms.max(rs.max_latency_ms));
-            *bound = Some(LatBound::new(ms, h));
-        }
+/// The rulesets' bitmask of a ticket, limited to the queue's rulesets.
+fn valid_rulesets(params: &TickParams<'_>) -> u32 {
+    if params.rulesets.len() >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << params.rulesets.len()) - 1
     }
-    let w = lat_words(h);
-    let mut marked = 0;
-    for p in 0..s.live {
-        let row = &s.rows[p * (w + 1)..(p + 1) * (w + 1)];
-        let mut mask = s.hot[p + 1].mask & valid_rulesets;
-        let mut possible = false;
-        while mask != 0 && !possible {
+}
+
+/// Tells the tickets that can be in no match: for every ruleset they compete in (vacuously so
+/// for a ticket in none of the queue's), the ruleset requires a host and none of theirs is within
+/// its widest latency bound (relaxation only widens bounds, so no seed's bound is wider).
+struct HostReach {
+    /// Per ruleset that requires a host, its widest latency bound.
+    widest: [Option<u32>; 32],
+    valid_rulesets: u32,
+}
+
+impl HostReach {
+    fn new(params: &TickParams<'_>) -> Self {
+        let mut widest = [None; 32];
+        for (bound, rs) in widest.iter_mut().zip(params.rulesets) {
+            if rs.require_host {
+                *bound = Some(rs.relaxation.last().map_or(rs.max_latency_ms, |step| step.max_latency_ms.max(rs.max_latency_ms)));
+            }
+        }
+        HostReach { widest, valid_rulesets: valid_rulesets(params) }
+    }
+
+    /// `mask` is the ticket's rulesets, `latency_ms` its row of the latency matrix.
+    #[inline]
+    fn could_match(&self, mask: u32, latency_ms: &[u16]) -> bool {
+        let mut mask = mask & self.valid_rulesets;
+        while mask != 0 {
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            possible = widest[r].as_ref().is_none_or(|bound: &LatBound| bound.host_mask(&row[1..]) != 0);
+            match self.widest[r] {
+                None => return true,
+                Some(bound) if latency_ms.iter().any(|&l| u32::from(l) <= bound) => return true,
+                Some(_) => {}
+            }
         }
-        if !possible {
-            links.mark_used(p as u32);
-            let t = row[0] as usize;
-            s.used[t / 64] |= 1 << (t % 64);
-            marked += 1;
-        }
+        false
     }
-    marked
 }
 
 /// Tries to build a match of ruleset `r` around the seed at live position `sp`, under the
@@ -1544,7 +1566,8 @@ mod tests {
                 })
                 .collect();
             let (mut v, mut tmp, mut hist) = (keys.clone(), Vec::new(), Vec::new());
-            sort_by_prefix(&mut v, &mut tmp, &mut hist);
+            let index: Vec<u32> = (0..n as u32).collect();
+            sort_by_prefix(&mut v, &index, &mut tmp, &mut hist);
             fix_prefix_runs(&mut v, |i| (keys[i], i));
             let mut want: Vec<usize> = (0..n).collect();
             want.sort_by_key(|&i| (keys[i], i));

@@ -137,14 +137,17 @@ export class QueueRuntime {
    */
   start(): void {
     const snapshot = this.store.loadQueue(this.queueId);
-    const restored: StoredTicket[] = [];
+    // Ids and positions only: the rows are built from the stored bytes in slices, read one at a time.
+    const ids: string[] = [];
+    const positions: number[] = [];
     for (const stored of snapshot.tickets) {
       this.nextPosition = Math.max(this.nextPosition, stored.position + 1);
       if (stored.state === 'resolved') {
         this.resolved.set(stored.ticketId, { position: stored.position, matchId: stored.matchId ?? '', resolvedAtMs: stored.resolvedAtMs ?? 0 });
       } else {
         this.active.set(stored.ticketId, stored.position);
-        restored.push(stored);
+        ids.push(stored.ticketId);
+        positions.push(stored.position);
       }
     }
     for (const stored of snapshot.backfills) {
@@ -153,26 +156,27 @@ export class QueueRuntime {
     }
     this.state = 'running';
     this.log.info({ queue: this.queueId, tickets: this.active.size, resolved: this.resolved.size, backfills: this.backfills.size }, 'queue started');
-    void this.fillPool(restored, 'pool restored');
+    void this.fillPool(ids, positions, 'pool restored');
     this.schedule();
   }
 
   /**
-   * Replaces the pool with a new one (for the current configuration) and builds the rows of `tickets` into
-   * it in time slices; the engine does not run on it until that is done (`filling`). A ticket that left the
+   * Replaces the pool with a new one (for the current configuration) and builds the rows of the tickets
+   * `ids` (stored at `positions`) into it in time slices, reading each one's bytes from the store; the engine does not run on it until that is done (`filling`). A ticket that left the
    * pool meanwhile (cancelled, cleared, expired) is skipped, one that arrives meanwhile goes straight in,
    * and when another fill replaces this pool the rest is left to it.
    */
-  private async fillPool(tickets: readonly (Pick<StoredTicket, 'ticketId' | 'position'> & { ticket?: Uint8Array })[], done: string): Promise<void> {
-    const pool = new TicketPool(layoutOf(this.config), Math.max(1024, tickets.length));
+  private async fillPool(ids: readonly string[], positions: readonly number[], done: string): Promise<void> {
+    const pool = new TicketPool(layoutOf(this.config), Math.max(1024, ids.length));
     this.pool = pool;
     this.filling = pool;
     const startedMs = Date.now();
     try {
-      await timeSliced(tickets.length, (i) => {
+      await timeSliced(ids.length, (i) => {
         if (this.pool !== pool || this.state !== 'running') return false;
-        const { ticketId, position, ticket } = tickets[i]!;
-        if (this.active.get(ticketId) === position) this.insertStored(pool, { ticketId, ticket: ticket ?? this.ticketBytes(ticketId, position) });
+        const ticketId = ids[i]!;
+        const position = positions[i]!;
+        if (this.active.get(ticketId) === position) this.insertStored(pool, { ticketId, ticket: this.ticketBytes(ticketId, position) });
       });
     } catch (err) {
       // A ticket whose record cannot be read: the engine runs on the rows built so far rather than never.
@@ -180,7 +184,7 @@ export class QueueRuntime {
     }
     if (this.filling !== pool) return;
     this.filling = undefined;
-    if (tickets.length > 0) this.log.info({ queue: this.queueId, tickets: tickets.length, ms: Date.now() - startedMs }, done);
+    if (ids.length > 0) this.log.info({ queue: this.queueId, tickets: ids.length, ms: Date.now() - startedMs }, done);
   }
 
   /**
@@ -195,7 +199,7 @@ export class QueueRuntime {
     const changes = admission(previous) === admission(config) ? [] : this.evictMisfits(config);
     this.withPool(() => {
       this.runner.configure(engineParams(config));
-      void this.fillPool([...this.active].map(([ticketId, position]) => ({ ticketId, position })), 'pool rebuilt for the new configuration');
+      void this.fillPool([...this.active.keys()], [...this.active.values()], 'pool rebuilt for the new configuration');
     });
     if (changes.length > 0) void this.store.commit(changes);
   }

@@ -198,7 +198,10 @@ export class LmdbStore implements Store {
     const resolutions = new Map<string, Uint8Array>();
     for (const { key: k, value } of this.resolutions.getRange(rangeOf(queueId))) resolutions.set(k, value);
     return {
-      tickets: [...this.tickets.getRange(rangeOf(queueId)).map(({ key: k, value }) => this.storedTicket(queueId, positionOf(k), value, resolutions.get(k)))],
+      tickets: this.tickets.getRange(rangeOf(queueId)).map(({ key: k, value }) => {
+        const { ticket: _bytes, ...state } = this.storedTicket(queueId, positionOf(k), value, resolutions.get(k));
+        return state;
+      }),
       backfills: [...this.backfills.getRange(rangeOf(queueId)).map(({ value }) => value)],
     };
   }

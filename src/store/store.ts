@@ -24,6 +24,9 @@ export interface StoredTicket {
   resolvedAtMs?: number;
 }
 
+/** A stored ticket without its bytes (read with `readTicket` when needed). */
+export type StoredTicketState = Omit<StoredTicket, 'ticket'>;
+
 /** Where a ticket's record is: its queue and position. */
 export interface TicketRef {
   queueId: string;
@@ -69,7 +72,8 @@ export interface ParkedDelivery {
 }
 
 export interface QueueSnapshot {
-  tickets: StoredTicket[];
+  /** In position order, read as iterated: a pool of a million tickets is not held in memory at once. */
+  tickets: Iterable<StoredTicketState>;
   backfills: StoredBackfill[];
 }
 
@@ -94,7 +98,7 @@ export interface Store {
    * reader that saw an in-memory effect of an earlier commit can await this before acknowledging it.
    */
   whenDurable(): Promise<void>;
-  /** Everything stored for one queue, for restoring its pool at start. Tickets come in position order. */
+  /** Everything stored for one queue, for restoring its pool at start. */
   loadQueue(queueId: string): QueueSnapshot;
   /** One ticket's committed record (a change not yet committed is not visible). */
   readTicket(ref: TicketRef): StoredTicket | undefined;

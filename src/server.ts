@@ -16,6 +16,7 @@ import { BrokerConnection } from './outcomes/sinks/broker-sink.js';
 import { sinkFactory } from './outcomes/sinks/index.js';
 import { attachOutcomeStream } from './outcomes/sinks/websocket-stream.js';
 import { LmdbStore } from './store/lmdb-store.js';
+import { ProcessMetrics } from './process-metrics.js';
 import type { Store } from './store/store.js';
 import { MatchmakerService } from './gen/matchmaker/core/v1/service_pb.js';
 
@@ -35,7 +36,8 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
 
   let opened: { store: Store; registry: QueueRegistry; delivery: OutcomeDelivery } | undefined;
   const grpcServer = createGrpcServer(core, health, log);
-  const httpServer = createHttpServer({ core, state: () => opened, maxBodyBytes: config.http_max_body_bytes, log });
+  const processMetrics = new ProcessMetrics();
+  const httpServer = createHttpServer({ core, state: () => opened, maxBodyBytes: config.http_max_body_bytes, log, processMetrics });
   const stream = attachOutcomeStream(httpServer, { state: () => opened, heartbeatMs: config.websocket_heartbeat_ms, log });
 
   const grpcPort = await new Promise<number>((resolve, reject) =>
@@ -95,6 +97,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       await delivery.stop();
       await broker.close();
       await store.close();
+      processMetrics.stop();
       log.info('stopped');
     })());
   return { grpcPort, httpPort, stop };

@@ -4,6 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { create, fromJson, toJson, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
 import type { Logger } from 'pino';
+import type { ProcessMetrics } from '../process-metrics.js';
 import { TicketSchema, BackfillRequestSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import {
   CancelBackfillRequestsRequestSchema,
@@ -102,6 +103,8 @@ export interface HttpApiOptions {
   state: () => { store: Store; registry: QueueRegistry; delivery: OutcomeDelivery } | undefined;
   maxBodyBytes: number;
   log: Logger;
+  /** Event-loop delay and GC pauses, appended to /metrics. */
+  processMetrics: ProcessMetrics;
 }
 
 export function createHttpServer(options: HttpApiOptions): Server {
@@ -266,6 +269,7 @@ function metrics(res: ServerResponse, options: HttpApiOptions): void {
     gauge('matchmaker_outcome_last_sequence', 'Highest producer_sequence recorded.', [['', String(state.store.lastSequence())]]);
     gauge('matchmaker_outcome_delivered_sequence', 'Highest producer_sequence delivered per queue (push sinks).', deliveries.filter((d) => d.sink !== 'websocket').map((d) => [label(d.queueId), d.deliveredThrough]));
   }
+  lines.push(...options.processMetrics.lines());
   const body = lines.join('\n') + '\n';
   res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(body) });
   res.end(body);

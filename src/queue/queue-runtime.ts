@@ -162,9 +162,10 @@ export class QueueRuntime {
 
   /**
    * Replaces the pool with a new one (for the current configuration) and builds the rows of the tickets
-   * `ids` (stored at `positions`) into it in time slices, reading each one's bytes from the store; the engine does not run on it until that is done (`filling`). A ticket that left the
-   * pool meanwhile (cancelled, cleared, expired) is skipped, one that arrives meanwhile goes straight in,
-   * and when another fill replaces this pool the rest is left to it.
+   * `ids` (stored at `positions`) into it in time slices, reading each one's bytes from the store; the
+   * engine does not run on it until that is done (`filling`). A ticket that left the pool meanwhile
+   * (cancelled, cleared, expired) is skipped, one that arrives meanwhile goes straight in, and when another
+   * fill replaces this pool the rest is left to it.
    */
   private async fillPool(ids: readonly string[], positions: readonly number[], done: string): Promise<void> {
     const pool = new TicketPool(layoutOf(this.config), Math.max(1024, ids.length));

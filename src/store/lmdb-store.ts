@@ -91,8 +91,8 @@ export class LmdbStore implements Store {
       return this.settle(this.root.transaction(() => changes.forEach((c) => this.write(c))), undefined, 0n);
     }
     // Everything else is written now, as plain writes: lmdb-js commits every write issued in one event turn
-    // in one transaction (its eventTurnBatching), so the list stays atomic, and encoding it happens here,
-    // in the caller's time slice. (A transaction callback runs later on the main thread, back to back with
+    // in one transaction (its eventTurnBatching), so the list stays atomic, and its cost is paid here, in
+    // the caller's time slice. (A transaction callback runs later on the main thread, back to back with
     // every other queued callback: after a tick, several of 2-7 ms each held the event loop at once.)
     const writes = changes.map((c) => this.write(c));
     let outcomeQueues: Set<string> | undefined;

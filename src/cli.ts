@@ -61,8 +61,8 @@ async function main(argv: string[]): Promise<number> {
   // V8 moves objects from allocation sites whose objects often survive a scavenge straight to the old
   // generation. Under load a request's objects are often alive at a scavenge (they wait ~1 ms for the disk
   // flush), so V8 sometimes starts doing that for them, and from then on every request fills the old
-  // generation and major GCs come every second or two. Measured at 3,000 CreateTicket/s: p99 18-48 ms
-  // (median 26) with this off against 34-65 ms (median 45) with it on (bench/RESULTS.md). V8 reads the flag
+  // generation and major GCs come every second or two. Measured at 3,000 CreateTicket/s: p99 18-53 ms
+  // (median 27) with this off against 34-66 ms (median 44) with it on (bench/RESULTS.md). V8 reads the flag
   // when it processes that feedback, so setting it here, before any request, takes effect.
   setFlagsFromString('--no-allocation-site-pretenuring');
   const service = await startService(config, log);

@@ -4,7 +4,7 @@
 import { constants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram, type PerformanceEntry } from 'node:perf_hooks';
 
 /** Event-loop delay is reported over windows of this length (the last complete one). */
-export const LOOP_DELAY_WINDOW_MS = 10_000;
+const LOOP_DELAY_WINDOW_MS = 10_000;
 
 /** The histogram samples the loop with a timer of this period; each sample is the period plus the delay. */
 const RESOLUTION_MS = 10;

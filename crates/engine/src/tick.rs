@@ -836,7 +836,7 @@ pub(crate) fn run(
     matches
 }
 
-/// The rulesets' bitmask of a ticket, limited to the queue's rulesets.
+/// One bit per ruleset of the queue: a ticket's ruleset mask is read through it.
 fn valid_rulesets(params: &TickParams<'_>) -> u32 {
     if params.rulesets.len() >= 32 {
         u32::MAX

@@ -17,22 +17,27 @@ const TICKET_ENGINE_INPUT = TicketSchema.field.engineInput!.number;
 const SECONDS = TimestampSchema.field.seconds!.number;
 const NANOS = TimestampSchema.field.nanos!.number;
 
+/** Every occurrence of length-delimited field `field` in an encoded message, in order (throws when malformed). */
+function occurrences(message: Uint8Array, field: number): Uint8Array[] {
+  const reader = new BinaryReader(message);
+  const found: Uint8Array[] = [];
+  while (reader.pos < reader.len) {
+    const [number, wireType] = reader.tag();
+    if (number === field && wireType === WireType.LengthDelimited) found.push(reader.bytes());
+    else reader.skip(wireType, number);
+  }
+  return found;
+}
+
 /** The ticket field of a binary CreateTicketRequest, if it occurs exactly once. */
 function ticketField(request: Uint8Array): Uint8Array | undefined {
-  const reader = new BinaryReader(request);
-  let found: Uint8Array | undefined;
   try {
-    while (reader.pos < reader.len) {
-      const [field, wireType] = reader.tag();
-      if (field === REQUEST_TICKET && wireType === WireType.LengthDelimited) {
-        if (found) return undefined; // split across occurrences: the decoder merged them
-        found = reader.bytes();
-      } else reader.skip(wireType, field);
-    }
+    const found = occurrences(request, REQUEST_TICKET);
+    // Split across occurrences, the decoder merged them: the bytes of one are not the ticket.
+    return found.length === 1 ? found[0] : undefined;
   } catch {
     return undefined; // not reached for a request that decoded; encoding afresh is always right
   }
-  return found;
 }
 
 /**
@@ -50,14 +55,7 @@ export function acknowledgedTicketBytes(ticket: Ticket, receivedId: string, requ
 
 /** A stored ticket's engine_input (undefined when absent; the last occurrence wins, as in decoding), without decoding the rest. */
 export function engineInputOf(ticket: Uint8Array): Uint8Array | undefined {
-  const reader = new BinaryReader(ticket);
-  let engineInput: Uint8Array | undefined;
-  while (reader.pos < reader.len) {
-    const [field, wireType] = reader.tag();
-    if (field === TICKET_ENGINE_INPUT && wireType === WireType.LengthDelimited) engineInput = reader.bytes();
-    else reader.skip(wireType, field);
-  }
-  return engineInput;
+  return occurrences(ticket, TICKET_ENGINE_INPUT).at(-1);
 }
 
 function writeTimestamp(writer: BinaryWriter, t: Timestamp): BinaryWriter {

@@ -4,11 +4,12 @@
 // worst latency per host with the default latency for unmeasured pairs, interned attribute bitsets,
 // unspecified attributes as "compatible with everyone". Optionally it also returns the same tickets as
 // EngineInput messages, for benchmarks that go through TicketPool or the API.
-import { create } from '@bufbuild/protobuf';
+import { create, toBinary } from '@bufbuild/protobuf';
 import { queueConfigSchema, type QueueConfig } from '../src/config/queue-config.js';
 import type { PoolArrays, QueueParams } from '../src/engine/native.js';
 import { engineParams } from '../src/engine/tick-runner.js';
-import { EngineInputSchema, type EngineInput } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { EngineInputSchema } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { parseTicketEngineInput, type ParsedEngineInput } from '../src/engine/engine-input.js';
 
 const ALL = 0xffff_ffff_ffff_ffffn;
 
@@ -64,7 +65,7 @@ export interface GeneratedPool {
   filters: readonly GeneratedFilter[];
   hostKeys: string[];
   /** Present when `engineInputs` was set: ticket i's EngineInput, and its arrival (epoch ms). */
-  engineInputs?: EngineInput[];
+  engineInputs?: ParsedEngineInput[];
 }
 
 /** Party sizes 1..5 with decreasing probability (cumulative weights 50/22/13/9/6 %). */
@@ -127,7 +128,7 @@ export function generatePool(options: PoolGeneratorOptions): GeneratedPool {
 
   const columns = emptyPoolArrays(n, F, H);
   columns.rulesetMask.fill(options.rulesetMask ?? 1);
-  const engineInputs: EngineInput[] | undefined = options.engineInputs ? [] : undefined;
+  const engineInputs: ParsedEngineInput[] | undefined = options.engineInputs ? [] : undefined;
   const worst = new Float64Array(H);
   const measuredBy = new Uint8Array(H);
 
@@ -176,7 +177,8 @@ export function generatePool(options: PoolGeneratorOptions): GeneratedPool {
         const filter = filters[f]!;
         if (a) attributes[filter.name] = { values: a.values.map((v) => filter.values[v]!), accepts: a.accepts.map((v) => filter.values[v]!) };
       });
-      engineInputs.push(create(EngineInputSchema, { players, attributes }));
+      // Encoded and parsed as CreateTicket does.
+      engineInputs.push(parseTicketEngineInput(toBinary(EngineInputSchema, create(EngineInputSchema, { players, attributes })), `t${i}`, 'engine_input'));
     }
   }
   return { columns, nowMs, filters, hostKeys, ...(engineInputs ? { engineInputs } : {}) };

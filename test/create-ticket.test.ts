@@ -2,11 +2,14 @@ import { create, fromBinary, toBinary, type MessageInitShape } from '@bufbuild/p
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acknowledgedTicketBytes, engineInputOf } from '../src/core/ticket-encoding.js';
+import { parseTicketEngineInput, type ParsedEngineInput } from '../src/engine/engine-input.js';
+import { AttributeSchema, EngineInputSchema, PlayerSchema } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { TimestampSchema } from '@bufbuild/protobuf/wkt';
 import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { CreateTicketRequestSchema } from '../src/gen/matchmaker/core/v1/service_pb.js';
 import { httpRequest, TRANSPORTS, type Transport } from './support/transports.js';
-import { party, ticketArb, timestampArb, uuid } from './support/fixtures.js';
+import { engineInputArb, party, ticketArb, timestampArb, uuid } from './support/fixtures.js';
 import { useService } from './support/service.js';
 
 const env = useService();
@@ -123,5 +126,103 @@ describe('the ticket as stored', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+/**
+ * What parseTicketEngineInput answered before it read the wire form itself: the generic decoder, then the
+ * same checks and the same folding. The direct reader must answer exactly this, errors included.
+ */
+function decodedEngineInput(bytes: Uint8Array, ticketId: string, field: string): ParsedEngineInput | string {
+  let input;
+  try {
+    input = fromBinary(EngineInputSchema, bytes);
+  } catch (err) {
+    return `${field} does not parse as matchmaker.engines.standard.v1.EngineInput: ${(err as Error).message}`;
+  }
+  if (input.players.length === 0) return `${field} has no players: a ticket needs at least one`;
+  const bad = input.players.findIndex((p) => !Number.isFinite(p.mmr));
+  if (bad >= 0) return `${field}.players[${bad}].mmr must be a finite number, got ${input.players[bad]!.mmr}`;
+  const latencies = new Map<string, { ms: number; measuredBy: number }>();
+  for (const player of input.players) {
+    for (const [host, ms] of Object.entries(player.latencies)) {
+      const seen = latencies.get(host);
+      if (seen) {
+        seen.ms = Math.max(seen.ms, ms);
+        seen.measuredBy++;
+      } else latencies.set(host, { ms, measuredBy: 1 });
+    }
+  }
+  return {
+    playerIds: input.players.map((p) => p.playerId),
+    mmrMean: input.players.reduce((sum, p) => sum + p.mmr, 0) / input.players.length,
+    latencies,
+    attributes: new Map(Object.entries(input.attributes).map(([name, a]) => [name, { values: a.values, accepts: a.accepts }])),
+  };
+}
+
+function parsedOrError(bytes: Uint8Array): ParsedEngineInput | string {
+  try {
+    return parseTicketEngineInput(bytes, 'ticket-id', 'ticket.engine_input');
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+/** Maps compared with their order: the order of `latencies` is the order host keys are interned in. */
+const ordered = (p: ParsedEngineInput | string) =>
+  typeof p === 'string' ? p : { ...p, latencies: [...p.latencies], attributes: [...p.attributes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) };
+
+describe('engine_input as CreateTicket parses it', () => {
+  const encode = (init: MessageInitShape<typeof EngineInputSchema>) => toBinary(EngineInputSchema, create(EngineInputSchema, init));
+
+  // One players field holding two Player encodings back to back is one merged player, whose latency map may
+  // then list integer-like keys out of order and repeat keys; an attributes entry whose value is given twice
+  // merges the two Attributes.
+  const merged = fc.tuple(engineInputArb, engineInputArb).map(([a, b]) => {
+    const writer = new BinaryWriter();
+    const players = (init: typeof a) => init.players.map((p) => toBinary(PlayerSchema, create(PlayerSchema, p)));
+    const [pa, pb] = [players(a), players(b)];
+    pa.forEach((p, i) => writer.tag(1, WireType.LengthDelimited).bytes(new Uint8Array([...p, ...(pb[i] ?? [])])));
+    const attribute = (x: { values: string[]; accepts: string[] }) => toBinary(AttributeSchema, create(AttributeSchema, x));
+    for (const [name, x] of Object.entries(a.attributes)) {
+      const y = b.attributes[name];
+      const entry = writer.tag(2, WireType.LengthDelimited).fork().tag(1, WireType.LengthDelimited).string(name);
+      entry.tag(2, WireType.LengthDelimited).bytes(attribute(x));
+      if (y) entry.tag(2, WireType.LengthDelimited).bytes(attribute(y));
+      entry.join();
+    }
+    return writer.finish();
+  });
+
+  it('reads what decoding reads: concatenated and merged encodings (repeated players, replaced and repeated map keys)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(engineInputArb.map(encode), merged), { minLength: 1, maxLength: 3 }), (parts) => {
+        const bytes = new Uint8Array(parts.flatMap((part) => [...part]));
+        expect(ordered(parsedOrError(bytes))).toEqual(ordered(decodedEngineInput(bytes, 'ticket-id', 'ticket.engine_input')));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('accepts and refuses what decoding accepts and refuses: truncated, corrupted and arbitrary bytes', () => {
+    const corrupted = fc
+      .tuple(engineInputArb, fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat())
+      .map(([init, at, byte, cut]) => {
+        const bytes = encode(init);
+        if (bytes.length === 0) return bytes;
+        bytes[at % bytes.length] = byte;
+        return bytes.subarray(0, bytes.length - (cut % 3));
+      });
+    fc.assert(
+      fc.property(fc.oneof(corrupted, fc.uint8Array({ maxLength: 60 })), (bytes) => {
+        expect(ordered(parsedOrError(bytes))).toEqual(ordered(decodedEngineInput(bytes, 'ticket-id', 'ticket.engine_input')));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('reads an absent engine_input as one player, the ticket itself', () => {
+    expect(ordered(parseTicketEngineInput(undefined, 't-1', 'ticket.engine_input'))).toEqual({ playerIds: ['t-1'], mmrMean: 0, latencies: [], attributes: [] });
   });
 });

@@ -1,12 +1,12 @@
 // Requests keep flowing while a long tick runs on another thread, and a ticket cancelled during a tick is
 // never matched. A large pool that can never match (no acceptable host) makes every tick take a while.
-import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { queueFileSchema } from '../src/config/queue-config.js';
 import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
-import { EngineInputSchema } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { parseTicketEngineInput } from '../src/engine/engine-input.js';
 import { createLogger } from '../src/log.js';
 import { QueueRuntime } from '../src/queue/queue-runtime.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
@@ -89,7 +89,7 @@ describe('a ticket matched before its own commit is durable', () => {
     runtime.start();
     try {
       const created = ['first', 'second'].map((name) => {
-        const input = fromBinary(EngineInputSchema, engineInput({ players: [{ playerId: name, mmr: 0.5 }] }));
+        const input = parseTicketEngineInput(engineInput({ players: [{ playerId: name, mmr: 0.5 }] }), name, 'engine_input');
         const ticket = create(TicketSchema, { id: uuid(), queueId: 'tick.held', createdAt: timestampNow(), metadata: new TextEncoder().encode(name) });
         return { ticket, done: runtime.createTicket(ticket, toBinary(TicketSchema, ticket), input) };
       });

@@ -1,9 +1,10 @@
 // The simulated player population: Poisson arrivals of tickets (parties), skill, region and latency, and
 // attribute values. Every ticket carries both the real EngineInput (fed to the native engine through
 // TicketPool.prepare) and the plain values the metrics and the baseline read.
-import { create } from '@bufbuild/protobuf';
+import { create, toBinary } from '@bufbuild/protobuf';
 import type { QueueConfig } from '../../src/config/queue-config.js';
-import { EngineInputSchema, type EngineInput } from '../../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { EngineInputSchema } from '../../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { parseTicketEngineInput, type ParsedEngineInput } from '../../src/engine/engine-input.js';
 import { Rng } from './rng.js';
 
 export interface Region {
@@ -92,7 +93,7 @@ export interface SimTicket {
   /** Per queue attribute filter (config order): the ticket's values/accepts, or undefined if unspecified. */
   attrs: ({ values: Set<string>; accepts: Set<string> } | undefined)[];
   twoModes: boolean;
-  input: EngineInput;
+  input: ParsedEngineInput;
 }
 
 export class Population {
@@ -192,7 +193,7 @@ export class Population {
     }
 
     const mmrMean = mmrSum / size;
-    const input = create(EngineInputSchema, { players, attributes });
+    const input = parseTicketEngineInput(toBinary(EngineInputSchema, create(EngineInputSchema, { players, attributes })), `t${seq}`, 'engine_input');
     return {
       seq,
       id: `t${seq}`,

@@ -106,7 +106,7 @@ export class MatchmakerCore {
       checkSize(t.metadata, limits.max_metadata_bytes, 'ticket.metadata', 'max_metadata_bytes');
       checkRulesetIds(queue.config, queue.queueId, t.rulesetIds, 'ticket.ruleset_ids');
       const input = parseTicketEngineInput(t.engineInput, id, 'ticket.engine_input');
-      const party = input.players.length;
+      const party = input.playerIds.length;
       const tooSmall = rulesetTooSmall(queue.config, t.rulesetIds, party);
       if (tooSmall) {
         throw failedPrecondition(`ticket.engine_input: a party of ${party} players does not fit a team of ${tooSmall.team_size} in ruleset "${tooSmall.id}"`);

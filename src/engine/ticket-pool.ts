@@ -1,7 +1,7 @@
 // A queue's active pool as columns (struct of arrays) for the native engine: one row per ticket, O(1) add
 // and swap-remove, an id -> row map. Each ticket's engine_input is turned into its row once, at ingestion
 // (prepare); the tick reads the rows in place. Column layout and encodings: docs/engine.md.
-import type { EngineInput } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
+import type { ParsedEngineInput } from './engine-input.js';
 import { failedPrecondition } from '../core/errors.js';
 
 /** Interned strings per attribute filter and per queue for host keys: bit positions in u64 masks. */
@@ -96,9 +96,8 @@ export class TicketPool {
    * Turns a ticket into its row. Interns its host keys and attribute values (throws FAILED_PRECONDITION when a
    * limit is reached) but does not touch the columns, so it is safe while a tick reads them.
    */
-  prepare(input: EngineInput, rulesetIds: readonly string[], arrivalMs: number): PoolRow {
-    const players = input.players;
-    const mmrMean = players.reduce((sum, p) => sum + p.mmr, 0) / players.length;
+  prepare(input: ParsedEngineInput, rulesetIds: readonly string[], arrivalMs: number): PoolRow {
+    const partySize = input.playerIds.length;
     let rulesetMask = this.allRulesets;
     if (rulesetIds.length > 0) {
       rulesetMask = 0;
@@ -109,7 +108,7 @@ export class TicketPool {
     const attrValues: bigint[] = [];
     const attrAccepts: bigint[] = [];
     this.layout.filters.forEach((filter, f) => {
-      const attribute = input.attributes[filter.name];
+      const attribute = input.attributes.get(filter.name);
       if (!attribute) {
         // Unspecified: compatible with everyone under either mode (docs/engine.md).
         attrValues.push(filter.mode === 'overlap' ? ALL : 0n);
@@ -122,23 +121,13 @@ export class TicketPool {
     });
 
     // A party's latency to a host is its worst player's; a player without a measurement counts as the default.
-    const worst = new Map<number, { ms: number; measuredBy: number }>();
-    for (const player of players) {
-      for (const [host, ms] of Object.entries(player.latencies)) {
-        const h = this.hosts.intern(host);
-        const seen = worst.get(h);
-        if (seen) {
-          seen.ms = Math.max(seen.ms, ms);
-          seen.measuredBy++;
-        } else worst.set(h, { ms, measuredBy: 1 });
-      }
-    }
     const latencies: [number, number][] = [];
-    for (const [h, { ms, measuredBy }] of worst) {
-      const effective = measuredBy < players.length ? Math.max(ms, this.layout.defaultLatencyMs) : ms;
+    for (const [host, { ms, measuredBy }] of input.latencies) {
+      const h = this.hosts.intern(host);
+      const effective = measuredBy < partySize ? Math.max(ms, this.layout.defaultLatencyMs) : ms;
       latencies.push([h, Math.min(effective, MAX_LATENCY)]);
     }
-    return { partySize: players.length, mmrMean, arrivalMs, rulesetMask, attrValues, attrAccepts, latencies };
+    return { partySize, mmrMean: input.mmrMean, arrivalMs, rulesetMask, attrValues, attrAccepts, latencies };
   }
 
   /** Appends a prepared row. Only between ticks: it may reallocate the columns. */

@@ -12,11 +12,11 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
 import { BackfillRequestSchema, BackfillSchema, MatchSchema, TicketSchema, type BackfillRequest, type Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
-import { EngineOutputSchema, type EngineInput } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { EngineOutputSchema } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { RemovalReason, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import type { QueueConfig } from '../config/queue-config.js';
 import { failedPrecondition } from '../core/errors.js';
-import { parseBackfillEngineInput, parseTicketEngineInput } from '../engine/engine-input.js';
+import { parseBackfillEngineInput, parseTicketEngineInput, type ParsedEngineInput } from '../engine/engine-input.js';
 import { buildEngineOutput } from '../engine/engine-output.js';
 import { TicketPool, type PoolLayout, type PoolRow } from '../engine/ticket-pool.js';
 import { engineParams, TickRunner, type EngineBackfillRequest, type EngineMatch, type TickResult } from '../engine/tick-runner.js';
@@ -51,7 +51,7 @@ interface FormedMatch {
 
 interface PoolBackfill {
   request: BackfillRequest;
-  input: EngineInput;
+  input: ParsedEngineInput;
 }
 
 export interface ClearResult {
@@ -210,7 +210,7 @@ export class QueueRuntime {
     const removed = new Map<RemovalReason, string[]>();
     for (const { ticketId: id, position, ticket: bytes } of [...this.activeTickets()]) {
       const ticket = fromBinary(TicketSchema, bytes);
-      const fate = ticketFate(config, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input').players.length);
+      const fate = ticketFate(config, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input').playerIds.length);
       if (fate.kind === 'keep') continue;
       this.deactivate(id);
       changes.push({ type: 'ticket.delete', ref: this.ref(id, position) });
@@ -257,7 +257,7 @@ export class QueueRuntime {
    * Adds the ticket to the pool; `bytes` is the ticket as acknowledged, binary (what is stored and
    * delivered). Idempotent on the ticket id: a retry never makes a second entry.
    */
-  async createTicket(ticket: Ticket, bytes: Uint8Array, input: EngineInput): Promise<void> {
+  async createTicket(ticket: Ticket, bytes: Uint8Array, input: ParsedEngineInput): Promise<void> {
     if (this.active.has(ticket.id) || this.resolved.has(ticket.id)) {
       // A retry (or a concurrent duplicate) of a create we already issued: answer once that one is durable.
       return this.store.whenDurable();
@@ -314,7 +314,7 @@ export class QueueRuntime {
   }
 
   /** Adds the request; an open request for the same match_id is cancelled and replaced. */
-  async createBackfillRequest(request: BackfillRequest, input: EngineInput): Promise<void> {
+  async createBackfillRequest(request: BackfillRequest, input: ParsedEngineInput): Promise<void> {
     const changes: StoreChange[] = [];
     const replaced = this.backfillByMatch.get(request.matchId);
     if (replaced !== undefined && this.removeBackfill(replaced) && replaced !== request.id) {
@@ -381,7 +381,7 @@ export class QueueRuntime {
     await this.currentTick;
   }
 
-  private activate(id: string, position: number, ticket: Ticket, input: EngineInput): void {
+  private activate(id: string, position: number, ticket: Ticket, input: ParsedEngineInput): void {
     // Prepared now, against the current pool, so a limit (64 host keys, 64 values per filter) refuses the
     // request before anything is stored.
     const pool = this.pool;

@@ -32,3 +32,23 @@ export const ticketArb = fc.record(
   },
   { requiredKeys: ['id'] },
 );
+
+/** Host keys and attribute values, including ones a plain object orders or treats specially. */
+const keyArb = fc.constantFrom('eu-west', 'eu-central', 'us-east', '10', '2', '0', '007', '__proto__', '', 'é');
+
+/** Any EngineInput init: players with any mmr (non-finite included), latency maps and attributes over keyArb. */
+export const engineInputArb = fc.record({
+  players: fc.array(
+    fc.record({
+      playerId: fc.string({ maxLength: 8 }),
+      mmr: fc.oneof(fc.double(), fc.constantFrom(0.5, 1200)),
+      latencies: fc.dictionary(keyArb, fc.nat({ max: 70_000 }), { maxKeys: 5 }),
+    }),
+    { maxLength: 5 },
+  ),
+  attributes: fc.dictionary(
+    keyArb,
+    fc.record({ values: fc.array(keyArb, { maxLength: 3 }), accepts: fc.array(keyArb, { maxLength: 3 }) }),
+    { maxKeys: 3 },
+  ),
+});

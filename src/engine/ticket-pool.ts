@@ -2,6 +2,7 @@
 // and swap-remove, an id -> row map. Each ticket's engine_input is turned into its row once, at ingestion
 // (prepare); the tick reads the rows in place. Column layout and encodings: docs/engine.md.
 import type { ParsedEngineInput } from './engine-input.js';
+import { ShardedMap } from './sharded-map.js';
 import { failedPrecondition } from '../core/errors.js';
 
 /** Interned strings per attribute filter and per queue for host keys: bit positions in u64 masks. */
@@ -68,7 +69,7 @@ export class TicketPool {
   hostCount = 0;
   /** Row -> ticket id. */
   readonly ids: string[] = [];
-  private readonly rows = new Map<string, number>();
+  private readonly rows = new ShardedMap<number>();
   readonly hosts = new Interner('the host key set');
   readonly attributeKeys: Interner[];
   private readonly filterIndex: Map<string, number>;

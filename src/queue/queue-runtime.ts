@@ -33,6 +33,7 @@ import { encodeMatchCreated, encodeOutcome } from '../outcomes/outcome-encoding.
 import { engineInputOf } from '../core/ticket-encoding.js';
 import { backfillFate, ticketFate } from './admission.js';
 import { timeSliced } from './time-slices.js';
+import { ShardedMap } from '../engine/sharded-map.js';
 import type { Store, StoreChange, StoredTicket, TicketRef } from '../store/store.js';
 
 export type QueueState = 'starting' | 'running' | 'retiring' | 'retired' | 'stopped';
@@ -92,12 +93,12 @@ export class QueueRuntime {
    * the store, not on the JS heap: a pool of a million tickets is a million map entries, not a million
    * buffers for the garbage collector to trace.
    */
-  private readonly active = new Map<string, number>();
+  private readonly active = new ShardedMap<number>();
   /** Ticket bytes whose store commit is still in flight (the store only answers for committed records). */
   private readonly pending = new Map<string, Uint8Array>();
   private nextPosition = 1;
-  /** Resolved tickets, in resolution order, kept for terminal_retention_ttl_secs. */
-  private readonly resolved = new Map<string, ResolvedTicket>();
+  /** Resolved tickets, kept for terminal_retention_ttl_secs; each shard is in resolution order. */
+  private readonly resolved = new ShardedMap<ResolvedTicket>();
   private readonly backfills = new Map<string, PoolBackfill>();
   /** match_id -> backfill id: one open request per running match. */
   private readonly backfillByMatch = new Map<string, string>();
@@ -200,7 +201,8 @@ export class QueueRuntime {
     const changes = admission(previous) === admission(config) ? [] : this.evictMisfits(config);
     this.withPool(() => {
       this.runner.configure(engineParams(config));
-      void this.fillPool([...this.active.keys()], [...this.active.values()], 'pool rebuilt for the new configuration');
+      const active = this.activeInArrivalOrder();
+      void this.fillPool(active.map(([id]) => id), active.map(([, position]) => position), 'pool rebuilt for the new configuration');
     });
     if (changes.length > 0) void this.store.commit(changes);
   }
@@ -347,7 +349,7 @@ export class QueueRuntime {
 
   /** Empties the pool and the backfill requests, recording the removal outcomes in the same commit. */
   async clear(reason: RemovalReason): Promise<ClearResult> {
-    const tickets = [...this.active].map(([ticketId, position]) => this.ref(ticketId, position));
+    const tickets = this.activeInArrivalOrder().map(([ticketId, position]) => this.ref(ticketId, position));
     const ticketIds = tickets.map((t) => t.ticketId);
     const backfillIds = [...this.backfills.keys()];
     for (const id of ticketIds) this.deactivate(id);
@@ -418,9 +420,14 @@ export class QueueRuntime {
     return fromBinary(TicketSchema, this.ticketBytes(id, this.active.get(id)!));
   }
 
-  /** Every active ticket with its bytes, in position order of the map (arrival order). */
+  /** Every active ticket with its bytes, in arrival order. */
   private *activeTickets(): Generator<Pick<StoredTicket, 'ticketId' | 'position' | 'ticket'>> {
-    for (const [ticketId, position] of this.active) yield { ticketId, position, ticket: this.ticketBytes(ticketId, position) };
+    for (const [ticketId, position] of this.activeInArrivalOrder()) yield { ticketId, position, ticket: this.ticketBytes(ticketId, position) };
+  }
+
+  /** The active tickets' ids and positions, in arrival (position) order; the map itself iterates by shard. */
+  private activeInArrivalOrder(): [string, number][] {
+    return [...this.active].sort((a, b) => a[1] - b[1]);
   }
 
   /** Runs `change` on the pool's columns now, or after the tick that is reading them. */
@@ -614,10 +621,12 @@ export class QueueRuntime {
   private expireResolved(nowMs: number): StoreChange[] {
     const retentionMs = this.config.terminal_retention_ttl_secs * 1000;
     const changes: StoreChange[] = [];
-    for (const [ticketId, resolved] of this.resolved) {
-      if (nowMs - resolved.resolvedAtMs <= retentionMs) break; // resolution order: the rest are younger
-      this.resolved.delete(ticketId);
-      changes.push({ type: 'ticket.delete', ref: this.ref(ticketId, resolved.position) });
+    for (const shard of this.resolved.eachShard()) {
+      for (const [ticketId, resolved] of shard) {
+        if (nowMs - resolved.resolvedAtMs <= retentionMs) break; // a shard is in resolution order: the rest are younger
+        this.resolved.delete(ticketId);
+        changes.push({ type: 'ticket.delete', ref: this.ref(ticketId, resolved.position) });
+      }
     }
     return changes;
   }

@@ -1,0 +1,59 @@
+// A string-keyed map split into shards by a hash of the key. A JS Map rehashes all of its entries at once
+// when it outgrows its table: at a million tickets that stalled the event loop for ~160 ms per map (and its
+// new 2M-entry table, allocated at once, set off a mark-compact of the whole heap), so a pool growing past
+// 2^20 tickets held CreateTicket for over half a second. Each shard rehashes on its own, 1/256th of that.
+// Iteration goes shard by shard, each in insertion order: not the insertion order of the whole map.
+
+const SHARDS = 256;
+
+/** FNV-1a over the key's UTF-16 code units, folded to a shard index: any id format spreads evenly. */
+function shardOf(key: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  return (hash ^ (hash >>> 16) ^ (hash >>> 24)) & (SHARDS - 1);
+}
+
+export class ShardedMap<V> {
+  private readonly shards: Map<string, V>[] = Array.from({ length: SHARDS }, () => new Map<string, V>());
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  get(key: string): V | undefined {
+    return this.shards[shardOf(key)]!.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.shards[shardOf(key)]!.has(key);
+  }
+
+  set(key: string, value: V): this {
+    const shard = this.shards[shardOf(key)]!;
+    const before = shard.size;
+    shard.set(key, value);
+    this.count += shard.size - before;
+    return this;
+  }
+
+  delete(key: string): boolean {
+    const deleted = this.shards[shardOf(key)]!.delete(key);
+    if (deleted) this.count--;
+    return deleted;
+  }
+
+  clear(): void {
+    for (const shard of this.shards) shard.clear();
+    this.count = 0;
+  }
+
+  /** The shards themselves, each in its own insertion order (for scans that stop early per shard). */
+  eachShard(): readonly ReadonlyMap<string, V>[] {
+    return this.shards;
+  }
+
+  *[Symbol.iterator](): IterableIterator<[string, V]> {
+    for (const shard of this.shards) yield* shard;
+  }
+}

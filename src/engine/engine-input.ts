@@ -27,7 +27,7 @@ export interface ParsedEngineInput {
   readonly mmrMean: number;
   /**
    * Each host key some player measured, in the order a decoded message's players and latency maps list
-   * them (so host keys are interned in the same order as before): the party's worst latency to it.
+   * them (the order the pool interns host keys in): the party's worst latency to it.
    */
   readonly latencies: ReadonlyMap<string, HostLatency>;
   /** The attributes by name. */
@@ -87,7 +87,7 @@ interface Parsed {
   badMmr: number;
 }
 
-/** One pass over an encoded EngineInput; not reentrant (one parse at a time, synchronously). */
+/** One pass over an encoded EngineInput. */
 class EngineInputReader {
   private readonly reader: BinaryReader;
   /** One player's latency map, in the order of a decoded map's Object.entries; reused between players. */

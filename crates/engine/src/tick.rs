@@ -30,17 +30,26 @@ impl Hot {
     }
 }
 
+/// A ticket's `Hot` record and seed-order key, in pool order: the skill-order gather reads both
+/// from one place.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Pre {
+    hot: Hot,
+    age: u64,
+}
+
 /// The pool re-laid out in skill order (rebuilt every tick).
 #[derive(Debug, Default)]
 pub(crate) struct Sorted {
     /// Skill order: key prefix << 32 | pool index (see `sort_by_prefix`).
     by_skill: Vec<u64>,
-    /// `Hot` records in pool order, gathered into `hot`.
-    pre: Vec<Hot>,
-    /// Seed order, same encoding.
+    /// `Hot` records and age keys in pool order, gathered in skill order.
+    pre: Vec<Pre>,
+    /// Seed order: key prefix << 32 | skill position (the rank in `by_skill`, which the seed
+    /// loop needs, so it never maps pool indices to positions).
     by_age: Vec<u64>,
-    /// Pool index of each entry of `by_skill` and `by_age` before sorting: the tickets that can be in
-    /// some match, in pool order.
+    /// Pool index of each entry of `by_skill` before sorting: the tickets that can be in some
+    /// match, in pool order.
     candidates: Vec<u32>,
     /// Scatter buffer and digit counts of `sort_by_prefix`.
     sort_tmp: Vec<u64>,
@@ -48,11 +57,11 @@ pub(crate) struct Sorted {
     /// Indexed by slot (live position + 1), with `Hot::sentinel`s at both ends so the scan reads
     /// its frontier without bounds branches.
     hot: Vec<Hot>,
-    /// Pool index -> live position (meaningless once used), plus a scratch slot. The live
-    /// arrays (`hot`, `rows`, `attrs`) hold the unused tickets in skill order and are compacted
-    /// as tickets get used.
+    /// Skill position -> live position (meaningless once used). The live arrays (`hot`,
+    /// `rows`, `attrs`) hold the unused tickets in skill order and are compacted as tickets get
+    /// used; both positions ascend together, so compaction updates this in order, not at random.
     cur: Vec<u32>,
-    /// Bit per pool index: used. Small enough to stay in cache while seeds are checked in
+    /// Bit per skill position: used. Small enough to stay in cache while seeds are checked in
     /// random order (most are used by their turn).
     used: Vec<u64>,
     live: usize,
@@ -66,16 +75,18 @@ pub(crate) struct Sorted {
     bits: FilterBits,
     /// When not interned: rows by skill position, same layout as `classes`.
     attrs: Vec<u64>,
-    /// Per live position, `row_words(H)` words: the pool index, then the latencies as four
-    /// 16-bit lanes per word (padding lanes 0xFFFF), so one SWAR step tests four hosts. The
-    /// index shares the row so writing a match's output finds it in cache.
+    /// Per live position, `row_words(H)` words: the pool index (low 32 bits) and skill position
+    /// (high 32), then the latencies as four 16-bit lanes per word (padding lanes 0xFFFF), so one
+    /// SWAR step tests four hosts. The indices share the row so writing a match's output and
+    /// marking it used find them in cache.
     rows: Vec<u64>,
 }
 
 impl Sorted {
+    /// Whether the ticket at skill position `q` is used.
     #[inline]
-    fn is_used(&self, ticket: usize) -> bool {
-        self.used[ticket / 64] >> (ticket % 64) & 1 == 1
+    fn is_used(&self, q: usize) -> bool {
+        self.used[q / 64] >> (q % 64) & 1 == 1
     }
 
     /// Removes used tickets from the live arrays. Order is kept, so scans see the same
@@ -96,9 +107,10 @@ impl Sorted {
                 let (dst, src) = self.attrs.split_at_mut(pos * f2);
                 copy_words(&mut dst[kept * f2..(kept + 1) * f2], &src[..f2]);
             }
-            // Used entries update the spare last slot of `cur` (in cache) instead.
-            let ticket = if unused { self.rows[kept * rw] as usize } else { self.cur.len() - 1 };
-            self.cur[ticket] = kept as u32;
+            // Skill positions ascend with live positions, so these writes go in order. A used
+            // entry's value is never read (the seed loop tests `used` first).
+            let q = (self.rows[kept * rw] >> 32) as usize;
+            self.cur[q] = kept as u32;
             kept += usize::from(unused);
         }
         self.hot.truncate(kept + 1);
@@ -116,7 +128,7 @@ impl Sorted {
         self.sort_tmp.reserve(n);
         self.hot.reserve(n + 2);
         self.pre.reserve(n);
-        self.cur.reserve(n + 1);
+        self.cur.reserve(n);
         self.used.reserve(n.div_ceil(64));
         self.attrs.reserve(2 * n * f);
         self.rows.reserve(n * row_words(h));
@@ -215,35 +227,46 @@ fn mix(mut z: u64) -> u64 {
 /// what makes 1M-ticket ticks fast.
 #[inline(always)]
 fn prefetch<T>(slice: &[T], idx: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(x) = slice.get(idx) {
-        // SAFETY: `_mm_prefetch` is only a hint: it has no architectural effect and cannot fault,
-        // and the pointer comes from a live reference anyway. SSE is baseline on x86_64.
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((x as *const T).cast::<i8>()) }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (slice, idx);
+    prefetch_at(slice, idx, 0);
 }
 
-/// Turns `v` (full sort keys of the pool indices `index`, which ascend) into the skill or seed
-/// order: `prefix << 32 | pool index`, sorted. The prefix is the top 32 of the key bits that
+/// `prefetch` of the line holding byte `offset` (< `size_of::<T>()`) of `slice[idx]`.
+#[inline(always)]
+fn prefetch_at<T>(slice: &[T], idx: usize, offset: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = slice.get(idx) {
+        let p = (x as *const T).cast::<i8>().wrapping_add(offset.min(std::mem::size_of::<T>().saturating_sub(1)));
+        // SAFETY: `_mm_prefetch` is only a hint: it has no architectural effect and cannot fault,
+        // and the pointer points into a live reference anyway. SSE is baseline on x86_64.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, idx, offset);
+}
+
+/// Turns `v` (full sort keys of the tickets `index(0)`, `index(1)`, ..., which ascend) into the
+/// skill or seed order: `prefix << 32 | index`, sorted. The prefix is the top 32 of the key bits that
 /// differ between tickets, which orders like the full key except within runs of equal prefixes;
 /// the caller re-sorts those runs (rare unless keys tie). LSD radix sort, at most 11 bits per
 /// pass, on 8-byte elements: O(n) per pass with no data-dependent branches, and stable, so runs
-/// come out in pool index order.
-fn sort_by_prefix(v: &mut Vec<u64>, index: &[u32], tmp: &mut Vec<u64>, hist: &mut Vec<u32>) {
+/// come out in index order.
+fn sort_by_prefix(v: &mut Vec<u64>, index: impl Fn(usize) -> u32, tmp: &mut Vec<u64>, hist: &mut Vec<u32>) {
     let n = v.len();
     let first = v.first().copied().unwrap_or(0);
     let differ = v.iter().fold(0, |acc, &k| acc | (k ^ first));
     let shift = (u64::BITS - differ.leading_zeros()).saturating_sub(32);
-    for (k, &i) in v.iter_mut().zip(index) {
-        *k = (*k >> shift) << 32 | u64::from(i);
+    for (j, k) in v.iter_mut().enumerate() {
+        *k = (*k >> shift) << 32 | u64::from(index(j));
     }
     let bits = u64::BITS - (differ >> shift).leading_zeros();
     if bits == 0 {
         return;
     }
-    let passes = bits.div_ceil(11) as usize;
+    // Narrower digits once the arrays outgrow the caches: a pass scatters into `2^width` places
+    // at once, and 2048 of them miss L1 and the TLB on every write (measured at 1M keys: 10 ms
+    // with 11 bits, 7.5 ms with 8; at 100k the extra pass costs more than it saves).
+    let max_width = if n > 1 << 18 { 8 } else { 11 };
+    let passes = bits.div_ceil(max_width) as usize;
     let width = bits.div_ceil(passes as u32);
     let digits = 1usize << width;
     let mask = (digits - 1) as u64;
@@ -625,9 +648,7 @@ fn prepare(pool: &PoolColumns<'_>, params: &TickParams<'_>, s: &mut Sorted) {
     s.by_skill.clear();
     s.by_age.clear();
     s.candidates.clear();
-    s.pre.resize(n, Hot::default());
-    s.used.clear();
-    s.used.resize(n.div_ceil(64), 0);
+    s.pre.resize(n, Pre::default());
     s.classes.clear();
     let max_classes = (32_768 / f.max(1)).min(n / 4);
     let mut interning = f > 0;
@@ -644,39 +665,43 @@ fn prepare(pool: &PoolColumns<'_>, params: &TickParams<'_>, s: &mut Sorted) {
                 None => interning = false,
             }
         }
-        *pre = Hot { eff, mask, meta: u32::from(party) | class << 8 };
+        *pre = Pre { hot: Hot { eff, mask, meta: u32::from(party) | class << 8 }, age: order_key(arrival) };
         if reach.could_match(mask, &pool.latency_ms[i * h..(i + 1) * h]) {
             s.by_skill.push(order_key(eff));
-            s.by_age.push(order_key(arrival));
             s.candidates.push(i as u32);
-        } else {
-            s.used[i / 64] |= 1 << (i % 64);
         }
     }
     let n = s.candidates.len();
+    s.used.clear();
+    s.used.resize(n.div_ceil(64), 0);
     s.interned = interning;
     s.bits.build(interning.then_some(&s.classes), params.filters);
     // Skill order: by key, ties by pool index.
-    sort_by_prefix(&mut s.by_skill, &s.candidates, &mut s.sort_tmp, &mut s.hist);
+    let candidates = &s.candidates;
+    sort_by_prefix(&mut s.by_skill, |j| candidates[j], &mut s.sort_tmp, &mut s.hist);
     let pre = &s.pre;
-    fix_prefix_runs(&mut s.by_skill, |i| (order_key(pre[i].eff), i));
-    sort_by_prefix(&mut s.by_age, &s.candidates, &mut s.sort_tmp, &mut s.hist);
+    fix_prefix_runs(&mut s.by_skill, |i| (order_key(pre[i].hot.eff), i));
 
     // Pass 2, skill order: gather. Every element is overwritten, so `resize` only fills growth.
     s.hot.resize(n + 2, Hot::default());
     s.hot[0] = Hot::sentinel(f64::NEG_INFINITY);
     s.hot[n + 1] = Hot::sentinel(f64::INFINITY);
     s.rows.resize(n * (w + 1), 0);
-    s.cur.resize(pool.len() + 1, 0);
+    s.cur.clear();
+    s.cur.extend(0..n as u32);
+    s.by_age.resize(n, 0);
     s.live = n;
     s.attrs.resize(if interning { 0 } else { 2 * n * f }, 0);
     let mut attr_rows = s.attrs.chunks_exact_mut((2 * f).max(1));
     const AHEAD: usize = 16;
-    for (p, (hot, row)) in s.hot[1..=n].iter_mut().zip(s.rows.chunks_exact_mut(w + 1)).enumerate() {
+    let gathered = s.hot[1..=n].iter_mut().zip(s.rows.chunks_exact_mut(w + 1)).zip(&mut s.by_age);
+    for (p, ((hot, row), age)) in gathered.enumerate() {
         // Reads are random (pool order), writes sequential: prefetch the rows a few steps ahead.
         if let Some(&j) = s.by_skill.get(p + AHEAD) {
             let j = j as u32 as usize;
+            // A 24-byte record may straddle two lines.
             prefetch(&s.pre, j);
+            prefetch_at(&s.pre, j, std::mem::size_of::<Pre>() - 1);
             prefetch(pool.latency_ms, j * h);
             if !interning {
                 prefetch(pool.attr_values, j * f);
@@ -684,9 +709,10 @@ fn prepare(pool: &PoolColumns<'_>, params: &TickParams<'_>, s: &mut Sorted) {
             }
         }
         let i = s.by_skill[p] as u32 as usize;
-        *hot = s.pre[i];
-        s.cur[i] = p as u32;
-        row[0] = i as u64;
+        let pre = s.pre[i];
+        *hot = pre.hot;
+        *age = pre.age;
+        row[0] = i as u64 | (p as u64) << 32;
         if !interning {
             if let Some(row) = attr_rows.next() {
                 let (vals, accs) = (&pool.attr_values[i * f..(i + 1) * f], &pool.attr_accepts[i * f..(i + 1) * f]);
@@ -707,10 +733,14 @@ fn prepare(pool: &PoolColumns<'_>, params: &TickParams<'_>, s: &mut Sorted) {
             row[w - 1] = rest.iter().rev().fold(u64::MAX, |x, &l| x << 16 | u64::from(l));
         }
     }
-    // Seed order: oldest first; equal arrivals by a seeded hash of the pool index, then by skill
-    // position (`cur` still holds it).
-    let (cur, seed) = (&s.cur, params.seed);
-    fix_prefix_runs(&mut s.by_age, |i| (order_key(pool.arrival_ms[i]), mix(seed ^ mix(i as u64)) >> 32, cur[i]));
+    // Seed order, by skill position: oldest first; equal arrivals by a seeded hash of the pool
+    // index, then by skill position.
+    sort_by_prefix(&mut s.by_age, |p| p as u32, &mut s.sort_tmp, &mut s.hist);
+    let (rows, seed) = (&s.rows, params.seed);
+    fix_prefix_runs(&mut s.by_age, |p| {
+        let i = rows[p * (w + 1)] as u32 as usize;
+        (order_key(pool.arrival_ms[i]), mix(seed ^ mix(i as u64)) >> 32, p)
+    });
 }
 
 pub(crate) fn run(
@@ -738,7 +768,9 @@ pub(crate) fn run(
     // Bounds follow the seed's wait, and seeds come oldest first, so each relaxation step
     // applies to a prefix of the seed order: find where each one ends (bisection on the same
     // `now - arrival` as `Ruleset::bounds_for_wait`) instead of reading every seed's arrival.
-    let wait_at = |k: usize| params.now_ms - pool.arrival_ms[sorted.by_age[k] as u32 as usize];
+    // No compaction yet: live positions are still skill positions.
+    let rw = row_words(pool.host_count);
+    let wait_at = |k: usize| params.now_ms - pool.arrival_ms[sorted.rows[(sorted.by_age[k] as u32 as usize) * rw] as u32 as usize];
     scratch.levels.clear();
     scratch.level_ends.clear();
     for rs in params.rulesets {
@@ -789,11 +821,11 @@ pub(crate) fn run(
                 prefetch_range(&sorted.rows, a * (w + 1), b * (w + 1));
             }
         }
-        let i = sorted.by_age[k] as u32 as usize;
-        if sorted.is_used(i) {
+        let q = sorted.by_age[k] as u32 as usize;
+        if sorted.is_used(q) {
             continue;
         }
-        let sp = sorted.cur[i];
+        let sp = sorted.cur[q];
         let ctx = Ctx { s: sorted, f, h, norm: params.mmr_normalization_ref };
         let mut mask = sorted.hot[sp as usize + 1].mask & valid_rulesets;
         let mut formed = false;
@@ -821,8 +853,8 @@ pub(crate) fn run(
         if formed {
             for &p in &scratch.sel {
                 links.mark_used(p);
-                let t = sorted.rows[p as usize * (w + 1)] as usize;
-                sorted.used[t / 64] |= 1 << (t % 64);
+                let q = (sorted.rows[p as usize * (w + 1)] >> 32) as usize;
+                sorted.used[q / 64] |= 1 << (q % 64);
             }
             used_since_compact += scratch.sel.len();
             // Once half the live tickets are used, drop them so scans stay dense in memory.
@@ -1558,7 +1590,8 @@ mod tests {
     #[test]
     fn sort_by_prefix_orders_by_key_then_index() {
         let mut z = 3u64;
-        for (n, bits) in [(1000usize, 64u32), (1000, 20), (5000, 40), (300, 0)] {
+        // 300k keys: above the size where digits narrow.
+        for (n, bits) in [(1000usize, 64u32), (1000, 20), (5000, 40), (300, 0), (300_000, 64)] {
             let keys: Vec<u64> = (0..n)
                 .map(|_| {
                     z = mix(z);
@@ -1567,7 +1600,7 @@ mod tests {
                 .collect();
             let (mut v, mut tmp, mut hist) = (keys.clone(), Vec::new(), Vec::new());
             let index: Vec<u32> = (0..n as u32).collect();
-            sort_by_prefix(&mut v, &index, &mut tmp, &mut hist);
+            sort_by_prefix(&mut v, |j| index[j], &mut tmp, &mut hist);
             fix_prefix_runs(&mut v, |i| (keys[i], i));
             let mut want: Vec<usize> = (0..n).collect();
             want.sort_by_key(|&i| (keys[i], i));

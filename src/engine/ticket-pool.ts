@@ -72,7 +72,6 @@ export class TicketPool {
   private readonly rows = new ShardedMap<number>();
   readonly hosts = new Interner('the host key set');
   readonly attributeKeys: Interner[];
-  private readonly filterIndex: Map<string, number>;
   private readonly allRulesets: number;
 
   constructor(
@@ -80,7 +79,6 @@ export class TicketPool {
     initialCapacity = 1024,
   ) {
     this.attributeKeys = layout.filters.map((f) => new Interner(`attribute filter "${f.name}"`));
-    this.filterIndex = new Map(layout.filters.map((f, i) => [f.name, i]));
     this.allRulesets = layout.rulesetIds.length >= 32 ? 0xffff_ffff : (1 << layout.rulesetIds.length) - 1;
     this.grow(initialCapacity);
   }

@@ -1,7 +1,7 @@
 // A string-keyed map split into shards by a hash of the key. A JS Map rehashes all of its entries at once
-// when it outgrows its table: at a million tickets that stalled the event loop for ~160 ms per map (and its
-// new 2M-entry table, allocated at once, set off a mark-compact of the whole heap), so a pool growing past
-// 2^20 tickets held CreateTicket for over half a second. Each shard rehashes on its own, 1/256th of that.
+// when it outgrows its table: at a million tickets that took ~160 ms per map, and the new 2M-entry table is
+// one large allocation that can set off a mark-compact besides; a pool growing past 2^20 tickets held one
+// CreateTicket for ~0.6 s (bench/RESULTS.md). Each shard rehashes on its own, 1/256th of that.
 // Iteration goes shard by shard, each in insertion order: not the insertion order of the whole map.
 
 const SHARDS = 256;

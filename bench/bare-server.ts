@@ -3,7 +3,11 @@
 // raw bytes (rawRequests, as in src/api/grpc.ts) and is decoded with fromBinary. It is the ceiling the
 // real service is compared against.
 //
-//   node dist/bench/bare-server.js [--port N] [--host 127.0.0.1]
+//   node dist/bench/bare-server.js [--port N] [--host 127.0.0.1] [--answer-after-ms N]
+//
+// --answer-after-ms N (default 0) answers each call N ms later, from a timer, with no more CPU work: a
+// control for a handler that waits for something, as the real one waits for its durable write. It shows
+// what that wait alone does to the tail at a fixed rate, apart from the work the real service does.
 //
 // Prints one JSON line {"msg":"listening","grpcPort":N} when bound; on SIGTERM/SIGINT prints
 // {"msg":"stopped","calls":N,"connections":M} (M = distinct client address:port pairs seen, i.e. TCP
@@ -21,7 +25,7 @@ export interface BareServer {
   stop(): Promise<void>;
 }
 
-export async function startBareServer(host = '127.0.0.1', port = 0): Promise<BareServer> {
+export async function startBareServer(host = '127.0.0.1', port = 0, answerAfterMs = 0): Promise<BareServer> {
   const server = new Server();
   let calls = 0;
   const peers = new Set<string>();
@@ -36,7 +40,9 @@ export async function startBareServer(host = '127.0.0.1', port = 0): Promise<Bar
         callback({ code: status.INVALID_ARGUMENT, details: `request does not decode: ${(err as Error).message}` });
         return;
       }
-      callback(null, create(CreateTicketResponseSchema, { ticketId }));
+      const response = create(CreateTicketResponseSchema, { ticketId });
+      if (answerAfterMs > 0) setTimeout(() => callback(null, response), answerAfterMs);
+      else callback(null, response);
     },
   });
   const bound = await new Promise<number>((resolve, reject) =>
@@ -57,8 +63,10 @@ export async function startBareServer(host = '127.0.0.1', port = 0): Promise<Bar
 }
 
 async function main(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { port: { type: 'string' }, host: { type: 'string' } } });
-  const server = await startBareServer(values.host ?? '127.0.0.1', Number(values.port ?? process.env.GRPC_PORT ?? 0));
+  const { values } = parseArgs({ args: argv, options: { port: { type: 'string' }, host: { type: 'string' }, 'answer-after-ms': { type: 'string' } } });
+  const answerAfterMs = Number(values['answer-after-ms'] ?? 0);
+  if (!Number.isFinite(answerAfterMs) || answerAfterMs < 0) throw new Error(`--answer-after-ms must be a non-negative number, got "${values['answer-after-ms']}"`);
+  const server = await startBareServer(values.host ?? '127.0.0.1', Number(values.port ?? process.env.GRPC_PORT ?? 0), answerAfterMs);
   console.log(JSON.stringify({ msg: 'listening', grpcPort: server.port }));
   const onSignal = () => {
     console.log(JSON.stringify({ msg: 'stopped', ...server.stats() }));

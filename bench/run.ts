@@ -2,7 +2,9 @@
 //
 //   0. (optional) tinybench micro-benchmarks of the in-process CreateTicket path
 //   1. closed loop, 64 in flight over 4 connections, against the bare grpc-js server (bench/bare-server.ts)
-//      (and, as a control, the fixed rate of step 3 against the bare server: the floor this machine shows)
+//      (and, as a control, the fixed rate of step 3 against the bare server: the floor this machine shows;
+//      and against a bare server that answers each call BENCH_CONTROL_ANSWER_AFTER_MS later, from a timer:
+//      the floor for a handler that waits about as long as the real one waits for its durable write)
 //   2. the same closed loop against the real service (dist/src/cli.js serve, temp data dir, the repo's
 //      queues/) -> target: real throughput >= 80% of bare
 //   3. fixed rate 3,000 CreateTicket/s against a fresh real service -> target: p99 < 10 ms
@@ -17,7 +19,8 @@
 //   BENCH_DURATION_SECS (10)  measured seconds per phase     BENCH_WARMUP_SECS (2)  warm-up per phase
 //   BENCH_CONCURRENCY (64)    BENCH_CONNECTIONS (4)          BENCH_RATE (3000)      BENCH_MAX_IN_FLIGHT (512)
 //   BENCH_QUEUE (eu.ranked)   BENCH_MICRO (1; 0 skips it)    BENCH_JSON_OUT (file for the raw results)
-//   BENCH_CONTROL (1; 0 skips the control phase: the fixed rate against the bare server)
+//   BENCH_CONTROL (1; 0 skips the control phases: the fixed rate against the bare server)
+//   BENCH_CONTROL_ANSWER_AFTER_MS (2; 0 skips that control phase)
 //   BENCH_INPUTS (realistic: the service's ticks match about half the tickets; unmatchable: none ever match)
 //   BENCH_CPU_PROF (a directory: the real service runs with --cpu-prof and writes its profiles there)
 //   BENCH_CLIENT (both: node, then native; node: only create-ticket-load.ts; native: only bench/loadgen)
@@ -67,6 +70,7 @@ const settings = {
   inputs: process.env.BENCH_INPUTS === 'unmatchable' ? ('unmatchable' as const) : ('realistic' as const),
   micro: process.env.BENCH_MICRO !== '0',
   control: process.env.BENCH_CONTROL !== '0',
+  controlAnswerAfterMs: envNumber('BENCH_CONTROL_ANSWER_AFTER_MS', 2),
   jsonOut: process.env.BENCH_JSON_OUT || undefined,
   cpuProfDir: process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined,
   clients: envClients(),
@@ -255,6 +259,7 @@ interface ClientRun {
   client: ClientKind;
   bare: Phase;
   bareFixed: Phase | undefined;
+  bareWaitingFixed: Phase | undefined;
   real: Phase;
   fixed: Phase;
 }
@@ -286,13 +291,25 @@ async function runClient(client: ClientKind): Promise<ClientRun> {
   }
   console.log();
 
+  // The same fixed rate against a bare server whose answers wait on a timer: what waiting alone costs the tail.
+  let bareWaitingPhase: Phase | undefined;
+  if (settings.control && settings.controlAnswerAfterMs > 0) {
+    const waiting = await spawnServer('bare server (waiting)', [BARE, '--answer-after-ms', String(settings.controlAnswerAfterMs)], {});
+    try {
+      bareWaitingPhase = await loadPhase(client, `bare server answering after ${settings.controlAnswerAfterMs} ms, fixed rate (control)`, waiting, fixed);
+    } finally {
+      await waiting.stop();
+    }
+    console.log();
+  }
+
   const realPhase = await withRealService(`closed-${client}`, (s) => loadPhase(client, 'real service, closed loop', s, closed));
   console.log();
 
   // (b) fixed rate against a fresh real service
   const fixedPhase = await withRealService(`fixed-${client}`, (s) => loadPhase(client, 'real service, fixed rate', s, fixed));
   console.log();
-  return { client, bare: barePhase, bareFixed: bareFixedPhase, real: realPhase, fixed: fixedPhase };
+  return { client, bare: barePhase, bareFixed: bareFixedPhase, bareWaitingFixed: bareWaitingPhase, real: realPhase, fixed: fixedPhase };
 }
 
 async function main(): Promise<void> {
@@ -332,7 +349,7 @@ async function main(): Promise<void> {
   for (const client of settings.clients) runs.push(await runClient(client));
 
   // Summary
-  const phases = runs.flatMap((r) => [r.bare, ...(r.bareFixed ? [r.bareFixed] : []), r.real, r.fixed]);
+  const phases = runs.flatMap((r) => [r.bare, ...(r.bareFixed ? [r.bareFixed] : []), ...(r.bareWaitingFixed ? [r.bareWaitingFixed] : []), r.real, r.fixed]);
   const errorText = (r: LoadResult) => {
     const e = Object.entries(r.errors);
     return e.length === 0 ? '0' : e.map(([k, v]) => `${k}=${v}`).join(' ');

@@ -1,5 +1,6 @@
 //! Tick timing on seeded synthetic pools: 2x5, parties of 1..=5, 3 filters, 8 hosts.
-//! Run with `cargo bench -p matchmaker-engine`. Plain `Instant`, no harness.
+//! Run with `cargo bench -p matchmaker-engine`. Plain `Instant`, no harness. `TICK_BENCH_SIZES` (e.g.
+//! `100000`) limits the pool sizes and `TICK_BENCH_REPEAT` multiplies the ticks timed per size.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -99,7 +100,14 @@ fn main() {
         seed: 42,
     };
 
+    // TICK_BENCH_SIZES=100000 (comma-separated) runs only those sizes, for profiling one of them.
+    let only: Option<Vec<usize>> = std::env::var("TICK_BENCH_SIZES").ok().map(|v| v.split(',').map(|x| x.trim().parse().expect("TICK_BENCH_SIZES: numbers")).collect());
+    let iters_scale: usize = std::env::var("TICK_BENCH_REPEAT").ok().map_or(1, |v| v.parse().expect("TICK_BENCH_REPEAT: a number"));
     for &(n, iters) in &[(10_000usize, 50usize), (100_000, 20), (1_000_000, 5)] {
+        if only.as_ref().is_some_and(|sizes| !sizes.contains(&n)) {
+            continue;
+        }
+        let iters = iters * iters_scale;
         let p = generate(n, 7);
         let pool = p.columns();
         let mut ws = Workspace::with_capacity(n, F, H);

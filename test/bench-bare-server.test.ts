@@ -1,14 +1,10 @@
 // The benchmark's bare grpc-js server (bench/bare-server.ts): the ceiling and the controls that
 // bench/RESULTS.md compares the real service against, so it must answer CreateTicket as the service does,
 // and --answer-after-ms must really hold each answer back.
-import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBareServer, type BareServer } from '../bench/bare-server.js';
-import { CreateTicketRequestSchema, CreateTicketResponseSchema } from '../src/gen/matchmaker/core/v1/service_pb.js';
 import { uuid } from './support/fixtures.js';
-import { rawGrpcClient } from './support/queues.js';
-
-const CREATE_TICKET = '/matchmaker.core.v1.MatchmakerService/CreateTicket';
+import { grpcTransport } from './support/transports.js';
 
 describe('bench bare server', () => {
   let server: BareServer | undefined;
@@ -19,18 +15,17 @@ describe('bench bare server', () => {
 
   async function createTicket(answerAfterMs: number): Promise<{ sent: string; answered: string; elapsedMs: number }> {
     server = await startBareServer('127.0.0.1', 0, answerAfterMs);
-    const client = rawGrpcClient({ grpcPort: server.port });
+    const api = grpcTransport({ grpcPort: server.port });
     try {
-      const id = uuid();
-      const request = toBinary(CreateTicketRequestSchema, create(CreateTicketRequestSchema, { ticket: { id, queueId: 'eu.ranked' } }));
-      await client.call(CREATE_TICKET, request); // connects
+      const ticket = { id: uuid(), queueId: 'eu.ranked' };
+      await api.createTicket(ticket); // connects
       const started = performance.now();
-      const result = await client.call(CREATE_TICKET, request);
+      const result = await api.createTicket(ticket);
       const elapsedMs = performance.now() - started;
-      expect(result.code).toBe(0);
-      return { sent: id, answered: fromBinary(CreateTicketResponseSchema, result.response!).ticketId, elapsedMs };
+      if (!result.ok) throw new Error(`CreateTicket failed: ${result.code} ${result.message}`);
+      return { sent: ticket.id, answered: result.value.ticketId, elapsedMs };
     } finally {
-      client.close();
+      api.close();
     }
   }
 

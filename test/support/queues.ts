@@ -79,7 +79,7 @@ const identity = (b: Buffer) => b;
  * A client that sends the given bytes as the request of `method` (full path, e.g.
  * `/matchmaker.core.v1.MatchmakerService/CreateTicket`) without any encoding of its own.
  */
-export function rawGrpcClient(service: Pick<TestService, 'grpcPort'>): { call(path: string, bytes: Uint8Array): Promise<RawGrpcResult>; close(): void } {
+export function rawGrpcClient(service: TestService): { call(path: string, bytes: Uint8Array): Promise<RawGrpcResult>; close(): void } {
   const clients = new Map<string, Client & Record<string, Function>>();
   const clientFor = (path: string) => {
     let client = clients.get(path);

@@ -43,7 +43,7 @@ const codeByGrpcStatus = new Map(Object.entries(ERROR_CODES).map(([name, c]) => 
 
 export const MatchmakerClient = makeGenericClientConstructor(grpcServiceDefinition(MatchmakerService), 'MatchmakerService');
 
-export function grpcClient(service: TestService): Client & Record<string, (...args: unknown[]) => unknown> {
+export function grpcClient(service: Pick<TestService, 'grpcPort'>): Client & Record<string, (...args: unknown[]) => unknown> {
   return new MatchmakerClient(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure()) as never;
 }
 
@@ -58,7 +58,7 @@ export function grpcUnary<T>(client: Client, method: string, request: unknown): 
   });
 }
 
-export function grpcTransport(service: TestService): Transport {
+export function grpcTransport(service: Pick<TestService, 'grpcPort'>): Transport {
   const client = grpcClient(service);
   const call = <T>(method: string, schema: DescMessage, init: Record<string, unknown>) =>
     grpcUnary<T>(client, method, create(schema, init as never));

@@ -4,7 +4,9 @@
 //   1. closed loop, 64 in flight over 4 connections, against the bare grpc-js server (bench/bare-server.ts)
 //      (and, as a control, the fixed rate of step 3 against the bare server: the floor this machine shows;
 //      and against a bare server that answers each call BENCH_CONTROL_ANSWER_AFTER_MS later, from a timer:
-//      the floor for a handler that waits about as long as the real one waits for its durable write)
+//      the floor for a handler that waits about as long as the real one waits for its durable write; and,
+//      with BENCH_CONTROL_HTTP2, Node's own http2 module serving CreateTicket without grpc-js, answering at
+//      once and after the same wait: whether the cost of waiting comes from grpc-js or from Node's HTTP/2)
 //   2. the same closed loop against the real service (dist/src/cli.js serve, temp data dir, the repo's
 //      queues/) -> target: real throughput >= 80% of bare
 //   3. fixed rate 3,000 CreateTicket/s against a fresh real service -> target: p99 < 10 ms
@@ -21,6 +23,7 @@
 //   BENCH_QUEUE (eu.ranked)   BENCH_MICRO (1; 0 skips it)    BENCH_JSON_OUT (file for the raw results)
 //   BENCH_CONTROL (1; 0 skips the control phases: the fixed rate against the bare server)
 //   BENCH_CONTROL_ANSWER_AFTER_MS (2; 0 skips that control phase)
+//   BENCH_CONTROL_HTTP2 (1; 0 skips the two control phases against bare-server.js --http2-only)
 //   BENCH_INPUTS (realistic: the service's ticks match about half the tickets; unmatchable: none ever match)
 //   BENCH_CPU_PROF (a directory: the real service runs with --cpu-prof and writes its profiles there)
 //   BENCH_CLIENT (both: node, then native; node: only create-ticket-load.ts; native: only bench/loadgen)
@@ -71,6 +74,7 @@ const settings = {
   micro: process.env.BENCH_MICRO !== '0',
   control: process.env.BENCH_CONTROL !== '0',
   controlAnswerAfterMs: envNumber('BENCH_CONTROL_ANSWER_AFTER_MS', 2),
+  controlHttp2: process.env.BENCH_CONTROL_HTTP2 !== '0',
   jsonOut: process.env.BENCH_JSON_OUT || undefined,
   cpuProfDir: process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined,
   clients: envClients(),
@@ -259,7 +263,8 @@ interface ClientRun {
   client: ClientKind;
   bare: Phase;
   bareFixed: Phase | undefined;
-  bareWaitingFixed: Phase | undefined;
+  /** The fixed-rate control phases after the bare server's own: servers that wait, and plain Node http2. */
+  controls: Phase[];
   real: Phase;
   fixed: Phase;
 }
@@ -291,14 +296,22 @@ async function runClient(client: ClientKind): Promise<ClientRun> {
   }
   console.log();
 
-  // The same fixed rate against a bare server whose answers wait on a timer: what waiting alone costs the tail.
-  let bareWaitingPhase: Phase | undefined;
-  if (settings.control && settings.controlAnswerAfterMs > 0) {
-    const waiting = await spawnServer('bare server (waiting)', [BARE, '--answer-after-ms', String(settings.controlAnswerAfterMs)], {});
+  // The same fixed rate against a bare server whose answers wait on a timer: what waiting alone costs the
+  // tail. Then plain Node http2 (no grpc-js), at once and waiting: where that cost comes from.
+  const controls: Phase[] = [];
+  const wait = settings.controlAnswerAfterMs;
+  const controlServers: [string, string[]][] = [];
+  if (settings.control && wait > 0) controlServers.push([`bare server answering after ${wait} ms`, ['--answer-after-ms', String(wait)]]);
+  if (settings.control && settings.controlHttp2) {
+    controlServers.push(['plain Node http2 server', ['--http2-only']]);
+    if (wait > 0) controlServers.push([`plain Node http2 server answering after ${wait} ms`, ['--http2-only', '--answer-after-ms', String(wait)]]);
+  }
+  for (const [label, args] of controlServers) {
+    const server = await spawnServer(label, [BARE, ...args], {});
     try {
-      bareWaitingPhase = await loadPhase(client, `bare server answering after ${settings.controlAnswerAfterMs} ms, fixed rate (control)`, waiting, fixed);
+      controls.push(await loadPhase(client, `${label}, fixed rate (control)`, server, fixed));
     } finally {
-      await waiting.stop();
+      await server.stop();
     }
     console.log();
   }
@@ -309,7 +322,7 @@ async function runClient(client: ClientKind): Promise<ClientRun> {
   // (b) fixed rate against a fresh real service
   const fixedPhase = await withRealService(`fixed-${client}`, (s) => loadPhase(client, 'real service, fixed rate', s, fixed));
   console.log();
-  return { client, bare: barePhase, bareFixed: bareFixedPhase, bareWaitingFixed: bareWaitingPhase, real: realPhase, fixed: fixedPhase };
+  return { client, bare: barePhase, bareFixed: bareFixedPhase, controls, real: realPhase, fixed: fixedPhase };
 }
 
 async function main(): Promise<void> {
@@ -349,7 +362,7 @@ async function main(): Promise<void> {
   for (const client of settings.clients) runs.push(await runClient(client));
 
   // Summary
-  const phases = runs.flatMap((r) => [r.bare, ...(r.bareFixed ? [r.bareFixed] : []), ...(r.bareWaitingFixed ? [r.bareWaitingFixed] : []), r.real, r.fixed]);
+  const phases = runs.flatMap((r) => [r.bare, ...(r.bareFixed ? [r.bareFixed] : []), ...r.controls, r.real, r.fixed]);
   const errorText = (r: LoadResult) => {
     const e = Object.entries(r.errors);
     return e.length === 0 ? '0' : e.map(([k, v]) => `${k}=${v}`).join(' ');

@@ -13,8 +13,8 @@ describe('bench bare server', () => {
     server = undefined;
   });
 
-  async function createTicket(answerAfterMs: number): Promise<{ sent: string; answered: string; elapsedMs: number }> {
-    server = await startBareServer('127.0.0.1', 0, answerAfterMs);
+  async function createTicket(answerAfterMs: number, http2Only = false): Promise<{ sent: string; answered: string; elapsedMs: number }> {
+    server = await startBareServer('127.0.0.1', 0, answerAfterMs, http2Only);
     const api = grpcTransport({ grpcPort: server.port });
     try {
       const ticket = { id: uuid(), queueId: 'eu.ranked' };
@@ -40,5 +40,19 @@ describe('bench bare server', () => {
     expect(answered).toBe(sent);
     // A timer never fires early by more than the clock's rounding.
     expect(elapsedMs).toBeGreaterThanOrEqual(295);
+  });
+
+  describe('--http2-only (no grpc-js)', () => {
+    it('answers a grpc-js client with the ticket id it was sent', async () => {
+      const { sent, answered } = await createTicket(0, true);
+      expect(answered).toBe(sent);
+      expect(server!.stats().calls).toBe(2);
+    });
+
+    it('holds each answer back by --answer-after-ms', async () => {
+      const { sent, answered, elapsedMs } = await createTicket(300, true);
+      expect(answered).toBe(sent);
+      expect(elapsedMs).toBeGreaterThanOrEqual(295);
+    });
   });
 });

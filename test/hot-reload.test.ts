@@ -2,7 +2,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
-import { engineInput, uuid } from './support/fixtures.js';
+import { engineInput, party, uuid } from './support/fixtures.js';
 import { duelQueue, pollUntil } from './support/queues.js';
 import { alike, seedTickets } from './support/seed.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
@@ -113,6 +113,66 @@ describe('a hot reload of a large pool', () => {
       const outcomes = async () => (await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=hot.big&limit=100')).body.outcomes as { kind: string; matchCreated?: { match: { tickets: { id: string }[] } } }[];
       const list = await pollUntil(outcomes, (l) => l.some((o) => o.kind === 'match.created'), 60_000);
       expect(list.filter((o) => o.kind === 'match.created').map((o) => o.matchCreated!.match.tickets.map((t) => t.id).sort())).toEqual([[b, e].sort()]);
+    } finally {
+      grpc.close();
+      await service.stop();
+      removeDirs(queueDir, dataDir);
+    }
+  });
+
+  it('takes out the tickets a changed ruleset no longer admits in slices, answering requests meanwhile', { timeout: 120_000 }, async () => {
+    const queueDir = tempDir('queues');
+    const dataDir = tempDir('data');
+    const pairs = (teamSize: number) => queueFile(`    - id: pairs\n      teams: 2\n      team_size: ${teamSize}\n`);
+    writeQueues(queueDir, { 'hot.evict': pairs(2) });
+    // 60,000 parties of two, which a team of one no longer admits, and one solo ticket, which it does.
+    const PARTIES = 60_000;
+    const partyIds = [...alike(PARTIES, party(2))];
+    const solo = uuid();
+    await seedTickets(dataDir, 'hot.evict', [...partyIds, { id: solo, engineInput: party(1) }]);
+
+    const service = await startService({ queueDir, dataDir, startTimeoutMs: 90_000 });
+    const grpc = grpcTransport(service);
+    const activeTickets = async () =>
+      ((await httpRequest(service, 'GET', '/admin/v1/queues')).body.queues as { queueId: string; activeTickets: number }[]).find((q) => q.queueId === 'hot.evict')!.activeTickets;
+    try {
+      await service.waitForLog((l) => l.msg === 'pool restored');
+      writeFileSync(join(queueDir, 'hot.evict.yaml'), pairs(1));
+      // While the removals go on, requests are answered and the pool is seen part-way: a removal that held
+      // the event loop would only ever show all 60,001 tickets or the last one.
+      const seen = new Set<number>();
+      const joined = uuid();
+      let created = false;
+      let answeredMidway = false;
+      const deadline = Date.now() + 60_000;
+      for (let count = await activeTickets(); count > (created ? 2 : 1) && Date.now() < deadline; count = await activeTickets()) {
+        seen.add(count);
+        if (count < PARTIES + 1 && !created) {
+          expect((await grpc.createTicket({ id: joined, queueId: 'hot.evict', engineInput: party(1) })).ok).toBe(true);
+          created = true;
+          answeredMidway = (await activeTickets()) > 2;
+        }
+      }
+      expect([...seen].some((n) => n > 2 && n < PARTIES + 1)).toBe(true);
+      expect(answeredMidway).toBe(true);
+
+      // Every party left with its outcome, once; the solo ticket and the one that joined stay.
+      const removed: string[] = [];
+      let after = 0n;
+      for (;;) {
+        const page = (await httpRequest(service, 'GET', `/admin/v1/outcomes?queue_id=hot.evict&after_sequence=${after}&limit=10000`)).body.outcomes as {
+          producerSequence: string;
+          ticketsRemoved?: { ticketIds: string[]; reason: string };
+        }[];
+        if (page.length === 0) break;
+        for (const o of page) if (o.ticketsRemoved?.reason === 'RULESET_PARAMS_CHANGED') removed.push(...o.ticketsRemoved.ticketIds);
+        after = BigInt(page.at(-1)!.producerSequence);
+      }
+      expect(removed.length).toBe(PARTIES);
+      expect(new Set(removed)).toEqual(new Set(partyIds.map((t) => t.id)));
+      expect(await activeTickets()).toBe(2);
+      expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.evict/tickets/${solo}`)).status).toBe(200);
+      expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.evict/tickets/${joined}`)).status).toBe(200);
     } finally {
       grpc.close();
       await service.stop();

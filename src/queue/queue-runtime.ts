@@ -34,7 +34,7 @@ import { engineInputOf } from '../core/ticket-encoding.js';
 import { backfillFate, ticketFate } from './admission.js';
 import { timeSliced } from './time-slices.js';
 import { ShardedMap } from '../engine/sharded-map.js';
-import type { Store, StoreChange, StoredTicket, TicketRef } from '../store/store.js';
+import type { Store, StoreChange, TicketRef } from '../store/store.js';
 
 export type QueueState = 'starting' | 'running' | 'retiring' | 'retired' | 'stopped';
 
@@ -86,6 +86,35 @@ function matchHost(row: PoolRow, pool: TicketPool, defaultLatencyMs: number): nu
 const record = (outcome: Outcome): StoreChange => ({ type: 'outcome.record', outcome: encodeOutcome(outcome) });
 const records = (outcomes: Outcome[]): StoreChange[] => outcomes.map(record);
 
+/**
+ * Tickets a hot reload takes out of the pool while it is rebuilt: collected in one slice, then committed
+ * together (the deletes, the orphan outcomes, one removal outcome per reason) before the next slice.
+ */
+class Evictions {
+  count = 0;
+  private changes: StoreChange[] = [];
+  private removed = new Map<RemovalReason, string[]>();
+
+  constructor(private readonly queueId: string) {}
+
+  /** `outcome`: the ticket's own (orphaned), or the reason it joins a removal outcome with. */
+  add(ref: TicketRef, outcome: Outcome | RemovalReason): void {
+    this.count++;
+    this.changes.push({ type: 'ticket.delete', ref });
+    if (typeof outcome !== 'number') this.changes.push(record(outcome));
+    else if (this.removed.has(outcome)) this.removed.get(outcome)!.push(ref.ticketId);
+    else this.removed.set(outcome, [ref.ticketId]);
+  }
+
+  commit(store: Store, chunk: number): Promise<void> | undefined {
+    for (const [reason, ids] of this.removed) this.changes.push(...records(ticketsRemoved(this.queueId, ids, reason, chunk)));
+    const changes = this.changes;
+    this.changes = [];
+    this.removed = new Map();
+    return changes.length > 0 ? store.commit(changes) : undefined;
+  }
+}
+
 export class QueueRuntime {
   state: QueueState = 'starting';
   /**
@@ -115,6 +144,8 @@ export class QueueRuntime {
   private currentTick: Promise<void> = Promise.resolve();
   /** The pool whose rows are still being built (fillPool): the engine waits for it. */
   private filling: TicketPool | undefined;
+  /** A hot reload changed what the queue admits, and no pool rebuild has checked every ticket since. */
+  private admissionPending = false;
   private seed = 1;
 
   constructor(
@@ -167,58 +198,75 @@ export class QueueRuntime {
    * engine does not run on it until that is done (`filling`). A ticket that left the pool meanwhile
    * (cancelled, cleared, expired) is skipped, one that arrives meanwhile goes straight in, and when another
    * fill replaces this pool the rest is left to it.
+   *
+   * With `admit`, each ticket is first checked against the configuration (a hot reload changed what the
+   * queue admits): one that no longer fits leaves the pool instead, and each slice's removals are committed
+   * with their outcomes before the next slice starts. A large pool is thus checked without holding the event
+   * loop, and the engine never runs on a ticket the new configuration refuses.
    */
-  private async fillPool(ids: readonly string[], positions: readonly number[], done: string): Promise<void> {
+  private async fillPool(ids: readonly string[], positions: readonly number[], done: string, admit = false): Promise<void> {
     const pool = new TicketPool(layoutOf(this.config), Math.max(1024, ids.length));
     this.pool = pool;
     this.filling = pool;
     const startedMs = Date.now();
+    const evicted = admit ? new Evictions(this.queueId) : undefined;
     try {
-      await timeSliced(ids.length, (i) => {
-        if (this.pool !== pool || this.state !== 'running') return false;
-        const ticketId = ids[i]!;
-        const position = positions[i]!;
-        if (this.active.get(ticketId) === position) this.insertStored(pool, { ticketId, ticket: this.ticketBytes(ticketId, position) });
-      });
+      await timeSliced(
+        ids.length,
+        (i) => {
+          if (this.pool !== pool || this.state !== 'running') return false;
+          const ticketId = ids[i]!;
+          const position = positions[i]!;
+          if (this.active.get(ticketId) !== position) return;
+          const ticket = fromBinary(TicketSchema, this.ticketBytes(ticketId, position));
+          if (evicted && !this.admits(ticketId, ticket, position, evicted)) return;
+          this.insertStored(pool, ticketId, ticket);
+        },
+        evicted && (() => evicted.commit(this.store, this.config.outcomes.batch_chunk_size)),
+      );
     } catch (err) {
       // A ticket whose record cannot be read: the engine runs on the rows built so far rather than never.
       this.log.error({ queue: this.queueId, err }, 'pool rebuild stopped early: a stored ticket could not be read');
     }
     if (this.filling !== pool) return;
     this.filling = undefined;
+    if (admit) this.admissionPending = false;
+    if (evicted?.count) this.log.info({ queue: this.queueId, removed: evicted.count, tickets: this.active.size }, 'configuration change: tickets that no longer fit left the pool');
     if (ids.length > 0) this.log.info({ queue: this.queueId, tickets: ids.length, ms: Date.now() - startedMs }, done);
+  }
+
+  /** Whether the current configuration still admits an active ticket; if not, takes it out (into `evicted`). */
+  private admits(id: string, ticket: Ticket, position: number, evicted: Evictions): boolean {
+    const fate = ticketFate(this.config, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input').playerIds.length);
+    if (fate.kind === 'keep') return true;
+    this.deactivate(id);
+    evicted.add(this.ref(id, position), fate.kind === 'orphaned' ? ticketOrphaned(this.queueId, ticket, fate.rulesetId) : fate.reason);
+    return false;
   }
 
   /**
    * A valid hot-reloaded configuration. Tickets and requests that no longer fit leave the pool with their
-   * outcomes (admission.ts decides: orphaned, RULESET_PARAMS_CHANGED, QUEUE_CONFIG_CHANGED); the engine and
-   * the pool's columns follow the new configuration after the current tick.
+   * outcomes (admission.ts decides: orphaned, RULESET_PARAMS_CHANGED, QUEUE_CONFIG_CHANGED): requests at
+   * once, tickets while the pool is rebuilt (`fillPool`). The engine and the pool's columns follow the new
+   * configuration after the current tick.
    */
   reconfigure(config: QueueConfig): void {
     const previous = this.configValue;
     this.configValue = config;
     const admission = (c: QueueConfig) => JSON.stringify([c.rulesets.map((r) => [r.id, r.team_size]), c.limits]);
-    const changes = admission(previous) === admission(config) ? [] : this.evictMisfits(config);
+    // Stays set until a rebuild checks every ticket: a reload that replaces an unfinished rebuild checks too.
+    if (admission(previous) !== admission(config)) this.admissionPending = true;
+    const changes = this.admissionPending ? this.evictMisfitBackfills(config) : [];
     this.withPool(() => {
       this.runner.configure(engineParams(config));
       const active = this.activeInArrivalOrder();
-      void this.fillPool(active.map(([id]) => id), active.map(([, position]) => position), 'pool rebuilt for the new configuration');
+      void this.fillPool(active.map(([id]) => id), active.map(([, position]) => position), 'pool rebuilt for the new configuration', this.admissionPending);
     });
     if (changes.length > 0) void this.store.commit(changes);
   }
 
-  private evictMisfits(config: QueueConfig): StoreChange[] {
+  private evictMisfitBackfills(config: QueueConfig): StoreChange[] {
     const changes: StoreChange[] = [];
-    const removed = new Map<RemovalReason, string[]>();
-    for (const { ticketId: id, position, ticket: bytes } of [...this.activeTickets()]) {
-      const ticket = fromBinary(TicketSchema, bytes);
-      const fate = ticketFate(config, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input').playerIds.length);
-      if (fate.kind === 'keep') continue;
-      this.deactivate(id);
-      changes.push({ type: 'ticket.delete', ref: this.ref(id, position) });
-      if (fate.kind === 'orphaned') changes.push(record(ticketOrphaned(this.queueId, ticket, fate.rulesetId)));
-      else removed.set(fate.reason, [...(removed.get(fate.reason) ?? []), id]);
-    }
     const removedBackfills = new Map<RemovalReason, string[]>();
     for (const [id, { request }] of [...this.backfills]) {
       const fate = backfillFate(config, request);
@@ -229,9 +277,8 @@ export class QueueRuntime {
       else removedBackfills.set(fate.reason, [...(removedBackfills.get(fate.reason) ?? []), id]);
     }
     const chunk = config.outcomes.batch_chunk_size;
-    for (const [reason, ids] of removed) changes.push(...records(ticketsRemoved(this.queueId, ids, reason, chunk)));
     for (const [reason, ids] of removedBackfills) changes.push(...records(backfillRequestsRemoved(this.queueId, ids, reason, chunk)));
-    if (changes.length > 0) this.log.info({ queue: this.queueId, tickets: this.active.size }, 'configuration change: tickets and requests that no longer fit left the pool');
+    if (changes.length > 0) this.log.info({ queue: this.queueId, backfills: this.backfills.size }, 'configuration change: backfill requests that no longer fit left the pool');
     return changes;
   }
 
@@ -420,11 +467,6 @@ export class QueueRuntime {
     return fromBinary(TicketSchema, this.ticketBytes(id, this.active.get(id)!));
   }
 
-  /** Every active ticket with its bytes, in arrival order. */
-  private *activeTickets(): Generator<Pick<StoredTicket, 'ticketId' | 'position' | 'ticket'>> {
-    for (const [ticketId, position] of this.activeInArrivalOrder()) yield { ticketId, position, ticket: this.ticketBytes(ticketId, position) };
-  }
-
   /** The active tickets' ids and positions, in arrival (position) order; the map itself iterates by shard. */
   private activeInArrivalOrder(): [string, number][] {
     return [...this.active].sort((a, b) => a[1] - b[1]);
@@ -437,8 +479,7 @@ export class QueueRuntime {
   }
 
   /** A stored ticket's row, into `pool`. */
-  private insertStored(pool: TicketPool, { ticketId: id, ticket: bytes }: Pick<StoredTicket, 'ticketId' | 'ticket'>): void {
-    const ticket = fromBinary(TicketSchema, bytes);
+  private insertStored(pool: TicketPool, id: string, ticket: Ticket): void {
     try {
       pool.insert(id, pool.prepare(parseTicketEngineInput(ticket.engineInput, id, 'engine_input'), ticket.rulesetIds, createdAtMs(ticket)));
     } catch (err) {

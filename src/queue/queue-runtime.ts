@@ -219,8 +219,9 @@ export class QueueRuntime {
           const position = positions[i]!;
           if (this.active.get(ticketId) !== position) return;
           const ticket = fromBinary(TicketSchema, this.ticketBytes(ticketId, position));
-          if (evicted && !this.admits(ticketId, ticket, position, evicted)) return;
-          this.insertStored(pool, ticketId, ticket);
+          let input: ParsedEngineInput | undefined;
+          if (evicted && !(input = this.admitted(ticketId, ticket, position, evicted))) return;
+          this.insertStored(pool, ticketId, ticket, input);
         },
         evicted && (() => evicted.commit(this.store, this.config.outcomes.batch_chunk_size)),
       );
@@ -235,13 +236,17 @@ export class QueueRuntime {
     if (ids.length > 0) this.log.info({ queue: this.queueId, tickets: ids.length, ms: Date.now() - startedMs }, done);
   }
 
-  /** Whether the current configuration still admits an active ticket; if not, takes it out (into `evicted`). */
-  private admits(id: string, ticket: Ticket, position: number, evicted: Evictions): boolean {
-    const fate = ticketFate(this.config, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input').playerIds.length);
-    if (fate.kind === 'keep') return true;
+  /**
+   * An active ticket's parsed engine_input if the current configuration still admits it; if not, takes it
+   * out (into `evicted`) and answers undefined.
+   */
+  private admitted(id: string, ticket: Ticket, position: number, evicted: Evictions): ParsedEngineInput | undefined {
+    const input = parseTicketEngineInput(ticket.engineInput, id, 'engine_input');
+    const fate = ticketFate(this.config, ticket, input.playerIds.length);
+    if (fate.kind === 'keep') return input;
     this.deactivate(id);
     evicted.add(this.ref(id, position), fate.kind === 'orphaned' ? ticketOrphaned(this.queueId, ticket, fate.rulesetId) : fate.reason);
-    return false;
+    return undefined;
   }
 
   /**
@@ -478,10 +483,10 @@ export class QueueRuntime {
     else change();
   }
 
-  /** A stored ticket's row, into `pool`. */
-  private insertStored(pool: TicketPool, id: string, ticket: Ticket): void {
+  /** A stored ticket's row, into `pool` (`input`: its engine_input, when already parsed). */
+  private insertStored(pool: TicketPool, id: string, ticket: Ticket, input?: ParsedEngineInput): void {
     try {
-      pool.insert(id, pool.prepare(parseTicketEngineInput(ticket.engineInput, id, 'engine_input'), ticket.rulesetIds, createdAtMs(ticket)));
+      pool.insert(id, pool.prepare(input ?? parseTicketEngineInput(ticket.engineInput, id, 'engine_input'), ticket.rulesetIds, createdAtMs(ticket)));
     } catch (err) {
       this.log.error({ queue: this.queueId, ticket: id, err: (err as Error).message }, 'ticket no longer fits the queue configuration; it stays stored but cannot match');
     }

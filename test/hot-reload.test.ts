@@ -179,4 +179,31 @@ describe('a hot reload of a large pool', () => {
       removeDirs(queueDir, dataDir);
     }
   });
+
+  it('checks the stored tickets against a queue file that changed while the service was down', { timeout: 60_000 }, async () => {
+    const queueDir = tempDir('queues');
+    const dataDir = tempDir('data');
+    // Stored as a service with teams of two had acknowledged them; the file now says teams of one.
+    writeQueues(queueDir, { 'hot.down': queueFile(DUEL) });
+    const parties = [...alike(3, party(2))];
+    const solo = uuid();
+    await seedTickets(dataDir, 'hot.down', [...parties, { id: solo, engineInput: party(1) }]);
+
+    const service = await startService({ queueDir, dataDir });
+    try {
+      const removed = await pollUntil(
+        async () =>
+          ((await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=hot.down')).body.outcomes as { ticketsRemoved?: { ticketIds: string[]; reason: string } }[])
+            .filter((o) => o.ticketsRemoved?.reason === 'RULESET_PARAMS_CHANGED')
+            .flatMap((o) => o.ticketsRemoved!.ticketIds),
+        (ids) => ids.length > 0,
+      );
+      expect(removed.sort()).toEqual(parties.map((t) => t.id).sort());
+      expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.down/tickets/${solo}`)).status).toBe(200);
+      for (const { id } of parties) expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.down/tickets/${id}`)).status).toBe(404);
+    } finally {
+      await service.stop();
+      removeDirs(queueDir, dataDir);
+    }
+  });
 });

@@ -165,7 +165,8 @@ export class QueueRuntime {
   /**
    * Restores the queue from the store and takes requests at once. The stored tickets are known (ids,
    * positions) before this returns, so duplicates and cancels are right from the first request; their pool
-   * rows are built in time slices (`fillPool`), and the engine runs once that is done.
+   * rows are built in time slices (`fillPool`, checking each against the configuration), and the engine runs
+   * once that is done.
    */
   start(): void {
     const snapshot = this.store.loadQueue(this.queueId);
@@ -188,7 +189,11 @@ export class QueueRuntime {
     }
     this.state = 'running';
     this.log.info({ queue: this.queueId, tickets: this.active.size, resolved: this.resolved.size, backfills: this.backfills.size }, 'queue started');
-    void this.fillPool(ids, positions, 'pool restored');
+    // The queue's file may have changed while the service was down: what it no longer admits leaves with
+    // its outcome, as on a hot reload, rather than staying in a pool it can never match in.
+    const changes = this.evictMisfitBackfills(this.config);
+    if (changes.length > 0) void this.store.commit(changes);
+    void this.fillPool(ids, positions, 'pool restored', true);
     this.schedule();
   }
 
@@ -218,10 +223,7 @@ export class QueueRuntime {
           const ticketId = ids[i]!;
           const position = positions[i]!;
           if (this.active.get(ticketId) !== position) return;
-          const ticket = fromBinary(TicketSchema, this.ticketBytes(ticketId, position));
-          let input: ParsedEngineInput | undefined;
-          if (evicted && !(input = this.admitted(ticketId, ticket, position, evicted))) return;
-          this.insertStored(pool, ticketId, ticket, input);
+          this.insertStored(pool, ticketId, position, evicted);
         },
         evicted && (() => evicted.commit(this.store, this.config.outcomes.batch_chunk_size)),
       );
@@ -236,17 +238,13 @@ export class QueueRuntime {
     if (ids.length > 0) this.log.info({ queue: this.queueId, tickets: ids.length, ms: Date.now() - startedMs }, done);
   }
 
-  /**
-   * An active ticket's parsed engine_input if the current configuration still admits it; if not, takes it
-   * out (into `evicted`) and answers undefined.
-   */
-  private admitted(id: string, ticket: Ticket, position: number, evicted: Evictions): ParsedEngineInput | undefined {
-    const input = parseTicketEngineInput(ticket.engineInput, id, 'engine_input');
+  /** Whether the current configuration still admits an active ticket; if not, takes it out (into `evicted`). */
+  private admits(id: string, ticket: Ticket, input: ParsedEngineInput, position: number, evicted: Evictions): boolean {
     const fate = ticketFate(this.config, ticket, input.playerIds.length);
-    if (fate.kind === 'keep') return input;
+    if (fate.kind === 'keep') return true;
     this.deactivate(id);
     evicted.add(this.ref(id, position), fate.kind === 'orphaned' ? ticketOrphaned(this.queueId, ticket, fate.rulesetId) : fate.reason);
-    return undefined;
+    return false;
   }
 
   /**
@@ -483,10 +481,13 @@ export class QueueRuntime {
     else change();
   }
 
-  /** A stored ticket's row, into `pool` (`input`: its engine_input, when already parsed). */
-  private insertStored(pool: TicketPool, id: string, ticket: Ticket, input?: ParsedEngineInput): void {
+  /** A stored ticket's row, into `pool`; with `evicted`, only if the configuration still admits the ticket. */
+  private insertStored(pool: TicketPool, id: string, position: number, evicted?: Evictions): void {
+    const ticket = fromBinary(TicketSchema, this.ticketBytes(id, position));
     try {
-      pool.insert(id, pool.prepare(input ?? parseTicketEngineInput(ticket.engineInput, id, 'engine_input'), ticket.rulesetIds, createdAtMs(ticket)));
+      const input = parseTicketEngineInput(ticket.engineInput, id, 'engine_input');
+      if (evicted && !this.admits(id, ticket, input, position, evicted)) return;
+      pool.insert(id, pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)));
     } catch (err) {
       this.log.error({ queue: this.queueId, ticket: id, err: (err as Error).message }, 'ticket no longer fits the queue configuration; it stays stored but cannot match');
     }

@@ -156,18 +156,22 @@ describe('a hot reload of a large pool', () => {
       expect([...seen].some((n) => n > 2 && n < PARTIES + 1)).toBe(true);
       expect(answeredMidway).toBe(true);
 
-      // Every party left with its outcome, once; the solo ticket and the one that joined stay.
-      const removed: string[] = [];
-      let after = 0n;
-      for (;;) {
-        const page = (await httpRequest(service, 'GET', `/admin/v1/outcomes?queue_id=hot.evict&after_sequence=${after}&limit=10000`)).body.outcomes as {
-          producerSequence: string;
-          ticketsRemoved?: { ticketIds: string[]; reason: string };
-        }[];
-        if (page.length === 0) break;
-        for (const o of page) if (o.ticketsRemoved?.reason === 'RULESET_PARAMS_CHANGED') removed.push(...o.ticketsRemoved.ticketIds);
-        after = BigInt(page.at(-1)!.producerSequence);
-      }
+      // Every party left with its outcome, once (the last slice's commit may still be on its way); the solo
+      // ticket and the one that joined stay.
+      const removedIds = async () => {
+        const removed: string[] = [];
+        let after = 0n;
+        for (;;) {
+          const page = (await httpRequest(service, 'GET', `/admin/v1/outcomes?queue_id=hot.evict&after_sequence=${after}&limit=10000`)).body.outcomes as {
+            producerSequence: string;
+            ticketsRemoved?: { ticketIds: string[]; reason: string };
+          }[];
+          if (page.length === 0) return removed;
+          for (const o of page) if (o.ticketsRemoved?.reason === 'RULESET_PARAMS_CHANGED') removed.push(...o.ticketsRemoved.ticketIds);
+          after = BigInt(page.at(-1)!.producerSequence);
+        }
+      };
+      const removed = await pollUntil(removedIds, (ids) => ids.length >= PARTIES);
       expect(removed.length).toBe(PARTIES);
       expect(new Set(removed)).toEqual(new Set(partyIds.map((t) => t.id)));
       expect(await activeTickets()).toBe(2);
@@ -196,7 +200,8 @@ describe('a hot reload of a large pool', () => {
           ((await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=hot.down')).body.outcomes as { ticketsRemoved?: { ticketIds: string[]; reason: string } }[])
             .filter((o) => o.ticketsRemoved?.reason === 'RULESET_PARAMS_CHANGED')
             .flatMap((o) => o.ticketsRemoved!.ticketIds),
-        (ids) => ids.length > 0,
+        // Each slice's removals are committed on their own: wait for all of them.
+        (ids) => ids.length >= parties.length,
       );
       expect(removed.sort()).toEqual(parties.map((t) => t.id).sort());
       expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.down/tickets/${solo}`)).status).toBe(200);

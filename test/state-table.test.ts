@@ -187,7 +187,14 @@ describe('states and transitions', () => {
 
     // duel removed, trio shrunk to 2 per team.
     writeFileSync(join(env.service.queueDir, 'st.reload.yaml'), quiet(TRIO(2)));
-    const orphaned = await pollUntil(() => outcomes('st.reload'), (all) => all.some((o) => o.kind === 'ticket.orphaned'));
+    // Ticket removals are committed slice by slice while the pool is rebuilt: wait for all three.
+    const orphaned = await pollUntil(
+      () => outcomes('st.reload'),
+      (all) =>
+        all.filter((o) => o.kind === 'ticket.orphaned').length +
+          all.flatMap((o) => (o.ticketsRemoved?.reason === 'RULESET_PARAMS_CHANGED' ? o.ticketsRemoved.ticketIds : [])).length >=
+        3,
+    );
     const ticketOrphans = orphaned.filter((o) => o.kind === 'ticket.orphaned');
     expect(ticketOrphans.map((o) => [o.ticketOrphaned!.ticket.id, o.ticketOrphaned!.rulesetId])).toEqual([[namesDuel, 'duel']]);
     const backfillOrphans = orphaned.filter((o) => o.kind === 'backfill.orphaned');

@@ -230,6 +230,8 @@ export class QueueRuntime {
     } catch (err) {
       // A ticket whose record cannot be read: the engine runs on the rows built so far rather than never.
       this.log.error({ queue: this.queueId, err }, 'pool rebuild stopped early: a stored ticket could not be read');
+      // What the interrupted slice already took out of the pool still leaves the store, with its outcomes.
+      await evicted?.commit(this.store, this.config.outcomes.batch_chunk_size);
     }
     if (this.filling !== pool) return;
     this.filling = undefined;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
 import { engineInput, party, uuid } from './support/fixtures.js';
 import { duelQueue, pollUntil } from './support/queues.js';
-import { alike, seedTickets } from './support/seed.js';
+import { alike, seedTickets, type SeedTicket } from './support/seed.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 
 const queueFile = (rulesets: string) => `
@@ -83,22 +83,44 @@ describe('queue files are hot-reloaded', () => {
   });
 });
 
+interface SeededQueue {
+  queueId: string;
+  /** The queue's file. */
+  yaml: string;
+  tickets: SeedTicket[];
+  startTimeoutMs?: number;
+}
+
+/** A service of its own, started on a store seeded with one queue's tickets, for `body`; stopped and removed after. */
+async function withSeededService(
+  { queueId, yaml, tickets, startTimeoutMs }: SeededQueue,
+  body: (service: TestService, grpc: Transport, queueDir: string) => Promise<void>,
+): Promise<void> {
+  const queueDir = tempDir('queues');
+  const dataDir = tempDir('data');
+  writeQueues(queueDir, { [queueId]: yaml });
+  await seedTickets(dataDir, queueId, tickets);
+  const service = await startService({ queueDir, dataDir, startTimeoutMs });
+  const grpc = grpcTransport(service);
+  try {
+    await body(service, grpc, queueDir);
+  } finally {
+    grpc.close();
+    await service.stop();
+    removeDirs(queueDir, dataDir);
+  }
+}
+
 describe('a hot reload of a large pool', () => {
   it('rebuilds the pool in slices while answering requests, then matches under the new configuration', { timeout: 120_000 }, async () => {
-    const queueDir = tempDir('queues');
-    const dataDir = tempDir('data');
     const big = (maxLatencyMs: number) => duelQueue(50, maxLatencyMs);
-    writeQueues(queueDir, { 'hot.big': big(5) });
     // 100,000 tickets that never match (host 500 ms away), and b, whose 10 ms host is over the first
     // configuration's 5 ms bound.
     const far = engineInput({ players: [{ playerId: 'far', mmr: 0.9, latencies: { near: 500 } }] });
     const near = engineInput({ players: [{ playerId: 'near', mmr: 0.1, latencies: { near: 10 } }] });
     const [b, c, e] = [uuid(), uuid(), uuid()];
-    await seedTickets(dataDir, 'hot.big', [...alike(100_000, far), { id: b, engineInput: near }]);
-
-    const service = await startService({ queueDir, dataDir, startTimeoutMs: 90_000 });
-    const grpc = grpcTransport(service);
-    try {
+    const seeded = { queueId: 'hot.big', yaml: big(5), tickets: [...alike(100_000, far), { id: b, engineInput: near }], startTimeoutMs: 90_000 };
+    await withSeededService(seeded, async (service, grpc, queueDir) => {
       await service.waitForLog((l) => l.msg === 'pool restored');
       expect((await grpc.createTicket({ id: c, queueId: 'hot.big', engineInput: near })).ok).toBe(true);
       writeFileSync(join(queueDir, 'hot.big.yaml'), big(80));
@@ -113,29 +135,19 @@ describe('a hot reload of a large pool', () => {
       const outcomes = async () => (await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=hot.big&limit=100')).body.outcomes as { kind: string; matchCreated?: { match: { tickets: { id: string }[] } } }[];
       const list = await pollUntil(outcomes, (l) => l.some((o) => o.kind === 'match.created'), 60_000);
       expect(list.filter((o) => o.kind === 'match.created').map((o) => o.matchCreated!.match.tickets.map((t) => t.id).sort())).toEqual([[b, e].sort()]);
-    } finally {
-      grpc.close();
-      await service.stop();
-      removeDirs(queueDir, dataDir);
-    }
+    });
   });
 
   it('takes out the tickets a changed ruleset no longer admits in slices, answering requests meanwhile', { timeout: 120_000 }, async () => {
-    const queueDir = tempDir('queues');
-    const dataDir = tempDir('data');
     const pairs = (teamSize: number) => queueFile(`    - id: pairs\n      teams: 2\n      team_size: ${teamSize}\n`);
-    writeQueues(queueDir, { 'hot.evict': pairs(2) });
     // 60,000 parties of two, which a team of one no longer admits, and one solo ticket, which it does.
     const PARTIES = 60_000;
     const partyIds = [...alike(PARTIES, party(2))];
     const solo = uuid();
-    await seedTickets(dataDir, 'hot.evict', [...partyIds, { id: solo, engineInput: party(1) }]);
-
-    const service = await startService({ queueDir, dataDir, startTimeoutMs: 90_000 });
-    const grpc = grpcTransport(service);
-    const activeTickets = async () =>
-      ((await httpRequest(service, 'GET', '/admin/v1/queues')).body.queues as { queueId: string; activeTickets: number }[]).find((q) => q.queueId === 'hot.evict')!.activeTickets;
-    try {
+    const seeded = { queueId: 'hot.evict', yaml: pairs(2), tickets: [...partyIds, { id: solo, engineInput: party(1) }], startTimeoutMs: 90_000 };
+    await withSeededService(seeded, async (service, grpc, queueDir) => {
+      const activeTickets = async () =>
+        ((await httpRequest(service, 'GET', '/admin/v1/queues')).body.queues as { queueId: string; activeTickets: number }[]).find((q) => q.queueId === 'hot.evict')!.activeTickets;
       await service.waitForLog((l) => l.msg === 'pool restored');
       writeFileSync(join(queueDir, 'hot.evict.yaml'), pairs(1));
       // While the removals go on, requests are answered and the pool is seen part-way: a removal that held
@@ -177,24 +189,14 @@ describe('a hot reload of a large pool', () => {
       expect(await activeTickets()).toBe(2);
       expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.evict/tickets/${solo}`)).status).toBe(200);
       expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.evict/tickets/${joined}`)).status).toBe(200);
-    } finally {
-      grpc.close();
-      await service.stop();
-      removeDirs(queueDir, dataDir);
-    }
+    });
   });
 
   it('checks the stored tickets against a queue file that changed while the service was down', { timeout: 60_000 }, async () => {
-    const queueDir = tempDir('queues');
-    const dataDir = tempDir('data');
     // Stored as a service with teams of two had acknowledged them; the file now says teams of one.
-    writeQueues(queueDir, { 'hot.down': queueFile(DUEL) });
     const parties = [...alike(3, party(2))];
     const solo = uuid();
-    await seedTickets(dataDir, 'hot.down', [...parties, { id: solo, engineInput: party(1) }]);
-
-    const service = await startService({ queueDir, dataDir });
-    try {
+    await withSeededService({ queueId: 'hot.down', yaml: queueFile(DUEL), tickets: [...parties, { id: solo, engineInput: party(1) }] }, async (service) => {
       const removed = await pollUntil(
         async () =>
           ((await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=hot.down')).body.outcomes as { ticketsRemoved?: { ticketIds: string[]; reason: string } }[])
@@ -206,9 +208,6 @@ describe('a hot reload of a large pool', () => {
       expect(removed.sort()).toEqual(parties.map((t) => t.id).sort());
       expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.down/tickets/${solo}`)).status).toBe(200);
       for (const { id } of parties) expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.down/tickets/${id}`)).status).toBe(404);
-    } finally {
-      await service.stop();
-      removeDirs(queueDir, dataDir);
-    }
+    });
   });
 });

@@ -121,11 +121,22 @@ async function startHttp2Server(host: string, port: number, answerAfterMs: numbe
 async function main(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { port: { type: 'string' }, host: { type: 'string' }, 'answer-after-ms': { type: 'string' }, 'http2-only': { type: 'boolean' } },
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'answer-after-ms': { type: 'string' },
+      'http2-only': { type: 'boolean' },
+    },
   });
   const answerAfterMs = Number(values['answer-after-ms'] ?? 0);
-  if (!Number.isFinite(answerAfterMs) || answerAfterMs < 0) throw new Error(`--answer-after-ms must be a non-negative number, got "${values['answer-after-ms']}"`);
-  const server = await startBareServer(values.host ?? '127.0.0.1', Number(values.port ?? process.env.GRPC_PORT ?? 0), answerAfterMs, values['http2-only'] ?? false);
+  if (!Number.isFinite(answerAfterMs) || answerAfterMs < 0)
+    throw new Error(`--answer-after-ms must be a non-negative number, got "${values['answer-after-ms']}"`);
+  const server = await startBareServer(
+    values.host ?? '127.0.0.1',
+    Number(values.port ?? process.env.GRPC_PORT ?? 0),
+    answerAfterMs,
+    values['http2-only'] ?? false,
+  );
   console.log(JSON.stringify({ msg: 'listening', grpcPort: server.port }));
   const onSignal = () => {
     console.log(JSON.stringify({ msg: 'stopped', ...server.stats() }));

@@ -31,7 +31,10 @@ export function spawnServer(name: string, args: string[], env: Record<string, st
   child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-20_000)));
   const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
   return new Promise<Child>((resolveChild, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name}: no "listening" line within ${listenTimeoutMs} ms; stderr: ${stderr}`)), listenTimeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${name}: no "listening" line within ${listenTimeoutMs} ms; stderr: ${stderr}`)),
+      listenTimeoutMs,
+    );
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`${name} exited (${code}) before listening; stderr: ${stderr}`));
@@ -65,4 +68,3 @@ export function spawnServer(name: string, args: string[], env: Record<string, st
     });
   });
 }
-

@@ -26,7 +26,11 @@ import { parseArgs } from 'node:util';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { credentials, makeGenericClientConstructor, Metadata, status, type Client, type ServiceError } from '@grpc/grpc-js';
 import { grpcServiceDefinition, MatchmakerService } from '../src/api/grpc-definitions.js';
-import { CreateTicketRequestSchema, type CreateTicketRequest, type CreateTicketResponse } from '../src/gen/matchmaker/core/v1/service_pb.js';
+import {
+  CreateTicketRequestSchema,
+  type CreateTicketRequest,
+  type CreateTicketResponse,
+} from '../src/gen/matchmaker/core/v1/service_pb.js';
 import { EngineInputSchema } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
 
 export type LoadMode = 'closed' | 'fixed';
@@ -137,7 +141,8 @@ export function realisticEngineInput(rand: () => number = Math.random, unmatchab
   const language = LANGUAGES[Math.floor(rand() * LANGUAGES.length)]!;
   const players = Array.from({ length: partySize }, () => {
     const latencies: Record<string, number> = {};
-    for (const host of HOSTS.slice(0, hostCount)) latencies[host] = unmatchable ? Math.round(200 + rand() * 100) : Math.round(10 + rand() * 110);
+    for (const host of HOSTS.slice(0, hostCount))
+      latencies[host] = unmatchable ? Math.round(200 + rand() * 100) : Math.round(10 + rand() * 110);
     return { playerId: randomUUID(), mmr: baseMmr + (rand() - 0.5) * 0.4, latencies };
   });
   return toBinary(
@@ -181,10 +186,14 @@ export function encodeRequestTemplates(options: TemplateOptions): Buffer {
   parts.push(count);
   for (const engineInput of inputs) {
     const bytes = Buffer.from(
-      toBinary(CreateTicketRequestSchema, create(CreateTicketRequestSchema, { ticket: { id: TEMPLATE_ID_PLACEHOLDER, queueId: options.queueId, engineInput } })),
+      toBinary(
+        CreateTicketRequestSchema,
+        create(CreateTicketRequestSchema, { ticket: { id: TEMPLATE_ID_PLACEHOLDER, queueId: options.queueId, engineInput } }),
+      ),
     );
     const offset = bytes.indexOf(placeholder);
-    if (offset < 0 || bytes.indexOf(placeholder, offset + 1) >= 0) throw new Error('request template: the id placeholder is not in the encoded request exactly once');
+    if (offset < 0 || bytes.indexOf(placeholder, offset + 1) >= 0)
+      throw new Error('request template: the id placeholder is not in the encoded request exactly once');
     const header = Buffer.alloc(8);
     header.writeUInt32LE(bytes.length, 0);
     header.writeUInt32LE(offset, 4);
@@ -224,7 +233,9 @@ export async function openClients(target: string, count: number, timeoutMs = 10_
     clients.map(
       (c) =>
         new Promise<void>((resolve, reject) =>
-          c.waitForReady(Date.now() + timeoutMs, (err) => (err ? reject(new Error(`cannot connect to ${target}: ${err.message}`)) : resolve())),
+          c.waitForReady(Date.now() + timeoutMs, (err) =>
+            err ? reject(new Error(`cannot connect to ${target}: ${err.message}`)) : resolve(),
+          ),
         ),
     ),
   );
@@ -255,7 +266,15 @@ export class LatencyRecorder {
     const at = (p: number) => (n === 0 ? NaN : sorted[Math.min(n - 1, Math.max(0, Math.ceil(p * n) - 1))]!);
     let sum = 0;
     for (let i = 0; i < n; i++) sum += sorted[i]!;
-    return { count: n, p50: at(0.5), p90: at(0.9), p99: at(0.99), p999: at(0.999), max: n === 0 ? NaN : sorted[n - 1]!, mean: n === 0 ? NaN : sum / n };
+    return {
+      count: n,
+      p50: at(0.5),
+      p90: at(0.9),
+      p99: at(0.99),
+      p999: at(0.999),
+      max: n === 0 ? NaN : sorted[n - 1]!,
+      mean: n === 0 ? NaN : sum / n,
+    };
   }
 }
 
@@ -295,16 +314,22 @@ export async function runLoad(partial: Partial<LoadOptions>, hooks: LoadHooks = 
   let cpuAtEnd: NodeJS.CpuUsage | undefined;
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   const cpuMarks = [
-    setTimeout(() => {
-      cpuAtStart = process.cpuUsage();
-      loopDelay.enable();
-      hooks.onMeasureStart?.();
-    }, Math.max(0, measureFrom - performance.now())),
-    setTimeout(() => {
-      cpuAtEnd = process.cpuUsage();
-      loopDelay.disable();
-      hooks.onMeasureEnd?.();
-    }, Math.max(0, measureTo - performance.now())),
+    setTimeout(
+      () => {
+        cpuAtStart = process.cpuUsage();
+        loopDelay.enable();
+        hooks.onMeasureStart?.();
+      },
+      Math.max(0, measureFrom - performance.now()),
+    ),
+    setTimeout(
+      () => {
+        cpuAtEnd = process.cpuUsage();
+        loopDelay.disable();
+        hooks.onMeasureEnd?.();
+      },
+      Math.max(0, measureTo - performance.now()),
+    ),
   ];
 
   const addError = (name: string) => (errors[name] = (errors[name] ?? 0) + 1);
@@ -401,7 +426,8 @@ export async function runLoad(partial: Partial<LoadOptions>, hooks: LoadHooks = 
   const clientCpu = (cpuEnd.user - cpuStart.user + cpuEnd.system - cpuStart.system) / 1e6 / measuredSecs;
   for (const c of clients) c.close();
   loopDelay.disable();
-  const clientLoopDelayMs = loopDelay.count > 0 ? { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 } : { p99: NaN, max: NaN };
+  const clientLoopDelayMs =
+    loopDelay.count > 0 ? { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 } : { p99: NaN, max: NaN };
 
   return {
     options,
@@ -490,7 +516,8 @@ defaults: ${JSON.stringify(DEFAULT_OPTIONS)}`);
   set('deadlineMs', num(values['deadline-ms'], 'deadline-ms'));
   set('inputPool', num(values['input-pool'], 'input-pool'));
   if (values.inputs !== undefined) {
-    if (values.inputs !== 'realistic' && values.inputs !== 'unmatchable') throw new Error(`--inputs must be realistic or unmatchable, got "${values.inputs}"`);
+    if (values.inputs !== 'realistic' && values.inputs !== 'unmatchable')
+      throw new Error(`--inputs must be realistic or unmatchable, got "${values.inputs}"`);
     partial.inputs = values.inputs;
   }
   const result = await runLoad(partial);

@@ -108,7 +108,9 @@ export async function runEngineReferenceBench(sizes: number[], million: boolean)
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const { values } = parseArgs({ options: { sizes: { type: 'string', default: '10000,100000' }, million: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: { sizes: { type: 'string', default: '10000,100000' }, million: { type: 'boolean', default: false } },
+  });
   const sizes = values.sizes.split(',').map((s) => Number.parseInt(s, 10));
   console.log('engine tick: 2x5 (require_host, 2 relaxation steps), parties 1..5, 3 filters, 8 hosts');
   const rows = await runEngineReferenceBench(sizes, values.million);

@@ -78,7 +78,8 @@ export async function runMicro(queuesDir: string, queueId: string, timeMs = 500)
   const encodedRequests = inputs.map((engineInput) =>
     toBinary(CreateTicketRequestSchema, create(CreateTicketRequestSchema, { ticket: { id: randomUUID(), queueId, engineInput } })),
   );
-  const ticketBytes = () => toBinary(TicketSchema, create(TicketSchema, { id: randomUUID(), queueId, engineInput: nextInput(), createdAt: timestampNow() }));
+  const ticketBytes = () =>
+    toBinary(TicketSchema, create(TicketSchema, { id: randomUUID(), queueId, engineInput: nextInput(), createdAt: timestampNow() }));
 
   // The service's own store, writing one ticket-sized record per commit.
   const dataDir = mkdtempSync(join(tmpdir(), 'mm-bench-micro-'));
@@ -100,7 +101,9 @@ export async function runMicro(queuesDir: string, queueId: string, timeMs = 500)
       await core.createTicket(create(CreateTicketRequestSchema, { ticket: { id: randomUUID(), queueId, engineInput: nextInput() } }));
     })
     .add('lmdb durable commit of 1 ticket, one at a time', async () => {
-      await store.commit([{ type: 'ticket.put', ticket: { queueId, ticketId: randomUUID(), position: ++position, ticket: ticketBytes(), state: 'active' } }]);
+      await store.commit([
+        { type: 'ticket.put', ticket: { queueId, ticketId: randomUUID(), position: ++position, ticket: ticketBytes(), state: 'active' } },
+      ]);
     });
   try {
     await bench.run();

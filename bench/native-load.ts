@@ -13,14 +13,25 @@ import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { DEFAULT_OPTIONS, encodeRequestTemplates, type LatencySummary, type LoadHooks, type LoadOptions, type LoadResult } from './create-ticket-load.js';
+import {
+  DEFAULT_OPTIONS,
+  encodeRequestTemplates,
+  type LatencySummary,
+  type LoadHooks,
+  type LoadOptions,
+  type LoadResult,
+} from './create-ticket-load.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CRATE = join(ROOT, 'bench/loadgen');
 export const LOADGEN_BINARY = join(CRATE, 'target/release/loadgen');
 
 function newestSourceMtime(): number {
-  const files = ['Cargo.toml', 'Cargo.lock', ...(readdirSync(join(CRATE, 'src'), { recursive: true }) as string[]).map((f) => join('src', f))];
+  const files = [
+    'Cargo.toml',
+    'Cargo.lock',
+    ...(readdirSync(join(CRATE, 'src'), { recursive: true }) as string[]).map((f) => join('src', f)),
+  ];
   return Math.max(...files.map((f) => statSync(join(CRATE, f)).mtimeMs));
 }
 
@@ -39,7 +50,9 @@ export function ensureLoadgenBuilt(): string {
     console.log('building the native load generator (cargo build --release --manifest-path bench/loadgen/Cargo.toml) ...');
     const out = spawnSync('cargo', ['build', '--release', '--manifest-path', join(CRATE, 'Cargo.toml')], { encoding: 'utf8' });
     if (out.status !== 0) {
-      throw new Error(`building bench/loadgen failed (${out.error?.message ?? `exit ${out.status}`}):\n${out.stdout ?? ''}${out.stderr ?? ''}`);
+      throw new Error(
+        `building bench/loadgen failed (${out.error?.message ?? `exit ${out.status}`}):\n${out.stdout ?? ''}${out.stderr ?? ''}`,
+      );
     }
   }
   built = true;
@@ -70,16 +83,26 @@ export async function runNativeLoad(partial: Partial<LoadOptions>, hooks: LoadHo
     const requests = join(dir, 'requests.bin');
     writeFileSync(requests, requestTemplates(options));
     const args = [
-      '--requests', requests,
-      '--target', options.target,
-      '--mode', options.mode,
-      '--concurrency', String(options.concurrency),
-      '--connections', String(options.connections),
-      '--rate', String(options.rate),
-      '--max-in-flight', String(options.maxInFlight),
-      '--warmup-secs', String(options.warmupSecs),
-      '--duration-secs', String(options.durationSecs),
-      '--deadline-ms', String(options.deadlineMs),
+      '--requests',
+      requests,
+      '--target',
+      options.target,
+      '--mode',
+      options.mode,
+      '--concurrency',
+      String(options.concurrency),
+      '--connections',
+      String(options.connections),
+      '--rate',
+      String(options.rate),
+      '--max-in-flight',
+      String(options.maxInFlight),
+      '--warmup-secs',
+      String(options.warmupSecs),
+      '--duration-secs',
+      String(options.durationSecs),
+      '--deadline-ms',
+      String(options.deadlineMs),
     ];
     const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -102,7 +125,15 @@ export async function runNativeLoad(partial: Partial<LoadOptions>, hooks: LoadHo
       throw new Error(`native load generator printed no JSON result: ${stdout.slice(0, 500)}\n${stderr.join('\n')}`);
     }
     const l = raw.latencyMs as Record<string, unknown>;
-    const latencyMs: LatencySummary = { count: num(l.count), p50: num(l.p50), p90: num(l.p90), p99: num(l.p99), p999: num(l.p999), max: num(l.max), mean: num(l.mean) };
+    const latencyMs: LatencySummary = {
+      count: num(l.count),
+      p50: num(l.p50),
+      p90: num(l.p90),
+      p99: num(l.p99),
+      p999: num(l.p999),
+      max: num(l.max),
+      mean: num(l.mean),
+    };
     const delay = raw.clientLoopDelayMs as Record<string, unknown>;
     return {
       options,

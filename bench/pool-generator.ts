@@ -175,10 +175,13 @@ export function generatePool(options: PoolGeneratorOptions): GeneratedPool {
       const attributes: Record<string, { values: string[]; accepts: string[] }> = {};
       attrs.forEach((a, f) => {
         const filter = filters[f]!;
-        if (a) attributes[filter.name] = { values: a.values.map((v) => filter.values[v]!), accepts: a.accepts.map((v) => filter.values[v]!) };
+        if (a)
+          attributes[filter.name] = { values: a.values.map((v) => filter.values[v]!), accepts: a.accepts.map((v) => filter.values[v]!) };
       });
       // Encoded and parsed as CreateTicket does.
-      engineInputs.push(parseTicketEngineInput(toBinary(EngineInputSchema, create(EngineInputSchema, { players, attributes })), `t${i}`, 'engine_input'));
+      engineInputs.push(
+        parseTicketEngineInput(toBinary(EngineInputSchema, create(EngineInputSchema, { players, attributes })), `t${i}`, 'engine_input'),
+      );
     }
   }
   return { columns, nowMs, filters, hostKeys, ...(engineInputs ? { engineInputs } : {}) };
@@ -189,7 +192,11 @@ export function generatePool(options: PoolGeneratorOptions): GeneratedPool {
  * 2x5 ruleset with require_host and two relaxation steps, the generated pools' three filters.
  */
 export const GENERATED_QUEUE: QueueConfig = queueConfigSchema.parse({
-  engine: { mmr_normalization_ref: 0.1, party_synergy_bonus: 0.01, attribute_filters: GENERATED_FILTERS.map(({ name, mode }) => ({ name, mode })) },
+  engine: {
+    mmr_normalization_ref: 0.1,
+    party_synergy_bonus: 0.01,
+    attribute_filters: GENERATED_FILTERS.map(({ name, mode }) => ({ name, mode })),
+  },
   rulesets: [
     {
       id: '5v5',

@@ -24,7 +24,12 @@ export function areaOf(url: string, fn: string): string {
   if (url === '') return fn.startsWith('(') ? fn : '(native/builtin)';
   const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (nm) return nm[1]!;
-  if (url.startsWith('node:')) return url.replace(/^node:(internal\/)?/, 'node:').split('/').slice(0, 2).join('/');
+  if (url.startsWith('node:'))
+    return url
+      .replace(/^node:(internal\/)?/, 'node:')
+      .split('/')
+      .slice(0, 2)
+      .join('/');
   const src = /\/dist\/(src|bench)\/(.*)$/.exec(url);
   if (src) return `${src[1]}/${src[2]}`;
   return url;
@@ -72,9 +77,18 @@ export function summarize(profile: Profile, top = 30): string {
       .slice(0, top)
       .map(([k, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}`)
       .join('\n');
-  return [`profile: ${(total / 1e6).toFixed(1)} s of main-thread wall time`, '', 'self time by area:', fmt(byArea), '', 'self time by function:', fmt(byFn), '', 'total time (self + callees) by function:', fmt(inclusive)].join(
-    '\n',
-  );
+  return [
+    `profile: ${(total / 1e6).toFixed(1)} s of main-thread wall time`,
+    '',
+    'self time by area:',
+    fmt(byArea),
+    '',
+    'self time by function:',
+    fmt(byFn),
+    '',
+    'total time (self + callees) by function:',
+    fmt(inclusive),
+  ].join('\n');
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

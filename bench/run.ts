@@ -60,7 +60,10 @@ function envClients(): ClientKind[] {
   throw new Error(`BENCH_CLIENT must be node, native or both, got "${raw}"`);
 }
 
-const LOAD: Record<ClientKind, (partial: Partial<LoadOptions>, hooks: LoadHooks) => Promise<LoadResult>> = { node: runLoad, native: runNativeLoad };
+const LOAD: Record<ClientKind, (partial: Partial<LoadOptions>, hooks: LoadHooks) => Promise<LoadResult>> = {
+  node: runLoad,
+  native: runNativeLoad,
+};
 
 const settings = {
   durationSecs: envNumber('BENCH_DURATION_SECS', 10),
@@ -191,18 +194,29 @@ async function loadPhase(client: ClientKind, phaseName: string, server: Child, o
   const secs = settings.durationSecs;
   const serverCpu = cpuStart !== undefined && cpuEnd !== undefined ? (cpuEnd - cpuStart) / secs : undefined;
   const otherCpu =
-    busyStart !== undefined && busyEnd !== undefined && serverCpu !== undefined ? Math.max(0, (busyEnd - busyStart) / secs - serverCpu - result.clientCpu) : undefined;
+    busyStart !== undefined && busyEnd !== undefined && serverCpu !== undefined
+      ? Math.max(0, (busyEnd - busyStart) / secs - serverCpu - result.clientCpu)
+      : undefined;
   const serverMainCpu = mainStart !== undefined && mainEnd !== undefined ? (mainEnd - mainStart) / secs : undefined;
   const phase: Phase = { name, client, result, serverCpu, serverMainCpu, otherCpu, diskBusy: diskBusy(diskStart, diskEnd, secs) };
   console.log(formatResult(name, result));
-  console.log(`  server cpu ${pct(serverCpu)} of a core (main thread ${pct(serverMainCpu)}; ${perReq(serverCpu, result.throughput)} us per ok request); other processes on the machine ${pct(otherCpu)} of a core; disk busy ${pct(phase.diskBusy)}`);
+  console.log(
+    `  server cpu ${pct(serverCpu)} of a core (main thread ${pct(serverMainCpu)}; ${perReq(serverCpu, result.throughput)} us per ok request); other processes on the machine ${pct(otherCpu)} of a core; disk busy ${pct(phase.diskBusy)}`,
+  );
   return phase;
 }
 
 async function withRealService<T>(label: string, body: (service: Child) => Promise<T>): Promise<T> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mm-bench-data-'));
-  const nodeArgs = settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`, `--cpu-prof-name=service-${label}-${Date.now()}.cpuprofile`] : [];
-  const service = await spawnServer('real service', [CLI, 'serve', '--config', QUEUES, '--data', dataDir], { LOG_LEVEL: 'info' }, { nodeArgs });
+  const nodeArgs = settings.cpuProfDir
+    ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`, `--cpu-prof-name=service-${label}-${Date.now()}.cpuprofile`]
+    : [];
+  const service = await spawnServer(
+    'real service',
+    [CLI, 'serve', '--config', QUEUES, '--data', dataDir],
+    { LOG_LEVEL: 'info' },
+    { nodeArgs },
+  );
   try {
     return await body(service);
   } finally {
@@ -272,7 +286,12 @@ interface ClientRun {
 /** Steps 1-3 with one load generator. */
 async function runClient(client: ClientKind): Promise<ClientRun> {
   const closed: Partial<LoadOptions> = { mode: 'closed', concurrency: settings.concurrency, connections: settings.connections };
-  const fixed: Partial<LoadOptions> = { mode: 'fixed', rate: settings.rate, maxInFlight: settings.maxInFlight, connections: settings.connections };
+  const fixed: Partial<LoadOptions> = {
+    mode: 'fixed',
+    rate: settings.rate,
+    maxInFlight: settings.maxInFlight,
+    connections: settings.connections,
+  };
 
   // (a) bare vs real, closed loop. The bare server also gets the fixed rate, as a control: what p99 this
   // machine and this client can show at all, with a server that does nothing.
@@ -304,7 +323,8 @@ async function runClient(client: ClientKind): Promise<ClientRun> {
   if (settings.control && wait > 0) controlServers.push([`bare server answering after ${wait} ms`, ['--answer-after-ms', String(wait)]]);
   if (settings.control && settings.controlHttp2) {
     controlServers.push(['plain Node http2 server', ['--http2-only']]);
-    if (wait > 0) controlServers.push([`plain Node http2 server answering after ${wait} ms`, ['--http2-only', '--answer-after-ms', String(wait)]]);
+    if (wait > 0)
+      controlServers.push([`plain Node http2 server answering after ${wait} ms`, ['--http2-only', '--answer-after-ms', String(wait)]]);
   }
   for (const [label, args] of controlServers) {
     const server = await spawnServer(label, [BARE, ...args], {});
@@ -367,14 +387,52 @@ async function main(): Promise<void> {
     const e = Object.entries(r.errors);
     return e.length === 0 ? '0' : e.map(([k, v]) => `${k}=${v}`).join(' ');
   };
-  console.log(`summary (${settings.durationSecs}s measured per phase after ${settings.warmupSecs}s warm-up; cpu in % of one core, ${info.cpus} cores in all; loadavg now ${machine().loadavg})`);
+  console.log(
+    `summary (${settings.durationSecs}s measured per phase after ${settings.warmupSecs}s warm-up; cpu in % of one core, ${info.cpus} cores in all; loadavg now ${machine().loadavg})`,
+  );
   console.log(
     table(
-      ['phase', 'sent', 'ok', 'errors', 'ok/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server cpu', 'server main thread', 'server us/req', 'client cpu', 'client us/req', 'other cpu', 'disk busy', 'client stall max ms'],
+      [
+        'phase',
+        'sent',
+        'ok',
+        'errors',
+        'ok/s',
+        'p50 ms',
+        'p90 ms',
+        'p99 ms',
+        'max ms',
+        'server cpu',
+        'server main thread',
+        'server us/req',
+        'client cpu',
+        'client us/req',
+        'other cpu',
+        'disk busy',
+        'client stall max ms',
+      ],
       phases.map((p) => {
         const r = p.result;
         const l = r.latencyMs;
-        return [p.name, String(r.sent), String(r.ok), errorText(r), r.throughput.toFixed(0), ms(l.p50), ms(l.p90), ms(l.p99), ms(l.max), pct(p.serverCpu), pct(p.serverMainCpu), perReq(p.serverCpu, r.throughput), pct(r.clientCpu), perReq(r.clientCpu, r.throughput), pct(p.otherCpu), pct(p.diskBusy), ms(r.clientLoopDelayMs.max)];
+        return [
+          p.name,
+          String(r.sent),
+          String(r.ok),
+          errorText(r),
+          r.throughput.toFixed(0),
+          ms(l.p50),
+          ms(l.p90),
+          ms(l.p99),
+          ms(l.max),
+          pct(p.serverCpu),
+          pct(p.serverMainCpu),
+          perReq(p.serverCpu, r.throughput),
+          pct(r.clientCpu),
+          perReq(r.clientCpu, r.throughput),
+          pct(p.otherCpu),
+          pct(p.diskBusy),
+          ms(r.clientLoopDelayMs.max),
+        ];
       }),
     ),
   );
@@ -393,7 +451,8 @@ async function main(): Promise<void> {
       ],
       [
         `p99 < ${TARGET_P99_MS} ms at ${settings.rate} CreateTicket/s [${client} client]`,
-        `p50 ${ms(fixed.result.latencyMs.p50)} ms, p99 ${ms(fixedP99)} ms` + (fixedClean ? '' : ` (errors ${errorText(fixed.result)}, unsent ${fixed.result.unsent})`),
+        `p50 ${ms(fixed.result.latencyMs.p50)} ms, p99 ${ms(fixedP99)} ms` +
+          (fixedClean ? '' : ` (errors ${errorText(fixed.result)}, unsent ${fixed.result.unsent})`),
         fixedP99 < TARGET_P99_MS && fixedClean ? 'PASS' : 'MISS',
       ],
     ];

@@ -120,7 +120,13 @@ async function main(): Promise<void> {
   if (args['require-host']) config = { ...config, rulesets: config.rulesets.map((r) => ({ ...r, require_host: true })) };
   const rate = numberFlag(args.rate, 'rate', 50, (n) => n > 0, 'a positive number');
   const durationSecs = numberFlag(args['duration-secs'], 'duration-secs', 900, (n) => n > 0, 'a positive number');
-  const tickMs = numberFlag(args['tick-ms'], 'tick-ms', config.tick_interval_ms, (n) => Number.isInteger(n) && n >= 1, 'a positive integer');
+  const tickMs = numberFlag(
+    args['tick-ms'],
+    'tick-ms',
+    config.tick_interval_ms,
+    (n) => Number.isInteger(n) && n >= 1,
+    'a positive integer',
+  );
   const seed = numberFlag(args.seed, 'seed', 1, (n) => Number.isInteger(n) && n >= 0 && n <= 0xffff_ffff, 'an integer in 0..2^32-1');
 
   const startMs = Date.UTC(2025, 0, 1);
@@ -157,7 +163,7 @@ async function main(): Promise<void> {
     '',
     formatComparison(engineSummary, baselineSummary, arrivedPlayers),
     '',
-    'Per segment (shares of the segment\'s arrived players; waits of its matched players):',
+    "Per segment (shares of the segment's arrived players; waits of its matched players):",
     formatSegments(engineSummary, baselineSummary),
     '',
   ].join('\n');

@@ -64,7 +64,10 @@ async function run(keys: 'appending' | 'random', writers: number, secs: number):
 }
 
 async function main(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { secs: { type: 'string', default: '5' }, writers: { type: 'string', default: '64,8' } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: { secs: { type: 'string', default: '5' }, writers: { type: 'string', default: '64,8' } },
+  });
   const secs = Number(values.secs);
   console.log(`# durable 300-byte writes into a ${PREFILL}-record tree, ${secs} s each`);
   console.log('keys       writers  writes/s  main µs/write  all µs/write  p50 ms  p99 ms');

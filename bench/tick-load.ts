@@ -72,7 +72,12 @@ export async function timeTicks(tickets: number, iterations: number): Promise<Ti
 
 /** Seeds a data directory with `tickets` tickets that never match (every host 200..300 ms away). */
 async function seed(dataDir: string, queueId: string, tickets: number): Promise<void> {
-  const store = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
+  const store = new LmdbStore({
+    path: dataDir,
+    onFatal: (err) => {
+      throw err;
+    },
+  });
   const rand = prng(7);
   const now = Date.now();
   for (let done = 0; done < tickets; ) {
@@ -80,7 +85,10 @@ async function seed(dataDir: string, queueId: string, tickets: number): Promise<
     for (const end = Math.min(tickets, done + 50_000); done < end; done++) {
       const id = crypto.randomUUID();
       const ticket = create(TicketSchema, { id, queueId, createdAt: timestampFromMs(now), engineInput: realisticEngineInput(rand, true) });
-      changes.push({ type: 'ticket.put', ticket: { queueId, ticketId: id, position: done + 1, ticket: toBinary(TicketSchema, ticket), state: 'active' } });
+      changes.push({
+        type: 'ticket.put',
+        ticket: { queueId, ticketId: id, position: done + 1, ticket: toBinary(TicketSchema, ticket), state: 'active' },
+      });
     }
     await store.commit(changes);
   }
@@ -98,7 +106,12 @@ export interface ServiceUnderTick {
 }
 
 /** Fixed-rate CreateTicket against a service whose pool holds `poolTickets` unmatchable tickets, ticking. */
-export async function createTicketsWhileTicking(poolTickets: number, durationSecs: number, client: 'native' | 'node', rate = 3000): Promise<ServiceUnderTick> {
+export async function createTicketsWhileTicking(
+  poolTickets: number,
+  durationSecs: number,
+  client: 'native' | 'node',
+  rate = 3000,
+): Promise<ServiceUnderTick> {
   const queueDir = mkdtempSync(join(tmpdir(), 'mm-tickbench-queues-'));
   const dataDir = mkdtempSync(join(tmpdir(), 'mm-tickbench-data-'));
   // eu.ranked-like queue (the load's inputs are built for it), ticking every 1000 ms (the default).
@@ -109,17 +122,32 @@ export async function createTicketsWhileTicking(poolTickets: number, durationSec
   try {
     if (poolTickets > 0) await seed(dataDir, 'eu.ranked', poolTickets);
     const spawnedAt = performance.now();
-    const service = await spawnServer('service', [CLI, 'serve', '--config', queueDir, '--data', dataDir], { LOG_LEVEL: 'debug' }, { listenTimeoutMs: 300_000 });
+    const service = await spawnServer(
+      'service',
+      [CLI, 'serve', '--config', queueDir, '--data', dataDir],
+      { LOG_LEVEL: 'debug' },
+      { listenTimeoutMs: 300_000 },
+    );
     const startMs = performance.now() - spawnedAt;
     // The load starts on a complete, ticking pool, not during the restart's rebuild of its rows.
-    while (poolTickets > 0 && !service.lines.some((l) => l.msg === 'pool restored')) await new Promise((resolve) => setTimeout(resolve, 100));
+    while (poolTickets > 0 && !service.lines.some((l) => l.msg === 'pool restored'))
+      await new Promise((resolve) => setTimeout(resolve, 100));
     const restoredMs = performance.now() - spawnedAt;
     const ticks = () => service.lines.filter((l) => l.msg === 'tick' && typeof l.ms === 'number').map((l) => l.ms as number);
     try {
       const before = ticks().length;
       const generate = client === 'native' ? runNativeLoad : runLoad;
-      const load = await generate({ target: `127.0.0.1:${service.port}`, queueId: 'eu.ranked', mode: 'fixed', rate, durationSecs, inputs: 'unmatchable' });
-      const during = ticks().slice(before).sort((a, b) => a - b);
+      const load = await generate({
+        target: `127.0.0.1:${service.port}`,
+        queueId: 'eu.ranked',
+        mode: 'fixed',
+        rate,
+        durationSecs,
+        inputs: 'unmatchable',
+      });
+      const during = ticks()
+        .slice(before)
+        .sort((a, b) => a - b);
       return {
         poolTickets,
         startMs,
@@ -156,12 +184,18 @@ async function main(): Promise<void> {
   const duration = Number(values['duration-secs']);
   const poolSize = Number(values['service-pool']);
   const client = values.client === 'node' ? 'node' : 'native';
-  console.log(`\n# CreateTicket at a fixed 3,000/s for ${duration} s: empty pool, then a ${poolSize}-ticket pool ticking every 1000 ms (the default), ${client} load generator`);
+  console.log(
+    `\n# CreateTicket at a fixed 3,000/s for ${duration} s: empty pool, then a ${poolSize}-ticket pool ticking every 1000 ms (the default), ${client} load generator`,
+  );
   for (const size of [0, poolSize]) {
     const r = await createTicketsWhileTicking(size, duration, client);
     console.log(formatResult(`pool ${size}`, r.load));
-    console.log(`  ticks during the load: ${r.ticksDuringLoad.count}, median ${r.ticksDuringLoad.medianMs} ms, max ${r.ticksDuringLoad.maxMs} ms`);
-    console.log(`  service start to serving: ${(r.startMs / 1000).toFixed(1)} s; to its pool of ${r.poolTickets} restored: ${(r.restoredMs / 1000).toFixed(1)} s`);
+    console.log(
+      `  ticks during the load: ${r.ticksDuringLoad.count}, median ${r.ticksDuringLoad.medianMs} ms, max ${r.ticksDuringLoad.maxMs} ms`,
+    );
+    console.log(
+      `  service start to serving: ${(r.startMs / 1000).toFixed(1)} s; to its pool of ${r.poolTickets} restored: ${(r.restoredMs / 1000).toFixed(1)} s`,
+    );
   }
 }
 

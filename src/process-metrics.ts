@@ -26,7 +26,9 @@ export class ProcessMetrics {
   private readonly histogram: IntervalHistogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   private lastWindow: DelaySummary | undefined;
   private readonly rotation: NodeJS.Timeout;
-  private readonly gc = new Map<string, { pauses: number; seconds: number }>(Object.values(GC_KINDS).map((k) => [k, { pauses: 0, seconds: 0 }]));
+  private readonly gc = new Map<string, { pauses: number; seconds: number }>(
+    Object.values(GC_KINDS).map((k) => [k, { pauses: 0, seconds: 0 }]),
+  );
   private readonly observer = new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
       const kind = GC_KINDS[(entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? -1];

@@ -79,7 +79,10 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
 
   core.serve(registry);
   setHealth('SERVING');
-  log.info({ grpcPort, httpPort, queues: [...registry.current.keys()], engine: engineVersion(), producerId: store.producerId }, 'listening');
+  log.info(
+    { grpcPort, httpPort, queues: [...registry.current.keys()], engine: engineVersion(), producerId: store.producerId },
+    'listening',
+  );
 
   let stopping: Promise<void> | undefined;
   const stop = () =>

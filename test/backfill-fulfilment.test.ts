@@ -26,7 +26,13 @@ config:
 
 interface OutcomeJson {
   kind: string;
-  backfillCreated?: { backfill: { id: string; request: { id: string; matchId: string; slotsRequested: number }; assignedTickets: { id: string; metadata?: string }[] } };
+  backfillCreated?: {
+    backfill: {
+      id: string;
+      request: { id: string; matchId: string; slotsRequested: number };
+      assignedTickets: { id: string; metadata?: string }[];
+    };
+  };
 }
 
 const solo = (name: string, mmr: number, latencies: Record<string, number>, mode: string) =>
@@ -75,7 +81,10 @@ describe('backfill fulfilment', () => {
 
     // The assigned tickets are resolved into the running match; the others wait; the request is done.
     for (const id of [near1, near2]) {
-      expect((await httpRequest(env.service, 'GET', `/admin/v1/queues/bf.fill/tickets/${id}`)).body).toMatchObject({ state: 'resolved', matchId });
+      expect((await httpRequest(env.service, 'GET', `/admin/v1/queues/bf.fill/tickets/${id}`)).body).toMatchObject({
+        state: 'resolved',
+        matchId,
+      });
     }
     for (const id of [far, otherMode]) {
       expect((await httpRequest(env.service, 'GET', `/admin/v1/queues/bf.fill/tickets/${id}`)).body.state).toBe('active');

@@ -14,7 +14,14 @@ import { loadServiceConfig } from '../src/config/service-config.js';
 import { OutcomeSchema, type Outcome } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { BrokerConnection, BrokerSink, subjectCovers } from '../src/outcomes/sinks/broker-sink.js';
 import { party, uuid } from './support/fixtures.js';
-import { natsClient, OutcomeReader, startNatsServer, streamMessageCount, type ReceivedOutcome, type TestNatsServer } from './support/nats.js';
+import {
+  natsClient,
+  OutcomeReader,
+  startNatsServer,
+  streamMessageCount,
+  type ReceivedOutcome,
+  type TestNatsServer,
+} from './support/nats.js';
 import { pollUntil } from './support/queues.js';
 import { removeDirs, startService, type ServiceOptions, type TestService } from './support/service.js';
 import { grpcTransport, httpRequest } from './support/transports.js';
@@ -162,17 +169,20 @@ describe('broker sink: publishing', () => {
     expect(received.find((r) => r.outcome.kind === 'match.created')!.subject).toBe(`${n.prefix}.eu.ranked.match.created`);
   });
 
-  it('publishes a queue\'s outcomes in occurrence order', async () => {
+  it("publishes a queue's outcomes in occurrence order", async () => {
     const reader = new OutcomeReader(nc, n.stream, 'order', `${n.prefix}.na.lobby.>`);
     await removeTickets(service, 'na.lobby', 12);
-    const recorded = await pollUntil(() => adminOutcomes(service, 'na.lobby'), (o) => o.length >= 12);
+    const recorded = await pollUntil(
+      () => adminOutcomes(service, 'na.lobby'),
+      (o) => o.length >= 12,
+    );
     const received = await reader.read(recorded.length);
     expect(ids(received)).toEqual(recorded.map((o) => o.id));
     const sequences = received.map((r) => r.outcome.producerSequence);
     expect([...sequences].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))).toEqual(sequences);
   });
 
-  it('lets a namespace subscription <prefix>.eu.> receive only that namespace\'s queues', async () => {
+  it("lets a namespace subscription <prefix>.eu.> receive only that namespace's queues", async () => {
     const eu = new OutcomeReader(nc, n.stream, 'eu', `${n.prefix}.eu.>`);
     await removeTickets(service, 'na.lobby', 1);
     await removeTickets(service, 'eu.lobby', 1);
@@ -187,14 +197,17 @@ describe('broker sink: publishing', () => {
     expect(new Set(ids(received))).toEqual(new Set(euRecorded.map((o) => o.id)));
   });
 
-  it('publishes only the broker queue\'s outcomes when another queue uses the websocket sink', async () => {
+  it("publishes only the broker queue's outcomes when another queue uses the websocket sink", async () => {
     await removeTickets(service, 'ws.lobby', 2);
     await removeTickets(service, 'eu.lobby', 1);
     const wsRecorded = await adminOutcomes(service, 'ws.lobby');
     expect(wsRecorded.length).toBeGreaterThanOrEqual(2);
     const last = (await adminOutcomes(service, 'eu.lobby')).at(-1)!;
     // The broker queue's newest outcome (recorded after the websocket queue's) is published ...
-    const received = await pollUntil(() => all.pull(), (r) => ids(r).includes(last.id));
+    const received = await pollUntil(
+      () => all.pull(),
+      (r) => ids(r).includes(last.id),
+    );
     expect(ids(received)).toContain(last.id);
     // ... and none of the websocket queue's outcomes are.
     expect(received.filter((r) => r.outcome.queueId === 'ws.lobby')).toEqual([]);
@@ -214,7 +227,10 @@ describe('broker sink: failures', () => {
     await removeTickets(service, 'eu.lobby', 1);
     expect(await reader.read(1)).toHaveLength(1);
     const [firstOutcome] = await adminOutcomes(service, 'eu.lobby');
-    await pollUntil(() => deliveryOf(service, 'eu.lobby'), (d) => d.deliveredThrough === firstOutcome!.producerSequence);
+    await pollUntil(
+      () => deliveryOf(service, 'eu.lobby'),
+      (d) => d.deliveredThrough === firstOutcome!.producerSequence,
+    );
 
     await nats.kill();
     await removeTickets(service, 'eu.lobby', 5);
@@ -227,7 +243,10 @@ describe('broker sink: failures', () => {
     await nats.restart();
     const received = await reader.read(recorded.length, 25_000);
     expect(ids(received)).toEqual(recorded.map((o) => o.id));
-    const delivered = await pollUntil(() => deliveryOf(service, 'eu.lobby'), (d) => d.deliveredThrough === recorded.at(-1)!.producerSequence);
+    const delivered = await pollUntil(
+      () => deliveryOf(service, 'eu.lobby'),
+      (d) => d.deliveredThrough === recorded.at(-1)!.producerSequence,
+    );
     expect(delivered.deliveredThrough).toBe(recorded.at(-1)!.producerSequence);
     expect(await streamMessageCount(nc, n.stream)).toBe(recorded.length);
   }, 45_000);
@@ -251,7 +270,10 @@ describe('broker sink: failures', () => {
     const reader = new OutcomeReader(nc, n.stream, 'c', `${n.prefix}.>`);
     const received = await reader.read(recorded.length);
     expect(ids(received)).toEqual(recorded.map((o) => o.id));
-    await pollUntil(() => deliveryOf(second, 'eu.lobby'), (d) => d.deliveredThrough === recorded.at(-1)!.producerSequence);
+    await pollUntil(
+      () => deliveryOf(second, 'eu.lobby'),
+      (d) => d.deliveredThrough === recorded.at(-1)!.producerSequence,
+    );
   }, 45_000);
 
   it('bind mode: a missing stream fails visibly and leaves the outcomes unacknowledged; once provisioned they arrive', async () => {
@@ -274,7 +296,10 @@ describe('broker sink: failures', () => {
     await jsm.streams.add({ name: n.stream, subjects: [`${n.prefix}.>`], storage: StorageType.Memory });
     const received = await new OutcomeReader(nc, n.stream, 'c', `${n.prefix}.>`).read(recorded.length, 25_000);
     expect(ids(received)).toEqual(recorded.map((o) => o.id));
-    await pollUntil(() => deliveryOf(service, 'eu.lobby'), (d) => d.deliveredThrough === recorded.at(-1)!.producerSequence);
+    await pollUntil(
+      () => deliveryOf(service, 'eu.lobby'),
+      (d) => d.deliveredThrough === recorded.at(-1)!.producerSequence,
+    );
   }, 45_000);
 
   it('bind mode: a pre-created stream is used as is', async () => {
@@ -308,8 +333,14 @@ describe('broker sink: lazy connection', () => {
       expect(await service.stop()).toBe(0);
       expect(connections).toHaveLength(0);
       // The listener works: a broker queue would have reached it.
-      const probe = await serve({ queues: { 'eu.lobby': LOBBY('broker') }, env: { ...brokerEnv(names()), BROKER_URL: `nats://127.0.0.1:${port}` } });
-      await pollUntil(async () => connections.length, (count) => count > 0);
+      const probe = await serve({
+        queues: { 'eu.lobby': LOBBY('broker') },
+        env: { ...brokerEnv(names()), BROKER_URL: `nats://127.0.0.1:${port}` },
+      });
+      await pollUntil(
+        async () => connections.length,
+        (count) => count > 0,
+      );
       expect(connections.length).toBeGreaterThan(0);
       await probe.kill();
     } finally {

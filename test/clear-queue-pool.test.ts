@@ -4,8 +4,8 @@ import { uuid } from './support/fixtures.js';
 import { useService } from './support/service.js';
 
 const env = useService({
-    queues: {
-      'test.clear': `
+  queues: {
+    'test.clear': `
 config:
   tick_interval_ms: 3600000
   outcomes:
@@ -15,8 +15,8 @@ config:
       teams: 2
       team_size: 1
 `,
-    },
-  });
+  },
+});
 
 interface OutcomeJson {
   id: string;
@@ -69,7 +69,10 @@ describe.each(TRANSPORTS)('ClearQueuePool over %s', (_name, connect) => {
 
     const backfills = outcomes.filter((o) => o.kind === 'backfill.removed');
     expect(backfills).toHaveLength(1);
-    expect(backfills[0]!.backfillRequestsRemoved).toMatchObject({ backfillRequestIds: [backfill.ok && backfill.value.backfillId], reason: 'CLEAR_COMMAND' });
+    expect(backfills[0]!.backfillRequestsRemoved).toMatchObject({
+      backfillRequestIds: [backfill.ok && backfill.value.backfillId],
+      reason: 'CLEAR_COMMAND',
+    });
 
     // Sequences are gap-free and increasing for this producer.
     const seqs = outcomes.map((o) => BigInt(o.producerSequence));

@@ -60,7 +60,9 @@ describe.each(TRANSPORTS)('CreateTicket over %s', (_name, connect) => {
   it('is idempotent: concurrent duplicates and a later retry make one pool entry', async () => {
     const before = await poolSize('test.basic');
     const id = uuid();
-    const results = await Promise.all(Array.from({ length: 20 }, () => api.createTicket({ id, queueId: 'test.basic', engineInput: party(1) })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => api.createTicket({ id, queueId: 'test.basic', engineInput: party(1) })),
+    );
     for (const r of results) expect(r).toEqual({ ok: true, value: expect.objectContaining({ ticketId: id }) });
     const retry = await api.createTicket({ id, queueId: 'test.basic', engineInput: party(3) });
     expect(retry.ok).toBe(true);
@@ -171,7 +173,9 @@ function parsedOrError(bytes: Uint8Array): ParsedEngineInput | string {
 
 /** Maps compared with their order: the order of `latencies` is the order host keys are interned in. */
 const ordered = (p: ParsedEngineInput | string) =>
-  typeof p === 'string' ? p : { ...p, latencies: [...p.latencies], attributes: [...p.attributes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) };
+  typeof p === 'string'
+    ? p
+    : { ...p, latencies: [...p.latencies], attributes: [...p.attributes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) };
 
 describe('engine_input as CreateTicket parses it', () => {
   const encode = (init: MessageInitShape<typeof EngineInputSchema>) => toBinary(EngineInputSchema, create(EngineInputSchema, init));
@@ -206,14 +210,12 @@ describe('engine_input as CreateTicket parses it', () => {
   });
 
   it('accepts and refuses what decoding accepts and refuses: truncated, corrupted and arbitrary bytes', () => {
-    const corrupted = fc
-      .tuple(engineInputArb, fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat())
-      .map(([init, at, byte, cut]) => {
-        const bytes = encode(init);
-        if (bytes.length === 0) return bytes;
-        bytes[at % bytes.length] = byte;
-        return bytes.subarray(0, bytes.length - (cut % 3));
-      });
+    const corrupted = fc.tuple(engineInputArb, fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat()).map(([init, at, byte, cut]) => {
+      const bytes = encode(init);
+      if (bytes.length === 0) return bytes;
+      bytes[at % bytes.length] = byte;
+      return bytes.subarray(0, bytes.length - (cut % 3));
+    });
     fc.assert(
       fc.property(fc.oneof(corrupted, fc.uint8Array({ maxLength: 60 })), (bytes) => {
         expect(ordered(parsedOrError(bytes))).toEqual(ordered(decodedEngineInput(bytes, 'ticket.engine_input')));
@@ -223,6 +225,11 @@ describe('engine_input as CreateTicket parses it', () => {
   });
 
   it('reads an absent engine_input as one player, the ticket itself', () => {
-    expect(ordered(parseTicketEngineInput(undefined, 't-1', 'ticket.engine_input'))).toEqual({ playerIds: ['t-1'], mmrMean: 0, latencies: [], attributes: [] });
+    expect(ordered(parseTicketEngineInput(undefined, 't-1', 'ticket.engine_input'))).toEqual({
+      playerIds: ['t-1'],
+      mmrMean: 0,
+      latencies: [],
+      attributes: [],
+    });
   });
 });

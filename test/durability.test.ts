@@ -81,7 +81,11 @@ describe('kill -9 and restart', () => {
     const backfill = await api.createBackfillRequest({ queueId: 'test.basic', matchId: uuid(), slotsRequested: 2 });
     expect(backfill.ok).toBe(true);
     api.close();
-    const before = (await httpRequest(first, 'GET', '/admin/v1/outcomes')).body.outcomes as { id: string; producerId: string; producerSequence: string }[];
+    const before = (await httpRequest(first, 'GET', '/admin/v1/outcomes')).body.outcomes as {
+      id: string;
+      producerId: string;
+      producerSequence: string;
+    }[];
     expect(before).toHaveLength(1);
     await first.kill();
 
@@ -123,7 +127,9 @@ describe('kill -9 and restart', () => {
     expect(() => new LmdbStore({ path: dataDir, onFatal: () => undefined })).toThrow(/earlier data layout \(database "tickets"\)/);
   });
 
-  it('takes requests while a large pool is restored, with duplicates and cancels right from the first one', { timeout: 120_000 }, async () => {
+  it('takes requests while a large pool is restored, with duplicates and cancels right from the first one', {
+    timeout: 120_000,
+  }, async () => {
     const queueDir = tempDir('queues');
     const dataDir = tempDir('data');
     dirs.push(queueDir, dataDir);
@@ -146,14 +152,21 @@ describe('kill -9 and restart', () => {
     expect((await api.createTicket({ id: c, queueId: 'restore.duel', engineInput: near })).ok).toBe(true);
     const answeredAt = Date.now();
     expect((await queueCounts(service, 'restore.duel')).activeTickets).toBe(background + 2);
-    const restored = await pollUntil(async () => service.logs.find((l) => l.msg === 'pool restored'), (l) => l !== undefined, 60_000);
+    const restored = await pollUntil(
+      async () => service.logs.find((l) => l.msg === 'pool restored'),
+      (l) => l !== undefined,
+      60_000,
+    );
     expect(restored!.time as number).toBeGreaterThan(answeredAt);
 
-    const outcomes = async () => (await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=restore.duel&limit=100')).body.outcomes as { kind: string; matchCreated?: { match: { tickets: { id: string }[] } } }[];
+    const outcomes = async () =>
+      (await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=restore.duel&limit=100')).body.outcomes as {
+        kind: string;
+        matchCreated?: { match: { tickets: { id: string }[] } };
+      }[];
     const matched = await pollUntil(outcomes, (list) => list.some((o) => o.kind === 'match.created'), 60_000);
     const matches = matched.filter((o) => o.kind === 'match.created').map((o) => o.matchCreated!.match.tickets.map((t) => t.id).sort());
     expect(matches).toEqual([[b, c].sort()]);
     api.close();
   });
 });
-

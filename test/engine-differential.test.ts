@@ -83,10 +83,12 @@ const show = (m: DecodedMatch | undefined) =>
 function firstDifference(native: Outcome, reference: Outcome): string | undefined {
   for (let m = 0; m < Math.max(native.count, reference.count); m++) {
     const [a, b] = [native.matches[m], reference.matches[m]];
-    if (show(a) !== show(b)) return `match ${m} (of native ${native.count} / reference ${reference.count}):\n  native    ${show(a)}\n  reference ${show(b)}`;
+    if (show(a) !== show(b))
+      return `match ${m} (of native ${native.count} / reference ${reference.count}):\n  native    ${show(a)}\n  reference ${show(b)}`;
   }
   if (native.count !== reference.count) return `count: native ${native.count}, reference ${reference.count}`;
-  if (native.offsets.join() !== reference.offsets.join()) return `offsets: native ${native.offsets.join()}, reference ${reference.offsets.join()}`;
+  if (native.offsets.join() !== reference.offsets.join())
+    return `offsets: native ${native.offsets.join()}, reference ${reference.offsets.join()}`;
   return undefined;
 }
 
@@ -144,7 +146,11 @@ function loadFixture(file: string) {
         maxTeamImbalance: f64OrInf(r.max_team_imbalance),
         maxLatencyMs: r.max_latency_ms,
         requireHost: r.require_host,
-        relaxation: (r.relaxation as Json[]).map((s) => ({ afterWaitMs: s.after_wait_ms, maxSkillSpread: s.max_skill_spread, maxLatencyMs: s.max_latency_ms })),
+        relaxation: (r.relaxation as Json[]).map((s) => ({
+          afterWaitMs: s.after_wait_ms,
+          maxSkillSpread: s.max_skill_spread,
+          maxLatencyMs: s.max_latency_ms,
+        })),
       }),
     ),
   };
@@ -354,7 +360,11 @@ describe('random pools: native and reference agree', () => {
         const diff = firstDifference(native, reference);
         if (diff !== undefined) throw new Error(`outputs differ (${s.tickets} tickets): ${diff}`);
       }),
-      { numRuns: Number(process.env.ENGINE_DIFF_RUNS ?? 220), seed: Number(process.env.ENGINE_DIFF_SEED ?? 20_240_611), endOnFailure: false },
+      {
+        numRuns: Number(process.env.ENGINE_DIFF_RUNS ?? 220),
+        seed: Number(process.env.ENGINE_DIFF_SEED ?? 20_240_611),
+        endOnFailure: false,
+      },
     );
   });
 
@@ -457,7 +467,17 @@ describe('edge cases: native and reference agree', () => {
     pool.latencyMs[n - 1] = 10;
     const params: QueueParams = {
       ...soloParams(2, 1, Infinity),
-      rulesets: [{ teams: 2, teamSize: 1, maxSkillSpread: 1, maxTeamImbalance: Infinity, maxLatencyMs: 50, requireHost: true, relaxation: [{ afterWaitMs: 1_000, maxSkillSpread: 2, maxLatencyMs: 200 }] }],
+      rulesets: [
+        {
+          teams: 2,
+          teamSize: 1,
+          maxSkillSpread: 1,
+          maxTeamImbalance: Infinity,
+          maxLatencyMs: 50,
+          requireHost: true,
+          relaxation: [{ afterWaitMs: 1_000, maxSkillSpread: 2, maxLatencyMs: 200 }],
+        },
+      ],
     };
     const reference = await expectIdentical(new TickEngine(params), pool, params, NOW, 1);
     expect(reference.matches.map((m) => m.tickets)).toEqual([[0, n - 1]]);
@@ -568,7 +588,15 @@ const goldenCases: { name: string; count: number; hash: bigint; pool: () => Pool
       filterModes: ['overlap', 'containment', 'overlap'],
       rulesets: [
         { teams: 2, teamSize: 5, maxSkillSpread: 0.5, maxTeamImbalance: 0.2, maxLatencyMs: 120, requireHost: true, relaxation: RELAX },
-        { teams: 1, teamSize: 1, maxSkillSpread: 0.3, maxTeamImbalance: 0, maxLatencyMs: 100, requireHost: false, relaxation: [{ afterWaitMs: 60_000, maxSkillSpread: 0.8, maxLatencyMs: 250 }] },
+        {
+          teams: 1,
+          teamSize: 1,
+          maxSkillSpread: 0.3,
+          maxTeamImbalance: 0,
+          maxLatencyMs: 100,
+          requireHost: false,
+          relaxation: [{ afterWaitMs: 60_000, maxSkillSpread: 0.8, maxLatencyMs: 250 }],
+        },
       ],
     },
     seed: 42,
@@ -601,7 +629,9 @@ const goldenCases: { name: string; count: number; hash: bigint; pool: () => Pool
       mmrNormalizationRef: 0.1,
       partySynergyBonus: -0.02,
       filterModes: [],
-      rulesets: [{ teams: 3, teamSize: 4, maxSkillSpread: Infinity, maxTeamImbalance: 0.1, maxLatencyMs: 0, requireHost: false, relaxation: [] }],
+      rulesets: [
+        { teams: 3, teamSize: 4, maxSkillSpread: Infinity, maxTeamImbalance: 0.1, maxLatencyMs: 0, requireHost: false, relaxation: [] },
+      ],
     },
     seed: 3,
   },
@@ -613,7 +643,10 @@ describe('golden output hashes of the engine crate, on the reference', () => {
       const pool = g.pool();
       const out = matchArrays(pool.ticketCount, pool.filterCount);
       const count = referenceTick(pool, g.params, out, NOW, g.seed);
-      expect({ count, hash: `0x${outputHash(out, count, pool.filterCount).toString(16)}` }).toEqual({ count: g.count, hash: `0x${g.hash.toString(16)}` });
+      expect({ count, hash: `0x${outputHash(out, count, pool.filterCount).toString(16)}` }).toEqual({
+        count: g.count,
+        hash: `0x${g.hash.toString(16)}`,
+      });
     });
   }
 });
@@ -622,12 +655,15 @@ describe('golden output hashes of the engine crate, on the reference', () => {
 // Invalid input: where the native engine rejects, the reference throws (and vice versa).
 
 describe('invalid input is rejected by both engines', () => {
-  const base = () => scenarioPool({ ...fc.sample(scenarioArb, { numRuns: 1, seed: 5 })[0]!, tickets: 6, filterModes: ['overlap'], hosts: 2 });
+  const base = () =>
+    scenarioPool({ ...fc.sample(scenarioArb, { numRuns: 1, seed: 5 })[0]!, tickets: 6, filterModes: ['overlap'], hosts: 2 });
   const params: QueueParams = {
     mmrNormalizationRef: 0.1,
     partySynergyBonus: 0,
     filterModes: ['overlap'],
-    rulesets: [{ teams: 2, teamSize: 1, maxSkillSpread: 1, maxTeamImbalance: Infinity, maxLatencyMs: 100, requireHost: false, relaxation: [] }],
+    rulesets: [
+      { teams: 2, teamSize: 1, maxSkillSpread: 1, maxTeamImbalance: Infinity, maxLatencyMs: 100, requireHost: false, relaxation: [] },
+    ],
   };
   const withRuleset = (patch: Partial<RulesetParams>): QueueParams => ({ ...params, rulesets: [{ ...params.rulesets[0]!, ...patch }] });
   const cases: [string, () => { pool: PoolArrays; params: QueueParams; nowMs: number; out?: MatchArrays }][] = [
@@ -639,7 +675,14 @@ describe('invalid input is rejected by both engines', () => {
     ['zero teams', () => ({ pool: base(), params: withRuleset({ teams: 0 }), nowMs: NOW })],
     ['more than 1024 players', () => ({ pool: base(), params: withRuleset({ teams: 2, teamSize: 513 }), nowMs: NOW })],
     ['negative spread', () => ({ pool: base(), params: withRuleset({ maxSkillSpread: -1 }), nowMs: NOW })],
-    ['narrowing relaxation', () => ({ pool: base(), params: withRuleset({ relaxation: [{ afterWaitMs: 10, maxSkillSpread: 0.5, maxLatencyMs: 100 }] }), nowMs: NOW })],
+    [
+      'narrowing relaxation',
+      () => ({
+        pool: base(),
+        params: withRuleset({ relaxation: [{ afterWaitMs: 10, maxSkillSpread: 0.5, maxLatencyMs: 100 }] }),
+        nowMs: NOW,
+      }),
+    ],
     ['zero normalization', () => ({ pool: base(), params: { ...params, mmrNormalizationRef: 0 }, nowMs: NOW })],
     ['filter count mismatch', () => ({ pool: base(), params: { ...params, filterModes: [] }, nowMs: NOW })],
     ['65 hosts', () => ({ pool: { ...base(), hostCount: 65, latencyMs: new Uint16Array(6 * 65) }, params, nowMs: NOW })],

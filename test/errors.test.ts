@@ -65,8 +65,14 @@ const field = (path: string) =>
 
 /** Asserts a failure with the code, the transport's status for it, and a message naming `names`. */
 function expectError(transport: 'grpc' | 'http', res: Result<unknown>, code: SpecCode, ...names: (string | RegExp)[]): Failure {
-  if (res.ok) throw new Error(`expected ${code}, but the call succeeded: ${JSON.stringify(res.value, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
-  expect({ code: res.code, httpStatus: res.httpStatus }).toEqual({ code, httpStatus: transport === 'http' ? HTTP_STATUS[code] : undefined });
+  if (res.ok)
+    throw new Error(
+      `expected ${code}, but the call succeeded: ${JSON.stringify(res.value, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`,
+    );
+  expect({ code: res.code, httpStatus: res.httpStatus }).toEqual({
+    code,
+    httpStatus: transport === 'http' ? HTTP_STATUS[code] : undefined,
+  });
   expect(typeof res.message).toBe('string');
   for (const n of names) expect(res.message).toMatch(typeof n === 'string' ? field(n) : n);
   return res;
@@ -75,7 +81,13 @@ function expectError(transport: 'grpc' | 'http', res: Result<unknown>, code: Spe
 function resultOf(res: HttpResult): Result<Record<string, unknown>> {
   if (res.status === 200) return { ok: true, value: res.body };
   const reason = res.headers.get('x-svc-reason');
-  return { ok: false, code: res.body.code as ErrorCode, message: res.body.message as string, httpStatus: res.status, ...(reason ? { reason } : {}) };
+  return {
+    ok: false,
+    code: res.body.code as ErrorCode,
+    message: res.body.message as string,
+    httpStatus: res.status,
+    ...(reason ? { reason } : {}),
+  };
 }
 
 /** Seeds tickets as resolved into a committed match whose outcome is not yet delivered, before the service starts. */
@@ -152,7 +164,9 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
     api = connect(service);
     raw = grpcClient(service);
     // Created before every rejected request below; the last test checks it is still there.
-    expect((await api.createTicket({ id: sentinel, queueId: 'test.basic', engineInput: party(2), metadata: new Uint8Array([7]) })).ok).toBe(true);
+    expect((await api.createTicket({ id: sentinel, queueId: 'test.basic', engineInput: party(2), metadata: new Uint8Array([7]) })).ok).toBe(
+      true,
+    );
   });
   afterAll(() => {
     api.close();
@@ -190,10 +204,18 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
       const over = uuid();
       const input = engineInputOfSize(SMALL_LIMIT_BYTES + 1);
       expect(input.length).toBe(SMALL_LIMIT_BYTES + 1);
-      expectError(name, await api.createTicket({ id: over, queueId: 'test.limits', engineInput: input }), 'INVALID_ARGUMENT', 'ticket.engine_input', /max_engine_input_bytes/);
+      expectError(
+        name,
+        await api.createTicket({ id: over, queueId: 'test.limits', engineInput: input }),
+        'INVALID_ARGUMENT',
+        'ticket.engine_input',
+        /max_engine_input_bytes/,
+      );
       await expectNotStored('test.limits', over);
       const atLimit = uuid();
-      expect((await api.createTicket({ id: atLimit, queueId: 'test.limits', engineInput: engineInputOfSize(SMALL_LIMIT_BYTES) })).ok).toBe(true);
+      expect((await api.createTicket({ id: atLimit, queueId: 'test.limits', engineInput: engineInputOfSize(SMALL_LIMIT_BYTES) })).ok).toBe(
+        true,
+      );
       expect((await adminTicket(service, 'test.limits', atLimit)).status).toBe(200);
     });
 
@@ -203,20 +225,37 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
       expectError(name, res, 'INVALID_ARGUMENT', 'ticket.metadata', /max_metadata_bytes/);
       await expectNotStored('test.limits', over);
       const atLimit = uuid();
-      expect((await api.createTicket({ id: atLimit, queueId: 'test.limits', metadata: new Uint8Array(SMALL_LIMIT_BYTES).fill(1) })).ok).toBe(true);
+      expect(
+        (await api.createTicket({ id: atLimit, queueId: 'test.limits', metadata: new Uint8Array(SMALL_LIMIT_BYTES).fill(1) })).ok,
+      ).toBe(true);
       expect((await adminTicket(service, 'test.limits', atLimit)).status).toBe(200);
     });
 
     it('the default limits are 32 KiB of engine_input and 4 KiB of metadata', async () => {
       const tooBigInput = uuid();
       const input = engineInputOfSize(32 * 1024 + 1);
-      expectError(name, await api.createTicket({ id: tooBigInput, queueId: 'test.basic', engineInput: input }), 'INVALID_ARGUMENT', 'ticket.engine_input');
+      expectError(
+        name,
+        await api.createTicket({ id: tooBigInput, queueId: 'test.basic', engineInput: input }),
+        'INVALID_ARGUMENT',
+        'ticket.engine_input',
+      );
       const tooBigMetadata = uuid();
       const metadata = new Uint8Array(4 * 1024 + 1).fill(2);
-      expectError(name, await api.createTicket({ id: tooBigMetadata, queueId: 'test.basic', metadata }), 'INVALID_ARGUMENT', 'ticket.metadata');
+      expectError(
+        name,
+        await api.createTicket({ id: tooBigMetadata, queueId: 'test.basic', metadata }),
+        'INVALID_ARGUMENT',
+        'ticket.metadata',
+      );
       await expectNotStored('test.basic', tooBigInput);
       await expectNotStored('test.basic', tooBigMetadata);
-      const ok = await api.createTicket({ id: uuid(), queueId: 'test.basic', engineInput: engineInputOfSize(32 * 1024), metadata: metadata.subarray(1) });
+      const ok = await api.createTicket({
+        id: uuid(),
+        queueId: 'test.basic',
+        engineInput: engineInputOfSize(32 * 1024),
+        metadata: metadata.subarray(1),
+      });
       expect(ok.ok).toBe(true);
     });
 
@@ -224,9 +263,21 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
       const matchId = uuid();
       const before = await backfillCount('test.limits');
       const metadata = new Uint8Array(SMALL_LIMIT_BYTES + 1).fill(3);
-      expectError(name, await api.createBackfillRequest({ queueId: 'test.limits', matchId, metadata }), 'INVALID_ARGUMENT', 'backfill_request.metadata', /max_metadata_bytes/);
+      expectError(
+        name,
+        await api.createBackfillRequest({ queueId: 'test.limits', matchId, metadata }),
+        'INVALID_ARGUMENT',
+        'backfill_request.metadata',
+        /max_metadata_bytes/,
+      );
       const engine = engineInputOfSize(SMALL_LIMIT_BYTES + 1);
-      expectError(name, await api.createBackfillRequest({ queueId: 'test.limits', matchId, engineInput: engine }), 'INVALID_ARGUMENT', 'backfill_request.engine_input', /max_engine_input_bytes/);
+      expectError(
+        name,
+        await api.createBackfillRequest({ queueId: 'test.limits', matchId, engineInput: engine }),
+        'INVALID_ARGUMENT',
+        'backfill_request.engine_input',
+        /max_engine_input_bytes/,
+      );
       expect(await backfillCount('test.limits')).toBe(before);
     });
 
@@ -235,13 +286,23 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
     });
 
     it('CreateBackfillRequest with backfill_request.match_id not a UUID', async () => {
-      const res = expectError(name, await api.createBackfillRequest({ queueId: 'test.basic', matchId: 'match-1' }), 'INVALID_ARGUMENT', 'backfill_request.match_id');
+      const res = expectError(
+        name,
+        await api.createBackfillRequest({ queueId: 'test.basic', matchId: 'match-1' }),
+        'INVALID_ARGUMENT',
+        'backfill_request.match_id',
+      );
       expect(res.message).toContain('match-1');
     });
 
     it('CreateBackfillRequest with a backfill_request.id that is given but not a UUID', async () => {
       const before = await backfillCount('test.basic');
-      const res = expectError(name, await api.createBackfillRequest({ id: 'bf-1', queueId: 'test.basic', matchId: uuid() }), 'INVALID_ARGUMENT', 'backfill_request.id');
+      const res = expectError(
+        name,
+        await api.createBackfillRequest({ id: 'bf-1', queueId: 'test.basic', matchId: uuid() }),
+        'INVALID_ARGUMENT',
+        'backfill_request.id',
+      );
       expect(res.message).toContain('bf-1');
       expect(await backfillCount('test.basic')).toBe(before);
     });
@@ -271,7 +332,12 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
       expect(keep.ok).toBe(true);
       const before = await backfillCount('test.basic');
       const keepId = keep.ok ? keep.value.backfillId : '';
-      const res = expectError(name, await api.cancelBackfillRequests('test.basic', ['bogus', keepId]), 'INVALID_ARGUMENT', 'backfill_ids[0]');
+      const res = expectError(
+        name,
+        await api.cancelBackfillRequests('test.basic', ['bogus', keepId]),
+        'INVALID_ARGUMENT',
+        'backfill_ids[0]',
+      );
       expect(res.message).toContain('bogus');
       expectError(name, await api.cancelBackfillRequests('', [keepId]), 'INVALID_ARGUMENT', 'queue_id');
       // The refused call removed nothing, not even the valid id it listed.
@@ -304,14 +370,24 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
   describe('FAILED_PRECONDITION / 409', () => {
     it('CreateTicket naming a ruleset the queue does not have', async () => {
       const id = uuid();
-      const res = expectError(name, await api.createTicket({ id, queueId: 'test.multi', rulesetIds: ['duel', 'ranked'] }), 'FAILED_PRECONDITION', 'ticket.ruleset_ids');
+      const res = expectError(
+        name,
+        await api.createTicket({ id, queueId: 'test.multi', rulesetIds: ['duel', 'ranked'] }),
+        'FAILED_PRECONDITION',
+        'ticket.ruleset_ids',
+      );
       expect(res.message).toContain('ranked');
       await expectNotStored('test.multi', id);
     });
 
     it('CreateTicket naming a ruleset twice', async () => {
       const id = uuid();
-      const res = expectError(name, await api.createTicket({ id, queueId: 'test.multi', rulesetIds: ['duel', 'squads', 'duel'] }), 'FAILED_PRECONDITION', 'ticket.ruleset_ids');
+      const res = expectError(
+        name,
+        await api.createTicket({ id, queueId: 'test.multi', rulesetIds: ['duel', 'squads', 'duel'] }),
+        'FAILED_PRECONDITION',
+        'ticket.ruleset_ids',
+      );
       expect(res.message).toContain('duel');
       await expectNotStored('test.multi', id);
     });
@@ -322,7 +398,12 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
       ['an invalid wire type', [0x0f, 0x01]],
     ])('CreateTicket with engine_input that does not parse as EngineInput (%s)', async (_what, bytes) => {
       const id = uuid();
-      expectError(name, await api.createTicket({ id, queueId: 'test.basic', engineInput: new Uint8Array(bytes) }), 'FAILED_PRECONDITION', 'ticket.engine_input');
+      expectError(
+        name,
+        await api.createTicket({ id, queueId: 'test.basic', engineInput: new Uint8Array(bytes) }),
+        'FAILED_PRECONDITION',
+        'ticket.engine_input',
+      );
       await expectNotStored('test.basic', id);
     });
 
@@ -330,33 +411,67 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
       const id = uuid();
       const input = engineInput({ attributes: { game_mode: { values: ['ranked'] } } });
       expect(input.length).toBeGreaterThan(0);
-      expectError(name, await api.createTicket({ id, queueId: 'test.basic', engineInput: input }), 'FAILED_PRECONDITION', 'ticket.engine_input', /player/);
+      expectError(
+        name,
+        await api.createTicket({ id, queueId: 'test.basic', engineInput: input }),
+        'FAILED_PRECONDITION',
+        'ticket.engine_input',
+        /player/,
+      );
       await expectNotStored('test.basic', id);
     });
 
     it.each(MMR_NAN_CASES)('CreateTicket with a player whose mmr is %s (protobuf binary)', async (_label, mmr) => {
       const id = uuid();
-      const input = engineInput({ players: [{ playerId: 'a', mmr: 0.5 }, { playerId: 'b', mmr }] });
-      expectError(name, await api.createTicket({ id, queueId: 'test.basic', engineInput: input }), 'FAILED_PRECONDITION', 'ticket.engine_input', /players\[1\]/, /mmr/);
+      const input = engineInput({
+        players: [
+          { playerId: 'a', mmr: 0.5 },
+          { playerId: 'b', mmr },
+        ],
+      });
+      expectError(
+        name,
+        await api.createTicket({ id, queueId: 'test.basic', engineInput: input }),
+        'FAILED_PRECONDITION',
+        'ticket.engine_input',
+        /players\[1\]/,
+        /mmr/,
+      );
       await expectNotStored('test.basic', id);
     });
 
     it('CreateTicket with a party larger than the team of a ruleset it names', async () => {
       const inDuel = uuid();
-      const res = expectError(name, await api.createTicket({ id: inDuel, queueId: 'test.multi', engineInput: party(2), rulesetIds: ['duel'] }), 'FAILED_PRECONDITION', 'ticket.engine_input');
+      const res = expectError(
+        name,
+        await api.createTicket({ id: inDuel, queueId: 'test.multi', engineInput: party(2), rulesetIds: ['duel'] }),
+        'FAILED_PRECONDITION',
+        'ticket.engine_input',
+      );
       expect(res.message).toContain('duel');
       // It fits squads but not duel: naming both is still refused, since it names duel.
       const inBoth = uuid();
-      expectError(name, await api.createTicket({ id: inBoth, queueId: 'test.multi', engineInput: party(2), rulesetIds: ['squads', 'duel'] }), 'FAILED_PRECONDITION', 'ticket.engine_input', /duel/);
+      expectError(
+        name,
+        await api.createTicket({ id: inBoth, queueId: 'test.multi', engineInput: party(2), rulesetIds: ['squads', 'duel'] }),
+        'FAILED_PRECONDITION',
+        'ticket.engine_input',
+        /duel/,
+      );
       await expectNotStored('test.multi', inDuel);
       await expectNotStored('test.multi', inBoth);
       // A party that fits the team of the ruleset it names is accepted.
       expect((await api.createTicket({ id: uuid(), queueId: 'test.multi', engineInput: party(3), rulesetIds: ['squads'] })).ok).toBe(true);
     });
 
-    it('CreateTicket with no ruleset_ids: a party larger than every ruleset\'s team is refused, one that fits any is accepted', async () => {
+    it("CreateTicket with no ruleset_ids: a party larger than every ruleset's team is refused, one that fits any is accepted", async () => {
       const tooBig = uuid();
-      expectError(name, await api.createTicket({ id: tooBig, queueId: 'test.multi', engineInput: party(4) }), 'FAILED_PRECONDITION', 'ticket.engine_input');
+      expectError(
+        name,
+        await api.createTicket({ id: tooBig, queueId: 'test.multi', engineInput: party(4) }),
+        'FAILED_PRECONDITION',
+        'ticket.engine_input',
+      );
       await expectNotStored('test.multi', tooBig);
       const fitsSquads = uuid();
       expect((await api.createTicket({ id: fitsSquads, queueId: 'test.multi', engineInput: party(2) })).ok).toBe(true);
@@ -367,7 +482,12 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
 
     it('CreateBackfillRequest without ruleset_id in a queue with several rulesets; accepted in a single-ruleset queue', async () => {
       const before = await backfillCount('test.multi');
-      expectError(name, await api.createBackfillRequest({ queueId: 'test.multi', matchId: uuid() }), 'FAILED_PRECONDITION', 'backfill_request.ruleset_id');
+      expectError(
+        name,
+        await api.createBackfillRequest({ queueId: 'test.multi', matchId: uuid() }),
+        'FAILED_PRECONDITION',
+        'backfill_request.ruleset_id',
+      );
       expect(await backfillCount('test.multi')).toBe(before);
       expect((await api.createBackfillRequest({ queueId: 'test.multi', matchId: uuid(), rulesetId: 'squads' })).ok).toBe(true);
       const single = await api.createBackfillRequest({ queueId: 'test.basic', matchId: uuid() });
@@ -376,15 +496,31 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
 
     it('CreateBackfillRequest with a ruleset_id the queue does not have', async () => {
       for (const queueId of ['test.multi', 'test.basic']) {
-        const res = expectError(name, await api.createBackfillRequest({ queueId, matchId: uuid(), rulesetId: 'ranked' }), 'FAILED_PRECONDITION', 'backfill_request.ruleset_id');
+        const res = expectError(
+          name,
+          await api.createBackfillRequest({ queueId, matchId: uuid(), rulesetId: 'ranked' }),
+          'FAILED_PRECONDITION',
+          'backfill_request.ruleset_id',
+        );
         expect(res.message).toContain('ranked');
       }
     });
 
     it('CreateBackfillRequest with engine_input that does not parse, or a non-finite mmr', async () => {
-      expectError(name, await api.createBackfillRequest({ queueId: 'test.basic', matchId: uuid(), engineInput: new Uint8Array([0x0a, 0xff]) }), 'FAILED_PRECONDITION', 'backfill_request.engine_input');
+      expectError(
+        name,
+        await api.createBackfillRequest({ queueId: 'test.basic', matchId: uuid(), engineInput: new Uint8Array([0x0a, 0xff]) }),
+        'FAILED_PRECONDITION',
+        'backfill_request.engine_input',
+      );
       const input = engineInput({ players: [{ playerId: 'a', mmr: Number.NaN }] });
-      expectError(name, await api.createBackfillRequest({ queueId: 'test.basic', matchId: uuid(), engineInput: input }), 'FAILED_PRECONDITION', 'backfill_request.engine_input', /mmr/);
+      expectError(
+        name,
+        await api.createBackfillRequest({ queueId: 'test.basic', matchId: uuid(), engineInput: input }),
+        'FAILED_PRECONDITION',
+        'backfill_request.engine_input',
+        /mmr/,
+      );
     });
 
     it('CancelTicket, ReactivateTickets and CancelBackfillRequests on a queue that does not exist', async () => {
@@ -409,7 +545,11 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
       const waiting = uuid();
       expect((await api.createTicket({ id: waiting, queueId, engineInput: party(1) })).ok).toBe(true);
       rmSync(join(service.queueDir, `${queueId}.yaml`));
-      const created = await pollUntil(() => api.createTicket({ id: uuid(), queueId }), (r) => !r.ok, 15_000);
+      const created = await pollUntil(
+        () => api.createTicket({ id: uuid(), queueId }),
+        (r) => !r.ok,
+        15_000,
+      );
       const refused = expectError(name, created, 'FAILED_PRECONDITION', queueId);
       expect(refused.reason).toBe('QUEUE_RETIRING');
 
@@ -472,21 +612,32 @@ describe('one condition, one answer on both transports', () => {
       'NOT_FOUND',
       (api) => api.createTicket({ id: '11111111-2222-4333-8444-555555555555', queueId: 'test.nowhere' }),
       `${M}/CreateTicket`,
-      toBinary(CreateTicketRequestSchema, create(CreateTicketRequestSchema, { ticket: { id: '11111111-2222-4333-8444-555555555555', queueId: 'test.nowhere' } })),
+      toBinary(
+        CreateTicketRequestSchema,
+        create(CreateTicketRequestSchema, { ticket: { id: '11111111-2222-4333-8444-555555555555', queueId: 'test.nowhere' } }),
+      ),
     ],
     [
       'unknown ruleset',
       'FAILED_PRECONDITION',
       (api) => api.createTicket({ id: '11111111-2222-4333-8444-555555555555', queueId: 'test.basic', rulesetIds: ['nope'] }),
       `${M}/CreateTicket`,
-      toBinary(CreateTicketRequestSchema, create(CreateTicketRequestSchema, { ticket: { id: '11111111-2222-4333-8444-555555555555', queueId: 'test.basic', rulesetIds: ['nope'] } })),
+      toBinary(
+        CreateTicketRequestSchema,
+        create(CreateTicketRequestSchema, {
+          ticket: { id: '11111111-2222-4333-8444-555555555555', queueId: 'test.basic', rulesetIds: ['nope'] },
+        }),
+      ),
     ],
     [
       'unknown queue on CancelTicket',
       'FAILED_PRECONDITION',
       (api) => api.cancelTicket('test.nowhere', '11111111-2222-4333-8444-555555555555'),
       `${M}/CancelTicket`,
-      toBinary(CancelTicketRequestSchema, create(CancelTicketRequestSchema, { queueId: 'test.nowhere', ticketId: '11111111-2222-4333-8444-555555555555' })),
+      toBinary(
+        CancelTicketRequestSchema,
+        create(CancelTicketRequestSchema, { queueId: 'test.nowhere', ticketId: '11111111-2222-4333-8444-555555555555' }),
+      ),
     ],
     [
       'unknown queue on ClearQueuePool',
@@ -497,14 +648,17 @@ describe('one condition, one answer on both transports', () => {
     ],
   ];
 
-  it.each(cases)('%s: same code, the standard gRPC status number, HTTP status and the same message text', async (_what, code, call, path, bytes) => {
-    const [overGrpc, overHttp, rawGrpc] = await Promise.all([call(grpcApi), call(httpApi), raw.call(path, bytes)]);
-    const g = expectError('grpc', overGrpc, code);
-    const h = expectError('http', overHttp, code);
-    expect(h.message).toBe(g.message);
-    expect(rawGrpc.code).toBe(GRPC_STATUS[code]);
-    expect(rawGrpc.details).toBe(g.message);
-  });
+  it.each(cases)(
+    '%s: same code, the standard gRPC status number, HTTP status and the same message text',
+    async (_what, code, call, path, bytes) => {
+      const [overGrpc, overHttp, rawGrpc] = await Promise.all([call(grpcApi), call(httpApi), raw.call(path, bytes)]);
+      const g = expectError('grpc', overGrpc, code);
+      const h = expectError('http', overHttp, code);
+      expect(h.message).toBe(g.message);
+      expect(rawGrpc.code).toBe(GRPC_STATUS[code]);
+      expect(rawGrpc.details).toBe(g.message);
+    },
+  );
 
   it('the HTTP error body is exactly {code, message} as JSON', async () => {
     const res = await httpRequest(service, 'POST', '/v1/queues/test.basic/tickets', { ticket: { id: 'x-1' } });
@@ -530,7 +684,8 @@ describe('UNAVAILABLE while the service shuts down', () => {
     const httpApi = httpTransport(svc);
     const health = healthClient(svc);
     const raw = rawGrpcClient(svc);
-    const createBytes = () => toBinary(CreateTicketRequestSchema, create(CreateTicketRequestSchema, { ticket: { id: uuid(), queueId: 'test.basic' } }));
+    const createBytes = () =>
+      toBinary(CreateTicketRequestSchema, create(CreateTicketRequestSchema, { ticket: { id: uuid(), queueId: 'test.basic' } }));
     try {
       // Both clients are connected and the service is serving before the signal.
       expect((await grpcApi.createTicket({ id: uuid(), queueId: 'test.basic' })).ok).toBe(true);
@@ -544,7 +699,12 @@ describe('UNAVAILABLE while the service shuts down', () => {
       );
       expect(svc.process.kill('SIGTERM')).toBe(true);
 
-      const first = await pollUntil(() => grpcApi.createTicket({ id: uuid(), queueId: 'test.basic' }), (r) => !r.ok, 10_000, 20);
+      const first = await pollUntil(
+        () => grpcApi.createTicket({ id: uuid(), queueId: 'test.basic' }),
+        (r) => !r.ok,
+        10_000,
+        20,
+      );
       const [overHttp, rawGrpc, readyz, healthAll, healthService, backfillGrpc, backfillHttp] = await Promise.all([
         httpApi.createTicket({ id: uuid(), queueId: 'test.basic' }),
         raw.call('/matchmaker.core.v1.MatchmakerService/CreateTicket', createBytes()),

@@ -54,7 +54,9 @@ describe('queue files are hot-reloaded', () => {
 
   it('refuses an invalid change with a message naming the file and the path, and keeps the last good config', async () => {
     writeFileSync(join(service.queueDir, 'hot.one.yaml'), queueFile(DUEL + TRIO.replace('team_size: 3', 'team_size: three')));
-    const refused = await service.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('hot.one.yaml') && l.msg.includes('config.rulesets[1].team_size'));
+    const refused = await service.waitForLog(
+      (l) => typeof l.msg === 'string' && l.msg.includes('hot.one.yaml') && l.msg.includes('config.rulesets[1].team_size'),
+    );
     expect(refused.level).toBe(50);
     // The previous version (with "trio") is still in force.
     expect((await api.createTicket({ id: uuid(), queueId: 'hot.one', rulesetIds: ['trio'] })).ok).toBe(true);
@@ -119,7 +121,12 @@ describe('a hot reload of a large pool', () => {
     const far = engineInput({ players: [{ playerId: 'far', mmr: 0.9, latencies: { near: 500 } }] });
     const near = engineInput({ players: [{ playerId: 'near', mmr: 0.1, latencies: { near: 10 } }] });
     const [b, c, e] = [uuid(), uuid(), uuid()];
-    const seeded = { queueId: 'hot.big', yaml: big(5), tickets: [...alike(100_000, far), { id: b, engineInput: near }], startTimeoutMs: 90_000 };
+    const seeded = {
+      queueId: 'hot.big',
+      yaml: big(5),
+      tickets: [...alike(100_000, far), { id: b, engineInput: near }],
+      startTimeoutMs: 90_000,
+    };
     await withSeededService(seeded, async (service, grpc, queueDir) => {
       await service.waitForLog((l) => l.msg === 'pool restored');
       expect((await grpc.createTicket({ id: c, queueId: 'hot.big', engineInput: near })).ok).toBe(true);
@@ -132,9 +139,15 @@ describe('a hot reload of a large pool', () => {
       const rebuilt = await service.waitForLog((l) => l.msg === 'pool rebuilt for the new configuration');
       expect(rebuilt.time as number).toBeGreaterThan(answeredAt);
 
-      const outcomes = async () => (await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=hot.big&limit=100')).body.outcomes as { kind: string; matchCreated?: { match: { tickets: { id: string }[] } } }[];
+      const outcomes = async () =>
+        (await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=hot.big&limit=100')).body.outcomes as {
+          kind: string;
+          matchCreated?: { match: { tickets: { id: string }[] } };
+        }[];
       const list = await pollUntil(outcomes, (l) => l.some((o) => o.kind === 'match.created'), 60_000);
-      expect(list.filter((o) => o.kind === 'match.created').map((o) => o.matchCreated!.match.tickets.map((t) => t.id).sort())).toEqual([[b, e].sort()]);
+      expect(list.filter((o) => o.kind === 'match.created').map((o) => o.matchCreated!.match.tickets.map((t) => t.id).sort())).toEqual([
+        [b, e].sort(),
+      ]);
     });
   });
 
@@ -144,10 +157,17 @@ describe('a hot reload of a large pool', () => {
     const PARTIES = 60_000;
     const partyIds = [...alike(PARTIES, party(2))];
     const solo = uuid();
-    const seeded = { queueId: 'hot.evict', yaml: pairs(2), tickets: [...partyIds, { id: solo, engineInput: party(1) }], startTimeoutMs: 90_000 };
+    const seeded = {
+      queueId: 'hot.evict',
+      yaml: pairs(2),
+      tickets: [...partyIds, { id: solo, engineInput: party(1) }],
+      startTimeoutMs: 90_000,
+    };
     await withSeededService(seeded, async (service, grpc, queueDir) => {
       const activeTickets = async () =>
-        ((await httpRequest(service, 'GET', '/admin/v1/queues')).body.queues as { queueId: string; activeTickets: number }[]).find((q) => q.queueId === 'hot.evict')!.activeTickets;
+        ((await httpRequest(service, 'GET', '/admin/v1/queues')).body.queues as { queueId: string; activeTickets: number }[]).find(
+          (q) => q.queueId === 'hot.evict',
+        )!.activeTickets;
       await service.waitForLog((l) => l.msg === 'pool restored');
       writeFileSync(join(queueDir, 'hot.evict.yaml'), pairs(1));
       // While the removals go on, requests are answered and the pool is seen part-way: a removal that held
@@ -174,7 +194,8 @@ describe('a hot reload of a large pool', () => {
         const removed: string[] = [];
         let after = 0n;
         for (;;) {
-          const page = (await httpRequest(service, 'GET', `/admin/v1/outcomes?queue_id=hot.evict&after_sequence=${after}&limit=10000`)).body.outcomes as {
+          const page = (await httpRequest(service, 'GET', `/admin/v1/outcomes?queue_id=hot.evict&after_sequence=${after}&limit=10000`)).body
+            .outcomes as {
             producerSequence: string;
             ticketsRemoved?: { ticketIds: string[]; reason: string };
           }[];
@@ -196,18 +217,26 @@ describe('a hot reload of a large pool', () => {
     // Stored as a service with teams of two had acknowledged them; the file now says teams of one.
     const parties = [...alike(3, party(2))];
     const solo = uuid();
-    await withSeededService({ queueId: 'hot.down', yaml: queueFile(DUEL), tickets: [...parties, { id: solo, engineInput: party(1) }] }, async (service) => {
-      const removed = await pollUntil(
-        async () =>
-          ((await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=hot.down')).body.outcomes as { ticketsRemoved?: { ticketIds: string[]; reason: string } }[])
-            .filter((o) => o.ticketsRemoved?.reason === 'RULESET_PARAMS_CHANGED')
-            .flatMap((o) => o.ticketsRemoved!.ticketIds),
-        // Each slice's removals are committed on their own: wait for all of them.
-        (ids) => ids.length >= parties.length,
-      );
-      expect(removed.sort()).toEqual(parties.map((t) => t.id).sort());
-      expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.down/tickets/${solo}`)).status).toBe(200);
-      for (const { id } of parties) expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.down/tickets/${id}`)).status).toBe(404);
-    });
+    await withSeededService(
+      { queueId: 'hot.down', yaml: queueFile(DUEL), tickets: [...parties, { id: solo, engineInput: party(1) }] },
+      async (service) => {
+        const removed = await pollUntil(
+          async () =>
+            (
+              (await httpRequest(service, 'GET', '/admin/v1/outcomes?queue_id=hot.down')).body.outcomes as {
+                ticketsRemoved?: { ticketIds: string[]; reason: string };
+              }[]
+            )
+              .filter((o) => o.ticketsRemoved?.reason === 'RULESET_PARAMS_CHANGED')
+              .flatMap((o) => o.ticketsRemoved!.ticketIds),
+          // Each slice's removals are committed on their own: wait for all of them.
+          (ids) => ids.length >= parties.length,
+        );
+        expect(removed.sort()).toEqual(parties.map((t) => t.id).sort());
+        expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.down/tickets/${solo}`)).status).toBe(200);
+        for (const { id } of parties)
+          expect((await httpRequest(service, 'GET', `/admin/v1/queues/hot.down/tickets/${id}`)).status).toBe(404);
+      },
+    );
   });
 });

@@ -47,7 +47,10 @@ async function expectStillServing(svc: TestService): Promise<void> {
 const sentinels: string[] = [];
 beforeAll(async () => {
   // Tickets created before every refused request; the last test checks they are all still there.
-  for (const [, connect] of [['grpc', grpcTransport], ['http', httpTransport]] as const) {
+  for (const [, connect] of [
+    ['grpc', grpcTransport],
+    ['http', httpTransport],
+  ] as const) {
     const api = connect(service);
     const id = uuid();
     expect((await api.createTicket({ id, queueId: 'test.basic', engineInput: party(2) })).ok).toBe(true);
@@ -73,9 +76,24 @@ describe('malformed HTTP bodies give 400 INVALID_ARGUMENT naming the field, neve
     ['createdAt not a timestamp', TICKETS, `{"ticket": {"id": "${U}", "createdAt": "yesterday"}}`, /created_?at/i],
     ['an unknown field in the ticket', TICKETS, `{"ticket": {"id": "${U}", "bogus": 1}}`, /bogus/],
     ['an unknown top-level field', TICKETS, `{"tiket": {"id": "${U}"}}`, /tiket/],
-    ['slotsRequested negative', '/v1/queues/test.basic/backfills', `{"backfillRequest": {"matchId": "${U}", "slotsRequested": -1}}`, /slots_?requested/i],
-    ['slotsRequested a word', '/v1/queues/test.basic/backfills', `{"backfillRequest": {"matchId": "${U}", "slotsRequested": "many"}}`, /slots_?requested/i],
-    ['backfill engineInput not base64', '/v1/queues/test.basic/backfills', `{"backfillRequest": {"matchId": "${U}", "engineInput": "@@@@"}}`, /engine_?input/i],
+    [
+      'slotsRequested negative',
+      '/v1/queues/test.basic/backfills',
+      `{"backfillRequest": {"matchId": "${U}", "slotsRequested": -1}}`,
+      /slots_?requested/i,
+    ],
+    [
+      'slotsRequested a word',
+      '/v1/queues/test.basic/backfills',
+      `{"backfillRequest": {"matchId": "${U}", "slotsRequested": "many"}}`,
+      /slots_?requested/i,
+    ],
+    [
+      'backfill engineInput not base64',
+      '/v1/queues/test.basic/backfills',
+      `{"backfillRequest": {"matchId": "${U}", "engineInput": "@@@@"}}`,
+      /engine_?input/i,
+    ],
     ['ticketIds as a string', '/v1/queues/test.basic/tickets:reactivate', '{"ticketIds": "x"}', /ticket_?ids/i],
     ['backfillIds holding a number', '/v1/queues/test.basic/backfills:cancel', '{"backfillIds": [1]}', /backfill_?ids/i],
     ['an unknown field on cancel-backfills', '/v1/queues/test.basic/backfills:cancel', '{"backfillIds": [], "force": true}', /force/],
@@ -108,11 +126,20 @@ async function onOneConnection(svc: TestService, ...bodies: string[]) {
   const post = (body: string) =>
     new Promise<{ status?: number; connection?: string; body?: Record<string, unknown>; error?: string }>((resolve) => {
       const req = httpRequestRaw(
-        { host: '127.0.0.1', port: svc.httpPort, method: 'POST', path: TICKETS, agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        {
+          host: '127.0.0.1',
+          port: svc.httpPort,
+          method: 'POST',
+          path: TICKETS,
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
         (res) => {
           let text = '';
           res.on('data', (d: Buffer) => (text += d.toString()));
-          res.on('end', () => resolve({ status: res.statusCode, connection: res.headers.connection, body: JSON.parse(text) as Record<string, unknown> }));
+          res.on('end', () =>
+            resolve({ status: res.statusCode, connection: res.headers.connection, body: JSON.parse(text) as Record<string, unknown> }),
+          );
         },
       );
       req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
@@ -162,17 +189,20 @@ describe('HTTP body limit (HTTP_MAX_BODY_BYTES=2048)', () => {
   it.each([
     ['just over the limit', 1600],
     ['far over the limit (many chunks)', 512 * 1024],
-  ])('after the 400 for a body %s, a kept-alive connection is either closed with Connection: close or still usable', async (_what, metadataBytes) => {
-    const next = uuid();
-    const [first, second] = await onOneConnection(small, bodyOf(uuid(), metadataBytes), JSON.stringify({ ticket: { id: next } }));
-    if (!first || !second) throw new Error('no answer');
-    expect(first.status).toBe(400);
-    if (first.connection?.toLowerCase() !== 'close') {
-      // The server advertised keep-alive: the next request on that connection must be answered (promptly).
-      expect({ advertised: first.connection, next: second.error ?? second.status }).toEqual({ advertised: first.connection, next: 200 });
-      expect(second.ms).toBeLessThan(4_000);
-    }
-  });
+  ])(
+    'after the 400 for a body %s, a kept-alive connection is either closed with Connection: close or still usable',
+    async (_what, metadataBytes) => {
+      const next = uuid();
+      const [first, second] = await onOneConnection(small, bodyOf(uuid(), metadataBytes), JSON.stringify({ ticket: { id: next } }));
+      if (!first || !second) throw new Error('no answer');
+      expect(first.status).toBe(400);
+      if (first.connection?.toLowerCase() !== 'close') {
+        // The server advertised keep-alive: the next request on that connection must be answered (promptly).
+        expect({ advertised: first.connection, next: second.error ?? second.status }).toEqual({ advertised: first.connection, next: 200 });
+        expect(second.ms).toBeLessThan(4_000);
+      }
+    },
+  );
 });
 
 describe('a body field that contradicts the path', () => {
@@ -187,14 +217,29 @@ describe('a body field that contradicts the path', () => {
   });
 
   it('CreateBackfillRequest: backfill_request.queue_id differs from the path queue', async () => {
-    const res = await send(service, 'POST', '/v1/queues/test.basic/backfills', JSON.stringify({ backfillRequest: { queueId: 'test.other', matchId: uuid() } }));
+    const res = await send(
+      service,
+      'POST',
+      '/v1/queues/test.basic/backfills',
+      JSON.stringify({ backfillRequest: { queueId: 'test.other', matchId: uuid() } }),
+    );
     expectStatus(res, 400, 'INVALID_ARGUMENT', /backfill_request\.queue_id/);
   });
 
   it('ReactivateTickets and CancelBackfillRequests: queue_id differs from the path queue', async () => {
-    const a = await send(service, 'POST', '/v1/queues/test.basic/tickets:reactivate', JSON.stringify({ queueId: 'test.other', ticketIds: [uuid()] }));
+    const a = await send(
+      service,
+      'POST',
+      '/v1/queues/test.basic/tickets:reactivate',
+      JSON.stringify({ queueId: 'test.other', ticketIds: [uuid()] }),
+    );
     expectStatus(a, 400, 'INVALID_ARGUMENT', /queue_id/);
-    const b = await send(service, 'POST', '/v1/queues/test.basic/backfills:cancel', JSON.stringify({ queue_id: 'test.other', backfillIds: [] }));
+    const b = await send(
+      service,
+      'POST',
+      '/v1/queues/test.basic/backfills:cancel',
+      JSON.stringify({ queue_id: 'test.other', backfillIds: [] }),
+    );
     expectStatus(b, 400, 'INVALID_ARGUMENT', /queue_id/);
   });
 
@@ -271,7 +316,10 @@ describe('malformed bytes over gRPC give INVALID_ARGUMENT naming the request mes
 
   it('the same raw client gets an answer for well-formed bytes (so the refusals above are about the bytes)', async () => {
     const id = uuid();
-    const res = await raw.call(`${M}/CreateTicket`, toBinary(CreateTicketRequestSchema, create(CreateTicketRequestSchema, { ticket: { id, queueId: 'test.basic' } })));
+    const res = await raw.call(
+      `${M}/CreateTicket`,
+      toBinary(CreateTicketRequestSchema, create(CreateTicketRequestSchema, { ticket: { id, queueId: 'test.basic' } })),
+    );
     expect(res.code).toBe(0);
     expect((await adminTicket(service, 'test.basic', id)).status).toBe(200);
   });

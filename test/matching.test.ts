@@ -75,8 +75,20 @@ describe('matching', () => {
     const api: Transport = grpcTransport(env.service);
     const [a, b] = [uuid(), uuid()];
     const metaA = new Uint8Array([1, 2, 3]);
-    expect((await api.createTicket({ id: a, queueId: 'match.duel', engineInput: solo('alice', 0.5, { fra: 20, ams: 35 }, ['ranked']), metadata: metaA })).ok).toBe(true);
-    expect((await api.createTicket({ id: b, queueId: 'match.duel', engineInput: solo('bob', 0.52, { fra: 40, ams: 30 }, ['ranked', 'casual']) })).ok).toBe(true);
+    expect(
+      (
+        await api.createTicket({
+          id: a,
+          queueId: 'match.duel',
+          engineInput: solo('alice', 0.5, { fra: 20, ams: 35 }, ['ranked']),
+          metadata: metaA,
+        })
+      ).ok,
+    ).toBe(true);
+    expect(
+      (await api.createTicket({ id: b, queueId: 'match.duel', engineInput: solo('bob', 0.52, { fra: 40, ams: 30 }, ['ranked', 'casual']) }))
+        .ok,
+    ).toBe(true);
 
     const match = await matchContaining('match.duel', a);
     expect(match).toBeDefined();
@@ -124,7 +136,13 @@ describe('matching', () => {
 
   it('does not form a match that has no acceptable host when the ruleset requires one', async () => {
     const api = grpcTransport(env.service);
-    const far = engineInput({ players: [{ playerId: 'far', mmr: 0.5, latencies: { sgp: 200 } }, { playerId: 'far2', mmr: 0.5, latencies: { sgp: 210 } }, { playerId: 'far3', mmr: 0.5, latencies: { sgp: 220 } }] });
+    const far = engineInput({
+      players: [
+        { playerId: 'far', mmr: 0.5, latencies: { sgp: 200 } },
+        { playerId: 'far2', mmr: 0.5, latencies: { sgp: 210 } },
+        { playerId: 'far3', mmr: 0.5, latencies: { sgp: 220 } },
+      ],
+    });
     const ids = [uuid(), uuid()];
     for (const id of ids) expect((await api.createTicket({ id, queueId: 'match.trio', engineInput: far })).ok).toBe(true);
     // Several ticks pass; the two parties stay active.
@@ -168,20 +186,30 @@ describe('the match.created outcome as recorded', () => {
       rulesetId: fc.string({ maxLength: 8 }),
     });
     fc.assert(
-      fc.property(fc.string({ maxLength: 12 }), matchArb, fc.array(ticketArb, { maxLength: 6 }), fc.uuid(), fc.bigInt({ min: 1n, max: (1n << 64n) - 1n }), (queueId, match, tickets, producerId, sequence) => {
-        const ticketBytes = tickets.map((t) => toBinary(TicketSchema, create(TicketSchema, t)));
-        const recorded = fromBinary(OutcomeSchema, withProducer(encodeMatchCreated(queueId, create(MatchSchema, match), ticketBytes).bytes, producerId, sequence));
-        const whole = create(OutcomeSchema, {
-          id: recorded.id,
-          kind: 'match.created',
-          queueId,
-          occurredAt: recorded.occurredAt,
-          producerId,
-          producerSequence: sequence,
-          payload: { case: 'matchCreated', value: create(MatchCreatedSchema, { match: { ...match, tickets } }) },
-        });
-        expect(recorded).toEqual(fromBinary(OutcomeSchema, toBinary(OutcomeSchema, whole)));
-      }),
+      fc.property(
+        fc.string({ maxLength: 12 }),
+        matchArb,
+        fc.array(ticketArb, { maxLength: 6 }),
+        fc.uuid(),
+        fc.bigInt({ min: 1n, max: (1n << 64n) - 1n }),
+        (queueId, match, tickets, producerId, sequence) => {
+          const ticketBytes = tickets.map((t) => toBinary(TicketSchema, create(TicketSchema, t)));
+          const recorded = fromBinary(
+            OutcomeSchema,
+            withProducer(encodeMatchCreated(queueId, create(MatchSchema, match), ticketBytes).bytes, producerId, sequence),
+          );
+          const whole = create(OutcomeSchema, {
+            id: recorded.id,
+            kind: 'match.created',
+            queueId,
+            occurredAt: recorded.occurredAt,
+            producerId,
+            producerSequence: sequence,
+            payload: { case: 'matchCreated', value: create(MatchCreatedSchema, { match: { ...match, tickets } }) },
+          });
+          expect(recorded).toEqual(fromBinary(OutcomeSchema, toBinary(OutcomeSchema, whole)));
+        },
+      ),
       { numRuns: 200 },
     );
   });

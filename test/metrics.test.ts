@@ -16,7 +16,8 @@ describe('GET /metrics', () => {
   it('reports the pool per queue, the event-loop delay and the GC pauses by kind', async () => {
     const api = grpcTransport(env.service);
     try {
-      for (let i = 0; i < 3; i++) expect((await api.createTicket({ id: uuid(), queueId: 'test.basic', engineInput: party(1) })).ok).toBe(true);
+      for (let i = 0; i < 3; i++)
+        expect((await api.createTicket({ id: uuid(), queueId: 'test.basic', engineInput: party(1) })).ok).toBe(true);
     } finally {
       api.close();
     }

@@ -20,7 +20,9 @@ const env = useService({
   queues: {
     'ret.stream': queue('    sink: websocket\n'),
     // A webhook nobody listens on: its outcomes stay undelivered.
-    'ret.hook': queue('    sink: webhook\n    webhook:\n      url: http://127.0.0.1:9/hook\n      secret: s\n      timeout_ms: 200\n      max_retries: 1000\n      retry_base_delay_ms: 50\n      retry_max_delay_ms: 100\n'),
+    'ret.hook': queue(
+      '    sink: webhook\n    webhook:\n      url: http://127.0.0.1:9/hook\n      secret: s\n      timeout_ms: 200\n      max_retries: 1000\n      retry_base_delay_ms: 50\n      retry_max_delay_ms: 100\n',
+    ),
   },
   env: { OUTCOME_RETENTION_SECS: '1' },
 });
@@ -38,7 +40,11 @@ describe('outcome retention', () => {
     expect(await outcomesOf('ret.stream')).toHaveLength(1);
     const kept = await outcomesOf('ret.hook');
     expect(kept).toHaveLength(1);
-    const gone = await pollUntil(() => outcomesOf('ret.stream'), (list) => list.length === 0, 15_000);
+    const gone = await pollUntil(
+      () => outcomesOf('ret.stream'),
+      (list) => list.length === 0,
+      15_000,
+    );
     expect(gone).toEqual([]);
     expect(await outcomesOf('ret.hook')).toEqual(kept);
     api.close();
@@ -57,9 +63,14 @@ describe('producer_sequence after retention', () => {
       await api.clearQueuePool('ret.seq');
     }
     api.close();
-    const list = async (s: TestService) => (await httpRequest(s, 'GET', '/admin/v1/outcomes')).body.outcomes as { producerSequence: string }[];
+    const list = async (s: TestService) =>
+      (await httpRequest(s, 'GET', '/admin/v1/outcomes')).body.outcomes as { producerSequence: string }[];
     expect((await list(first)).map((o) => o.producerSequence)).toEqual(['1', '2', '3']);
-    await pollUntil(() => list(first), (l) => l.length === 0, 15_000);
+    await pollUntil(
+      () => list(first),
+      (l) => l.length === 0,
+      15_000,
+    );
     expect(await first.stop()).toBe(0);
 
     const second = await startService({ queueDir, dataDir, env: { OUTCOME_RETENTION_SECS: '3600' } });

@@ -24,7 +24,16 @@ interface ReflectionResponse {
 /** One request/response exchange on the ServerReflectionInfo stream. */
 function reflect(request: Record<string, unknown>): Promise<ReflectionResponse> {
   const pkg = loadPackageDefinition(loadSync(reflectionProto, { keepCase: false })) as never as {
-    grpc: { reflection: { v1: { ServerReflection: new (addr: string, creds: unknown) => Client & { ServerReflectionInfo(): NodeJS.ReadWriteStream & { end(): void } } } } };
+    grpc: {
+      reflection: {
+        v1: {
+          ServerReflection: new (
+            addr: string,
+            creds: unknown,
+          ) => Client & { ServerReflectionInfo(): NodeJS.ReadWriteStream & { end(): void } };
+        };
+      };
+    };
   };
   const client = new pkg.grpc.reflection.v1.ServerReflection(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure());
   return new Promise((resolve, reject) => {
@@ -99,7 +108,9 @@ describe('server reflection', () => {
       ['metadata', 6],
     ]);
     const outcomes = await descriptorsFor('matchmaker.outcomes.v1.Outcome');
-    const outcome = outcomes.find((f) => f.name === 'matchmaker/outcomes/v1/outcomes.proto')!.messageType.find((m) => m.name === 'Outcome')!;
+    const outcome = outcomes
+      .find((f) => f.name === 'matchmaker/outcomes/v1/outcomes.proto')!
+      .messageType.find((m) => m.name === 'Outcome')!;
     expect(outcome.field.filter((f) => f.number >= 10).map((f) => [f.name, f.number, f.oneofIndex])).toEqual([
       ['match_created', 10, 0],
       ['backfill_created', 11, 0],
@@ -131,18 +142,21 @@ describe('server reflection', () => {
       ]),
     );
     const Dynamic = makeGenericClientConstructor(definition as never, 'Dynamic');
-    const client = new Dynamic(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, Function> & Client;
+    const client = new Dynamic(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, Function> &
+      Client;
     const call = (name: string, init: Record<string, unknown>) =>
       new Promise<Record<string, unknown>>((resolve, reject) =>
-        client[name]!(create(registry.getMessage(svc.methods.find((m) => m.name === name)!.input.typeName) as DescMessage, init as never), (err: Error | null, res: Record<string, unknown>) =>
-          err ? reject(err) : resolve(res),
+        client[name]!(
+          create(registry.getMessage(svc.methods.find((m) => m.name === name)!.input.typeName) as DescMessage, init as never),
+          (err: Error | null, res: Record<string, unknown>) => (err ? reject(err) : resolve(res)),
         ),
       );
     const ticketId = uuid();
     expect((await call('CreateTicket', { ticket: { id: ticketId, queueId: 'test.basic' } })).ticketId).toBe(ticketId);
     await call('CancelTicket', { queueId: 'test.basic', ticketId });
     expect((await call('ReactivateTickets', { queueId: 'test.basic', ticketIds: [ticketId] })).failedTicketIds).toEqual([ticketId]);
-    const backfillId = (await call('CreateBackfillRequest', { backfillRequest: { queueId: 'test.basic', matchId: uuid() } })).backfillId as string;
+    const backfillId = (await call('CreateBackfillRequest', { backfillRequest: { queueId: 'test.basic', matchId: uuid() } }))
+      .backfillId as string;
     expect((await call('CancelBackfillRequests', { queueId: 'test.basic', backfillIds: [backfillId] })).failedBackfillIds).toEqual([]);
     expect(await call('ClearQueuePool', { queueId: 'test.basic' })).toMatchObject({ ticketsCleared: 0n, backfillRequestsCleared: 0n });
     client.close();
@@ -152,7 +166,8 @@ describe('server reflection', () => {
 describe('grpc.health.v1.Health', () => {
   it('answers SERVING for the server and for MatchmakerService once queues are loaded', async () => {
     const Health = makeGenericClientConstructor(healthService, 'Health');
-    const client = new Health(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, Function> & Client;
+    const client = new Health(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, Function> &
+      Client;
     for (const name of ['', 'matchmaker.core.v1.MatchmakerService']) {
       const res = await new Promise<{ status: string }>((resolve, reject) =>
         client.Check!({ service: name }, (err: Error | null, r: { status: string }) => (err ? reject(err) : resolve(r))),

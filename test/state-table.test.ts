@@ -66,7 +66,8 @@ interface OutcomeJson {
 
 const outcomes = async (queueId: string) =>
   (await httpRequest(env.service, 'GET', `/admin/v1/outcomes?queue_id=${queueId}&limit=10000`)).body.outcomes as OutcomeJson[];
-const ticketState = async (queueId: string, id: string) => (await httpRequest(env.service, 'GET', `/admin/v1/queues/${queueId}/tickets/${id}`)).body;
+const ticketState = async (queueId: string, id: string) =>
+  (await httpRequest(env.service, 'GET', `/admin/v1/queues/${queueId}/tickets/${id}`)).body;
 const solo = (name: string) => engineInput({ players: [{ playerId: name, mmr: 0.5 }] });
 const party = (n: number) => engineInput({ players: Array.from({ length: n }, (_, i) => ({ playerId: `p${i}`, mmr: 0.5 })) });
 
@@ -166,7 +167,14 @@ describe('states and transitions', () => {
     expect((await api.clearQueuePool('st.reload')).ok).toBe(true);
     const all = await outcomes('st.reload');
     expect(all.some((o) => o.ticketsRemoved?.reason === 'CLEAR_COMMAND' && o.ticketsRemoved.ticketIds.includes(id))).toBe(true);
-    expect(all.some((o) => o.backfillRequestsRemoved?.reason === 'CLEAR_COMMAND' && backfill.ok && o.backfillRequestsRemoved.backfillRequestIds.includes(backfill.value.backfillId))).toBe(true);
+    expect(
+      all.some(
+        (o) =>
+          o.backfillRequestsRemoved?.reason === 'CLEAR_COMMAND' &&
+          backfill.ok &&
+          o.backfillRequestsRemoved.backfillRequestIds.includes(backfill.value.backfillId),
+      ),
+    ).toBe(true);
     api.close();
   });
 
@@ -198,16 +206,25 @@ describe('states and transitions', () => {
     const ticketOrphans = orphaned.filter((o) => o.kind === 'ticket.orphaned');
     expect(ticketOrphans.map((o) => [o.ticketOrphaned!.ticket.id, o.ticketOrphaned!.rulesetId])).toEqual([[namesDuel, 'duel']]);
     const backfillOrphans = orphaned.filter((o) => o.kind === 'backfill.orphaned');
-    expect(backfillOrphans.map((o) => [o.backfillRequestOrphaned!.backfillRequest.id, o.backfillRequestOrphaned!.rulesetId])).toEqual([[duelBackfill.value.backfillId, 'duel']]);
-    const paramsChanged = orphaned.filter((o) => o.ticketsRemoved?.reason === 'RULESET_PARAMS_CHANGED').flatMap((o) => o.ticketsRemoved!.ticketIds);
+    expect(backfillOrphans.map((o) => [o.backfillRequestOrphaned!.backfillRequest.id, o.backfillRequestOrphaned!.rulesetId])).toEqual([
+      [duelBackfill.value.backfillId, 'duel'],
+    ]);
+    const paramsChanged = orphaned
+      .filter((o) => o.ticketsRemoved?.reason === 'RULESET_PARAMS_CHANGED')
+      .flatMap((o) => o.ticketsRemoved!.ticketIds);
     expect(paramsChanged.sort()).toEqual([namesTrio, trioAll].sort());
     expect((await ticketState('st.reload', soloAll)).state).toBe('active');
-    expect((await httpRequest(env.service, 'GET', '/admin/v1/queues')).body.queues).toContainEqual(expect.objectContaining({ queueId: 'st.reload', activeTickets: 1, backfillRequests: 1 }));
+    expect((await httpRequest(env.service, 'GET', '/admin/v1/queues')).body.queues).toContainEqual(
+      expect.objectContaining({ queueId: 'st.reload', activeTickets: 1, backfillRequests: 1 }),
+    );
 
     // A lower metadata limit breaks the remaining ticket: QUEUE_CONFIG_CHANGED.
     writeFileSync(join(env.service.queueDir, 'st.reload.yaml'), quiet(TRIO(2), '  limits:\n    max_metadata_bytes: 50\n'));
     const configChanged = await pollUntil(
-      async () => (await outcomes('st.reload')).filter((o) => o.ticketsRemoved?.reason === 'QUEUE_CONFIG_CHANGED').flatMap((o) => o.ticketsRemoved!.ticketIds),
+      async () =>
+        (await outcomes('st.reload'))
+          .filter((o) => o.ticketsRemoved?.reason === 'QUEUE_CONFIG_CHANGED')
+          .flatMap((o) => o.ticketsRemoved!.ticketIds),
       (ids) => ids.length > 0,
     );
     expect(configChanged).toEqual([soloAll]);
@@ -224,7 +241,10 @@ describe('states and transitions', () => {
     await api.createTicket({ id, queueId: 'st.retire', engineInput: solo('r') });
     rmSync(join(env.service.queueDir, 'st.retire.yaml'));
     const removed = await pollUntil(
-      async () => (await outcomes('st.retire')).filter((o) => o.ticketsRemoved?.reason === 'QUEUE_RETIRED').flatMap((o) => o.ticketsRemoved!.ticketIds),
+      async () =>
+        (await outcomes('st.retire'))
+          .filter((o) => o.ticketsRemoved?.reason === 'QUEUE_RETIRED')
+          .flatMap((o) => o.ticketsRemoved!.ticketIds),
       (ids) => ids.includes(id),
     );
     expect(removed).toContain(id);
@@ -247,7 +267,10 @@ describe('states and transitions', () => {
     const res = await api.createBackfillRequest({ queueId: 'st.expiry', matchId: uuid() });
     if (!res.ok) throw new Error('create failed');
     const expired = await pollUntil(
-      async () => (await outcomes('st.expiry')).filter((o) => o.kind === 'backfill.expired').flatMap((o) => o.backfillRequestsExpired!.backfillRequestIds),
+      async () =>
+        (await outcomes('st.expiry'))
+          .filter((o) => o.kind === 'backfill.expired')
+          .flatMap((o) => o.backfillRequestsExpired!.backfillRequestIds),
       (ids) => ids.includes(res.value.backfillId),
     );
     expect(expired).toContain(res.value.backfillId);

@@ -74,7 +74,12 @@ describe('ticks run off the event loop', () => {
 describe('a ticket matched before its own commit is durable', () => {
   it('is matched with its bytes from memory, and its match is recorded after its create', { timeout: 30_000 }, async () => {
     const dataDir = tempDir('data');
-    const lmdb = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
+    const lmdb = new LmdbStore({
+      path: dataDir,
+      onFatal: (err) => {
+        throw err;
+      },
+    });
     // Every commit reaches the store 300 ms late, in order: the 10 ms tick matches the two tickets while
     // their create commits are still held back, so the store cannot answer for them yet.
     const held: Promise<void>[] = [];
@@ -92,7 +97,12 @@ describe('a ticket matched before its own commit is durable', () => {
     try {
       const created = ['first', 'second'].map((name) => {
         const input = parseTicketEngineInput(engineInput({ players: [{ playerId: name, mmr: 0.5 }] }), name, 'engine_input');
-        const ticket = create(TicketSchema, { id: uuid(), queueId: 'tick.held', createdAt: timestampNow(), metadata: new TextEncoder().encode(name) });
+        const ticket = create(TicketSchema, {
+          id: uuid(),
+          queueId: 'tick.held',
+          createdAt: timestampNow(),
+          metadata: new TextEncoder().encode(name),
+        });
         return { ticket, done: runtime.createTicket(ticket, toBinary(TicketSchema, ticket), input) };
       });
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -101,7 +111,7 @@ describe('a ticket matched before its own commit is durable', () => {
       await Promise.all(held);
       const [outcome] = lmdb.queueOutcomes('tick.held', 0n, 10);
       expect(outcome?.payload.case).toBe('matchCreated');
-      const tickets = outcome!.payload.case === 'matchCreated' ? outcome!.payload.value.match?.tickets ?? [] : [];
+      const tickets = outcome!.payload.case === 'matchCreated' ? (outcome!.payload.value.match?.tickets ?? []) : [];
       expect(tickets.map((t) => new TextDecoder().decode(t.metadata)).sort()).toEqual(['first', 'second']);
       for (const { ticket } of created) expect(runtime.lookupTicket(ticket.id)?.state).toBe('resolved');
     } finally {
@@ -126,12 +136,17 @@ describe('a tick that forms many matches', () => {
     const ids = tickets.map((t) => t.id);
     const service = await startService({ queueDir, dataDir, env: { LOG_LEVEL: 'debug' }, startTimeoutMs: 90_000 });
     try {
-      const firstTick = await pollUntil(async () => service.logs.find((l) => l.msg === 'tick'), (l) => l !== undefined, 60_000);
+      const firstTick = await pollUntil(
+        async () => service.logs.find((l) => l.msg === 'tick'),
+        (l) => l !== undefined,
+        60_000,
+      );
       expect(firstTick!.matches).toBe(20_000);
       // The admin listing answers at most 10,000 outcomes a page.
       const matched: string[] = [];
       for (let after = '0'; ; ) {
-        const page = (await httpRequest(service, 'GET', `/admin/v1/outcomes?queue_id=tick.many&limit=10000&after_sequence=${after}`)).body.outcomes as {
+        const page = (await httpRequest(service, 'GET', `/admin/v1/outcomes?queue_id=tick.many&limit=10000&after_sequence=${after}`)).body
+          .outcomes as {
           producerSequence: string;
           matchCreated?: { match: { tickets: { id: string }[] } };
         }[];

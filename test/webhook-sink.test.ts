@@ -83,7 +83,10 @@ async function deliveryOf(service: TestService, queueId: string): Promise<Delive
 
 async function parkedMetric(service: TestService, queueId: string): Promise<string | undefined> {
   const text = await (await fetch(`${service.baseUrl}/metrics`)).text();
-  return text.split('\n').find((l) => l.startsWith(`matchmaker_outcome_deliveries_parked{queue_id="${queueId}"} `))?.split(' ')[1];
+  return text
+    .split('\n')
+    .find((l) => l.startsWith(`matchmaker_outcome_deliveries_parked{queue_id="${queueId}"} `))
+    ?.split(' ')[1];
 }
 
 /** Creates `count` tickets (and `backfills` backfill requests) and clears the pool: one removal outcome each. */
@@ -109,7 +112,8 @@ function expectInOrder(requests: readonly ReceivedRequest[], recorded: readonly 
   }
 }
 
-const eventually = async (attempt: () => Promise<boolean>, timeoutMs?: number) => expect(await pollUntil(attempt, Boolean, timeoutMs)).toBe(true);
+const eventually = async (attempt: () => Promise<boolean>, timeoutMs?: number) =>
+  expect(await pollUntil(attempt, Boolean, timeoutMs)).toBe(true);
 
 describe('webhook signature helper', () => {
   const body = Buffer.from('{"id":"4f2d","kind":"ticket.removed"}');
@@ -117,7 +121,9 @@ describe('webhook signature helper', () => {
   it('matches the worked example of docs/outcomes-webhook.md', () => {
     const timestamp = '1767225600';
     expect(webhookSigningInput(timestamp, body).toString('utf8')).toBe('1767225600.{"id":"4f2d","kind":"ticket.removed"}');
-    expect(signWebhook({ secret: 'whsec_test', timestamp, body })).toBe('sha256=68ba2335eb4f6bc5d81505aef6881a0d6da78ea029b46b1bbc53416f503da616');
+    expect(signWebhook({ secret: 'whsec_test', timestamp, body })).toBe(
+      'sha256=68ba2335eb4f6bc5d81505aef6881a0d6da78ea029b46b1bbc53416f503da616',
+    );
   });
 
   it('accepts a fresh signature and rejects stale or future timestamps, other bodies, other secrets and malformed headers', () => {
@@ -126,12 +132,17 @@ describe('webhook signature helper', () => {
     const check = (timestamp: number | string, signature: string, extra: Partial<Parameters<typeof checkWebhookSignature>[0]> = {}) =>
       checkWebhookSignature({ secret: 'k', timestamp: String(timestamp), signature, body, nowSecs: now, toleranceSecs: 300, ...extra });
 
-    expect(verifyWebhookSignature({ secret: 'k', timestamp: String(now), signature: sign(now), body, nowSecs: now, toleranceSecs: 300 })).toBe(true);
+    expect(
+      verifyWebhookSignature({ secret: 'k', timestamp: String(now), signature: sign(now), body, nowSecs: now, toleranceSecs: 300 }),
+    ).toBe(true);
     expect(check(now - 300, sign(now - 300))).toEqual({ ok: true });
     expect(check(now - 301, sign(now - 301))).toEqual({ ok: false, reason: 'stale_timestamp' });
     expect(check(now + 301, sign(now + 301))).toEqual({ ok: false, reason: 'stale_timestamp' });
     // The default window is 300 s too.
-    expect(checkWebhookSignature({ secret: 'k', timestamp: String(now - 301), signature: sign(now - 301), body, nowSecs: now })).toEqual({ ok: false, reason: 'stale_timestamp' });
+    expect(checkWebhookSignature({ secret: 'k', timestamp: String(now - 301), signature: sign(now - 301), body, nowSecs: now })).toEqual({
+      ok: false,
+      reason: 'stale_timestamp',
+    });
     // A replayed request re-stamped with a fresh timestamp no longer matches its signature.
     expect(check(now, sign(now - 1000))).toEqual({ ok: false, reason: 'signature_mismatch' });
     expect(check(now, sign(now), { body: Buffer.concat([body, Buffer.from(' ')]) })).toEqual({ ok: false, reason: 'signature_mismatch' });
@@ -140,7 +151,10 @@ describe('webhook signature helper', () => {
     expect(check(now, sign(now).slice(0, -2))).toEqual({ ok: false, reason: 'malformed_signature' });
     expect(check(now, sign(now).replace('sha256=', 'sha1='))).toEqual({ ok: false, reason: 'malformed_signature' });
     expect(check(`${now}.5`, sign(now))).toEqual({ ok: false, reason: 'malformed_timestamp' });
-    expect(checkWebhookSignature({ secret: 'k', timestamp: undefined, signature: sign(now), body, nowSecs: now })).toEqual({ ok: false, reason: 'missing_header' });
+    expect(checkWebhookSignature({ secret: 'k', timestamp: undefined, signature: sign(now), body, nowSecs: now })).toEqual({
+      ok: false,
+      reason: 'missing_header',
+    });
     // Rotation: any of several secrets.
     expect(check(now, sign(now, 'new'), { secret: ['old', 'new'] })).toEqual({ ok: true });
     expect(check(now, sign(now, 'new'), { secret: ['old'] })).toEqual({ ok: false, reason: 'signature_mismatch' });
@@ -161,11 +175,21 @@ describe('webhook sink, driven directly', () => {
     receiver.setDefault((r) => (r.index === 1 ? { destroy: true } : { status: 200 }));
     const sink = new WebhookSink(
       'direct.q',
-      { url: receiver.url, secret: SECRET, encoding: 'protobuf', timeout_ms: 500, max_retries: 0, retry_base_delay_ms: 20, retry_max_delay_ms: 100, max_batch_size: 1 },
+      {
+        url: receiver.url,
+        secret: SECRET,
+        encoding: 'protobuf',
+        timeout_ms: 500,
+        max_retries: 0,
+        retry_base_delay_ms: 20,
+        retry_max_delay_ms: 100,
+        max_batch_size: 1,
+      },
       pino({ level: 'silent' }),
     );
     try {
-      const outcome = (n: number) => create(OutcomeSchema, { id: uuid(), kind: 'ticket.removed', queueId: 'direct.q', producerSequence: BigInt(n) });
+      const outcome = (n: number) =>
+        create(OutcomeSchema, { id: uuid(), kind: 'ticket.removed', queueId: 'direct.q', producerSequence: BigInt(n) });
       const [a, b] = [outcome(1), outcome(2)];
       await sink.deliver([a]);
       await sink.deliver([b]);
@@ -185,7 +209,16 @@ describe('webhook sink, driven directly', () => {
   });
 
   it('does not throw at construction on a URL it cannot use: each delivery fails instead, so it parks visibly', async () => {
-    const settings = { url: 'ftp://127.0.0.1/hook', secret: SECRET, encoding: 'protobuf', timeout_ms: 500, max_retries: 0, retry_base_delay_ms: 20, retry_max_delay_ms: 100, max_batch_size: 1 } as const;
+    const settings = {
+      url: 'ftp://127.0.0.1/hook',
+      secret: SECRET,
+      encoding: 'protobuf',
+      timeout_ms: 500,
+      max_retries: 0,
+      retry_base_delay_ms: 20,
+      retry_max_delay_ms: 100,
+      max_batch_size: 1,
+    } as const;
     const sink = new WebhookSink('direct.q', settings, pino({ level: 'silent' }));
     await expect(sink.deliver([create(OutcomeSchema, { id: uuid(), kind: 'ticket.removed' })])).rejects.toThrow(/must be http: or https:/);
     await sink.close();
@@ -288,7 +321,14 @@ describe('webhook sink', () => {
     expect(r.headers['x-svc-message-type']).toBe('matchmaker.outcomes.v1.Outcome');
     // The receiver holds the value of WH_SECRET: the reference was resolved, not used literally.
     expect(r.verification).toEqual({ ok: true });
-    expect(verifyWebhookSignature({ secret: '${WH_SECRET}', timestamp: String(r.headers['x-svc-timestamp']), signature: String(r.headers['x-svc-signature']), body: r.body })).toBe(false);
+    expect(
+      verifyWebhookSignature({
+        secret: '${WH_SECRET}',
+        timestamp: String(r.headers['x-svc-timestamp']),
+        signature: String(r.headers['x-svc-signature']),
+        body: r.body,
+      }),
+    ).toBe(false);
     // The body is exactly the canonical JSON of the outcome (what toJson gives, as the admin route shows it).
     expect(JSON.parse(r.body.toString('utf8'))).toEqual(recorded[0]);
     const match = (recorded[0] as unknown as { matchCreated: { match: { tickets: { id: string }[] } } }).matchCreated.match;
@@ -314,7 +354,13 @@ describe('webhook sink', () => {
       expect(r.headers['x-svc-queue-id']).toBe('wh.batch');
       expect(r.outcomes.map(json)).toEqual(expected);
     });
-    expect(recorded.map((o) => o.kind)).toEqual(['ticket.removed', 'ticket.removed', 'ticket.removed', 'ticket.removed', 'backfill.removed']);
+    expect(recorded.map((o) => o.kind)).toEqual([
+      'ticket.removed',
+      'ticket.removed',
+      'ticket.removed',
+      'ticket.removed',
+      'backfill.removed',
+    ]);
   });
 
   it('batches as {"outcomes":[...]} with encoding json, a list even when one outcome is pending', async () => {
@@ -343,7 +389,12 @@ describe('webhook sink', () => {
     const recorded = await adminOutcomes(service, 'wh.flaky');
     expect(recorded).toHaveLength(3);
     // Three failed attempts of the first outcome, then each outcome once.
-    expect(requests.map((r) => r.headers['x-svc-outcome-id'])).toEqual([recorded[0]!.id, recorded[0]!.id, recorded[0]!.id, ...ids(recorded)]);
+    expect(requests.map((r) => r.headers['x-svc-outcome-id'])).toEqual([
+      recorded[0]!.id,
+      recorded[0]!.id,
+      recorded[0]!.id,
+      ...ids(recorded),
+    ]);
     expect(requests.map((r) => r.acknowledged)).toEqual([false, false, false, true, true, true]);
     expect(ids(rx.flaky.acknowledged())).toEqual(ids(recorded));
     expectInOrder(requests, recorded);
@@ -352,8 +403,14 @@ describe('webhook sink', () => {
     // The connection survives a non-2xx answer; a timed-out attempt is aborted and the next one reconnects.
     expect(requests[1]!.connection).toBe(requests[0]!.connection);
     expect(requests[3]!.connection).not.toBe(requests[2]!.connection);
-    const warnings = service.logs.filter((l) => l.queue === 'wh.flaky' && l.msg === 'outcome delivery failed; retrying').map((l) => String(l.err));
-    expect(warnings).toEqual([expect.stringContaining('answered 500'), expect.stringContaining('answered 503'), expect.stringContaining('did not answer within 500 ms')]);
+    const warnings = service.logs
+      .filter((l) => l.queue === 'wh.flaky' && l.msg === 'outcome delivery failed; retrying')
+      .map((l) => String(l.err));
+    expect(warnings).toEqual([
+      expect.stringContaining('answered 500'),
+      expect.stringContaining('answered 503'),
+      expect.stringContaining('did not answer within 500 ms'),
+    ]);
     await eventually(async () => (await deliveryOf(service, 'wh.flaky'))?.deliveredThrough === recorded[2]!.producerSequence);
   });
 
@@ -372,10 +429,17 @@ describe('webhook sink', () => {
   it('parks after max_retries, holds back later outcomes, and delivers everything in order once released', async () => {
     rx.park.setDefault({ status: 500 });
     await removeTickets(api, 'wh.park', 1);
-    const parked = await pollUntil(() => deliveryOf(service, 'wh.park'), (d) => d?.parked !== undefined);
+    const parked = await pollUntil(
+      () => deliveryOf(service, 'wh.park'),
+      (d) => d?.parked !== undefined,
+    );
     const [first] = await adminOutcomes(service, 'wh.park');
     expect(parked?.sink).toBe('webhook');
-    expect(parked?.parked).toMatchObject({ sequence: first!.producerSequence, attempts: 3, lastError: expect.stringContaining('answered 500') });
+    expect(parked?.parked).toMatchObject({
+      sequence: first!.producerSequence,
+      attempts: 3,
+      lastError: expect.stringContaining('answered 500'),
+    });
     expect(BigInt(parked!.deliveredThrough)).toBeLessThan(BigInt(first!.producerSequence));
     expect(await parkedMetric(service, 'wh.park')).toBe('1');
     // max_retries 2: the first attempt and two retries.
@@ -385,7 +449,11 @@ describe('webhook sink', () => {
     const recorded = await adminOutcomes(service, 'wh.park');
     expect(recorded).toHaveLength(2);
     // Parked: neither the first outcome is retried nor the second one sent.
-    const leaked = await pollUntil(async () => rx.park.requests.length, (n) => n > 3, 500);
+    const leaked = await pollUntil(
+      async () => rx.park.requests.length,
+      (n) => n > 3,
+      500,
+    );
     expect(leaked).toBe(3);
 
     rx.park.setDefault({ status: 200 });
@@ -404,10 +472,15 @@ describe('webhook sink', () => {
   });
 
   it('parks instead of sending unsigned requests when the secret names an unset environment variable', async () => {
-    const logged = await service.waitForLog((l) => l.queue === 'wh.nosecret' && typeof l.msg === 'string' && l.msg.includes('WH_MISSING_SECRET'));
+    const logged = await service.waitForLog(
+      (l) => l.queue === 'wh.nosecret' && typeof l.msg === 'string' && l.msg.includes('WH_MISSING_SECRET'),
+    );
     expect(logged.level).toBe(50);
     await removeTickets(api, 'wh.nosecret', 1);
-    const d = await pollUntil(() => deliveryOf(service, 'wh.nosecret'), (x) => x?.parked !== undefined);
+    const d = await pollUntil(
+      () => deliveryOf(service, 'wh.nosecret'),
+      (x) => x?.parked !== undefined,
+    );
     expect(d?.parked).toMatchObject({ attempts: 1, lastError: expect.stringContaining('WH_MISSING_SECRET') });
     expect(await parkedMetric(service, 'wh.nosecret')).toBe('1');
     expect(rx.nosecret.requests).toHaveLength(0);
@@ -415,7 +488,10 @@ describe('webhook sink', () => {
 
   it('treats a refused connection as a failed attempt', async () => {
     await removeTickets(api, 'wh.refused', 1);
-    const d = await pollUntil(() => deliveryOf(service, 'wh.refused'), (x) => x?.parked !== undefined);
+    const d = await pollUntil(
+      () => deliveryOf(service, 'wh.refused'),
+      (x) => x?.parked !== undefined,
+    );
     expect(d?.parked).toMatchObject({ attempts: 2, lastError: expect.stringContaining('ECONNREFUSED') });
   });
 

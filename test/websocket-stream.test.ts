@@ -75,7 +75,11 @@ class StreamClient {
   }
 
   /** Connects and waits for the ready frame. */
-  static async open(service: TestService, query: Record<string, string> = {}, options: WebSocket.ClientOptions = {}): Promise<StreamClient> {
+  static async open(
+    service: TestService,
+    query: Record<string, string> = {},
+    options: WebSocket.ClientOptions = {},
+  ): Promise<StreamClient> {
     const qs = new URLSearchParams(query).toString();
     const client = new StreamClient(new WebSocket(`ws://127.0.0.1:${service.httpPort}/v1/outcomes/stream${qs ? `?${qs}` : ''}`, options));
     await client.until(() => client.ready !== undefined);
@@ -97,8 +101,15 @@ class StreamClient {
 
   /** Polls until `done` holds (or the time is up); then asserts it, so a failure shows what was seen. */
   async until(done: () => boolean, timeoutMs = 10_000): Promise<void> {
-    await pollUntil(async () => done(), (ok) => ok || this.closeCode !== undefined, timeoutMs, 20);
-    expect({ done: done(), closeCode: this.closeCode, frames: this.frames.filter((f) => f.type !== 'heartbeat') }).toMatchObject({ done: true });
+    await pollUntil(
+      async () => done(),
+      (ok) => ok || this.closeCode !== undefined,
+      timeoutMs,
+      20,
+    );
+    expect({ done: done(), closeCode: this.closeCode, frames: this.frames.filter((f) => f.type !== 'heartbeat') }).toMatchObject({
+      done: true,
+    });
   }
 
   /** Waits until an outcome with this offset or later has arrived. */
@@ -298,7 +309,8 @@ describe('WebSocket outcome stream', () => {
     ];
     for (const frame of bad) client.ws.send(frame);
     await client.until(() => client.ofType('error').length >= bad.length);
-    for (const e of client.ofType('error')) expect(e).toMatchObject({ type: 'error', code: 'INVALID_ARGUMENT', message: expect.any(String) });
+    for (const e of client.ofType('error'))
+      expect(e).toMatchObject({ type: 'error', code: 'INVALID_ARGUMENT', message: expect.any(String) });
 
     // An ack beyond the last recorded outcome is refused; a valid one on an unnamed stream is accepted (nothing durable).
     const last = await lastSequence(env.service);
@@ -315,7 +327,15 @@ describe('WebSocket outcome stream', () => {
   it('refuses upgrades on other paths (404) and with invalid parameters (400)', async () => {
     expect(await upgradeStatus(env.service, '/v1/outcomes/streams')).toBe(404);
     expect(await upgradeStatus(env.service, '/v1/queues/ws.a/tickets')).toBe(404);
-    for (const query of ['from_offset=abc', 'from_offset=-1', 'queue_id=ws..a', 'queue_id=ws.>.x', 'consumer=%20x', 'cursor=1', 'queue_id=ws.a&queue_id=ws.b']) {
+    for (const query of [
+      'from_offset=abc',
+      'from_offset=-1',
+      'queue_id=ws..a',
+      'queue_id=ws.>.x',
+      'consumer=%20x',
+      'cursor=1',
+      'queue_id=ws.a&queue_id=ws.b',
+    ]) {
       expect({ query, status: await upgradeStatus(env.service, `/v1/outcomes/stream?${query}`) }).toEqual({ query, status: 400 });
     }
     expect(await upgradeStatus(env.service, '/v1/outcomes/stream?queue_id=ws.>&from_offset=0&consumer=ok-name')).toBe(0);

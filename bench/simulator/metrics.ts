@@ -62,7 +62,16 @@ export interface Summary {
   constraintViolations: number;
   poolTickets: Dist;
   tickMs: Dist;
-  segments: { name: string; players: number; matched: number; expired: number; matchedShare: number; expiredShare: number; waitP50: number; waitP95: number }[];
+  segments: {
+    name: string;
+    players: number;
+    matched: number;
+    expired: number;
+    matchedShare: number;
+    expiredShare: number;
+    waitP50: number;
+    waitP95: number;
+  }[];
 }
 
 export interface Dist {

@@ -70,12 +70,31 @@ export const MODEL = {
 
 /** Spoken languages per region, for a queue with a `language` filter (approximate). */
 const LANGUAGES: readonly (readonly [string, number][])[] = [
-  [['en', 0.6], ['fr', 0.2], ['es', 0.2]],
-  [['de', 0.7], ['pl', 0.3]],
-  [['en', 0.85], ['es', 0.15]],
-  [['en', 0.85], ['es', 0.15]],
-  [['pt', 0.8], ['es', 0.2]],
-  [['en', 0.7], ['zh', 0.3]],
+  [
+    ['en', 0.6],
+    ['fr', 0.2],
+    ['es', 0.2],
+  ],
+  [
+    ['de', 0.7],
+    ['pl', 0.3],
+  ],
+  [
+    ['en', 0.85],
+    ['es', 0.15],
+  ],
+  [
+    ['en', 0.85],
+    ['es', 0.15],
+  ],
+  [
+    ['pt', 0.8],
+    ['es', 0.2],
+  ],
+  [
+    ['en', 0.7],
+    ['zh', 0.3],
+  ],
 ];
 
 export interface SimTicket {
@@ -193,7 +212,11 @@ export class Population {
     }
 
     const mmrMean = mmrSum / size;
-    const input = parseTicketEngineInput(toBinary(EngineInputSchema, create(EngineInputSchema, { players, attributes })), `t${seq}`, 'engine_input');
+    const input = parseTicketEngineInput(
+      toBinary(EngineInputSchema, create(EngineInputSchema, { players, attributes })),
+      `t${seq}`,
+      'engine_input',
+    );
     return {
       seq,
       id: `t${seq}`,

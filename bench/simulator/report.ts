@@ -10,7 +10,12 @@ const pair = (d: Dist, digits: number) => `${fix(d.mean, digits)} / ${fix(d.p95,
 function table(rows: string[][], align: ('l' | 'r')[]): string {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   return rows
-    .map((r) => r.map((cell, c) => (align[c] === 'l' ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ').trimEnd())
+    .map((r) =>
+      r
+        .map((cell, c) => (align[c] === 'l' ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)))
+        .join('  ')
+        .trimEnd(),
+    )
     .join('\n');
 }
 
@@ -41,11 +46,24 @@ export function formatComparison(engine: Summary, baseline: Summary, arrivedPlay
 }
 
 export function formatSegments(engine: Summary, baseline: Summary): string {
-  const rows: string[][] = [['segment', 'players', 'engine: matched', 'expired', 'wait p50', 'p95 (s)', 'FCFS: matched', 'expired', 'wait p50', 'p95 (s)']];
+  const rows: string[][] = [
+    ['segment', 'players', 'engine: matched', 'expired', 'wait p50', 'p95 (s)', 'FCFS: matched', 'expired', 'wait p50', 'p95 (s)'],
+  ];
   engine.segments.forEach((e, i) => {
     const b = baseline.segments[i]!;
     if (e.players === 0) return;
-    rows.push([e.name, int(e.players), pct(e.matchedShare), pct(e.expiredShare), fix(e.waitP50, 1), fix(e.waitP95, 1), pct(b.matchedShare), pct(b.expiredShare), fix(b.waitP50, 1), fix(b.waitP95, 1)]);
+    rows.push([
+      e.name,
+      int(e.players),
+      pct(e.matchedShare),
+      pct(e.expiredShare),
+      fix(e.waitP50, 1),
+      fix(e.waitP95, 1),
+      pct(b.matchedShare),
+      pct(b.expiredShare),
+      fix(b.waitP50, 1),
+      fix(b.waitP95, 1),
+    ]);
   });
   return table(rows, ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r']);
 }

@@ -144,7 +144,11 @@ export class BaselineSystem implements MatchSystem {
     const started = performance.now();
 
     const rulesets = this.config.rulesets;
-    const fresh = (r: number): Forming => ({ room: new Array<number>(rulesets[r]!.teams).fill(rulesets[r]!.team_size), tickets: [], teams: [] });
+    const fresh = (r: number): Forming => ({
+      room: new Array<number>(rulesets[r]!.teams).fill(rulesets[r]!.team_size),
+      tickets: [],
+      teams: [],
+    });
     const open = rulesets.map((_, r) => fresh(r));
     let deferred: SimTicket[] = [];
     /** Puts t into a team of ruleset r's forming match; a match that becomes full is emitted and reopened. */

@@ -90,7 +90,13 @@ const routes: Route[] = [
     schema: CancelBackfillRequestsRequestSchema,
     bind: bindQueueId,
   },
-  { method: 'POST', pattern: new RegExp(`^/v1/queues/${QUEUE}:clear$`), operation: 'clearQueuePool', schema: ClearQueuePoolRequestSchema, bind: bindQueueId },
+  {
+    method: 'POST',
+    pattern: new RegExp(`^/v1/queues/${QUEUE}:clear$`),
+    operation: 'clearQueuePool',
+    schema: ClearQueuePoolRequestSchema,
+    bind: bindQueueId,
+  },
 ];
 
 function bindQueueId(req: AnyRequest, [queueId]: Params): void {
@@ -145,7 +151,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: HttpAp
   }
   let request: AnyRequest;
   try {
-    const params = route.pattern.exec(path)!.slice(1).map((p, i) => decodePathSegment(p, i));
+    const params = route.pattern
+      .exec(path)!
+      .slice(1)
+      .map((p, i) => decodePathSegment(p, i));
     const body = await readJsonBody(req, options.maxBodyBytes);
     request = decodeJson(route.schema, body);
     route.bind(request, params);
@@ -257,17 +266,39 @@ function metrics(res: ServerResponse, options: HttpApiOptions): void {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
     for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
   };
-  gauge('matchmaker_up', 'Whether the service is serving (1) or starting or stopping (0).', [['', options.core.state === 'serving' ? 1 : 0]]);
+  gauge('matchmaker_up', 'Whether the service is serving (1) or starting or stopping (0).', [
+    ['', options.core.state === 'serving' ? 1 : 0],
+  ]);
   if (state) {
     const queues = state.registry.all();
     const label = (queueId: string) => `{queue_id="${queueId}"}`;
-    gauge('matchmaker_pool_tickets', 'Active tickets in the queue pool.', queues.map((q) => [label(q.queueId), q.activeTicketCount]));
-    gauge('matchmaker_resolved_tickets', 'Resolved tickets kept for reactivation.', queues.map((q) => [label(q.queueId), q.resolvedTicketCount]));
-    gauge('matchmaker_backfill_requests', 'Active backfill requests.', queues.map((q) => [label(q.queueId), q.backfillRequestCount]));
+    gauge(
+      'matchmaker_pool_tickets',
+      'Active tickets in the queue pool.',
+      queues.map((q) => [label(q.queueId), q.activeTicketCount]),
+    );
+    gauge(
+      'matchmaker_resolved_tickets',
+      'Resolved tickets kept for reactivation.',
+      queues.map((q) => [label(q.queueId), q.resolvedTicketCount]),
+    );
+    gauge(
+      'matchmaker_backfill_requests',
+      'Active backfill requests.',
+      queues.map((q) => [label(q.queueId), q.backfillRequestCount]),
+    );
     const deliveries = state.delivery.status();
-    gauge('matchmaker_outcome_deliveries_parked', 'Deliveries parked after exhausting retries (alert on > 0).', deliveries.map((d) => [label(d.queueId), d.parked ? 1 : 0]));
+    gauge(
+      'matchmaker_outcome_deliveries_parked',
+      'Deliveries parked after exhausting retries (alert on > 0).',
+      deliveries.map((d) => [label(d.queueId), d.parked ? 1 : 0]),
+    );
     gauge('matchmaker_outcome_last_sequence', 'Highest producer_sequence recorded.', [['', String(state.store.lastSequence())]]);
-    gauge('matchmaker_outcome_delivered_sequence', 'Highest producer_sequence delivered per queue (push sinks).', deliveries.filter((d) => d.sink !== 'websocket').map((d) => [label(d.queueId), d.deliveredThrough]));
+    gauge(
+      'matchmaker_outcome_delivered_sequence',
+      'Highest producer_sequence delivered per queue (push sinks).',
+      deliveries.filter((d) => d.sink !== 'websocket').map((d) => [label(d.queueId), d.deliveredThrough]),
+    );
   }
   lines.push(...options.processMetrics.lines());
   const body = lines.join('\n') + '\n';

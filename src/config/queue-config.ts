@@ -38,7 +38,11 @@ const ruleset = z
     r.relaxation.forEach((step, i) => {
       const prev = i === 0 ? undefined : r.relaxation[i - 1]!;
       if (prev && step.after_wait_secs <= prev.after_wait_secs) {
-        ctx.addIssue({ code: 'custom', path: ['relaxation', i, 'after_wait_secs'], message: 'steps must be in increasing after_wait_secs' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['relaxation', i, 'after_wait_secs'],
+          message: 'steps must be in increasing after_wait_secs',
+        });
       }
       const floorSpread = prev?.max_skill_spread ?? r.max_skill_spread;
       const floorLatency = prev?.max_latency_ms ?? r.max_latency_ms;
@@ -90,8 +94,16 @@ const outcomes = z
 
 const limits = z
   .object({
-    max_engine_input_bytes: z.number().int().positive().default(32 * 1024),
-    max_metadata_bytes: z.number().int().positive().default(4 * 1024),
+    max_engine_input_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(32 * 1024),
+    max_metadata_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(4 * 1024),
   })
   .strict();
 
@@ -131,7 +143,8 @@ export const queueConfigSchema = z
     });
     const names = new Set<string>();
     c.engine.attribute_filters.forEach((f, i) => {
-      if (names.has(f.name)) ctx.addIssue({ code: 'custom', path: ['engine', 'attribute_filters', i, 'name'], message: `duplicate filter "${f.name}"` });
+      if (names.has(f.name))
+        ctx.addIssue({ code: 'custom', path: ['engine', 'attribute_filters', i, 'name'], message: `duplicate filter "${f.name}"` });
       names.add(f.name);
     });
   });

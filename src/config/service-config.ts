@@ -17,7 +17,11 @@ export const serviceConfigSchema = z.object({
   /** HTTP/JSON port (plain HTTP/1.1); 0 picks a free port. Env HTTP_PORT. */
   http_port: port.default(8080),
   /** Largest accepted HTTP request body. Env HTTP_MAX_BODY_BYTES. */
-  http_max_body_bytes: z.coerce.number().int().min(1024).default(1024 * 1024),
+  http_max_body_bytes: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
   /** After SIGTERM: how long the servers keep answering (UNAVAILABLE, health NOT_SERVING) before they close,
    *  so load balancers and clients move away cleanly. Env SHUTDOWN_DRAIN_MS. */
   shutdown_drain_ms: ms.default(0),
@@ -27,7 +31,11 @@ export const serviceConfigSchema = z.object({
    *  write several events per change). Env CONFIG_RELOAD_DEBOUNCE_MS. */
   config_reload_debounce_ms: ms.default(250),
   /** How long recorded outcomes are kept once delivered (push sinks) or at all (websocket sink). Env OUTCOME_RETENTION_SECS. */
-  outcome_retention_secs: z.coerce.number().int().min(1).default(7 * 24 * 3600),
+  outcome_retention_secs: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(7 * 24 * 3600),
   /** NATS server of the broker sink. Env BROKER_URL. */
   broker_url: z.string().min(1).default('nats://127.0.0.1:4222'),
   /** NATS credentials file (JWT + nkey seed). Env BROKER_CREDENTIALS_FILE. */

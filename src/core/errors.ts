@@ -31,8 +31,7 @@ export class ServiceError extends Error {
 
 export const invalidArgument = (message: string) => new ServiceError('INVALID_ARGUMENT', message);
 export const notFound = (message: string) => new ServiceError('NOT_FOUND', message);
-export const failedPrecondition = (message: string, reason?: ErrorReason) =>
-  new ServiceError('FAILED_PRECONDITION', message, reason);
+export const failedPrecondition = (message: string, reason?: ErrorReason) => new ServiceError('FAILED_PRECONDITION', message, reason);
 export const unavailable = (message: string) => new ServiceError('UNAVAILABLE', message);
 
 /** Any thrown value as a ServiceError; anything unexpected becomes INTERNAL (and is logged by the caller). */

@@ -109,7 +109,9 @@ export class MatchmakerCore {
       const party = input.playerIds.length;
       const tooSmall = rulesetTooSmall(queue.config, t.rulesetIds, party);
       if (tooSmall) {
-        throw failedPrecondition(`ticket.engine_input: a party of ${party} players does not fit a team of ${tooSmall.team_size} in ruleset "${tooSmall.id}"`);
+        throw failedPrecondition(
+          `ticket.engine_input: a party of ${party} players does not fit a team of ${tooSmall.team_size} in ruleset "${tooSmall.id}"`,
+        );
       }
       const receivedId = t.id;
       // The decoded request is this call's own: it becomes the ticket as acknowledged.

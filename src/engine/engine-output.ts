@@ -10,7 +10,12 @@ import type { TicketPool } from './ticket-pool.js';
  * Teams are "0".."teams-1" in the engine's order; each lists its tickets' players, ticket by ticket.
  * `inputs` are the match's tickets' engine inputs, in match order.
  */
-export function buildEngineOutput(match: EngineMatch, inputs: readonly ParsedEngineInput[], pool: TicketPool, config: QueueConfig): EngineOutput {
+export function buildEngineOutput(
+  match: EngineMatch,
+  inputs: readonly ParsedEngineInput[],
+  pool: TicketPool,
+  config: QueueConfig,
+): EngineOutput {
   const teamCount = config.rulesets[match.rulesetIndex]!.teams;
   const teams = Array.from({ length: teamCount }, (_, t) => ({ id: String(t), playerIds: [] as string[] }));
   inputs.forEach((input, i) => {

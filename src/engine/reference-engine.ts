@@ -141,9 +141,7 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
     for (let f = 0; f < F; f++) {
       const va = pool.attrValues[a + f]!;
       const vb = pool.attrValues[b + f]!;
-      const ok = containment[f]
-        ? ((va & ~pool.attrAccepts[b + f]!) | (vb & ~pool.attrAccepts[a + f]!)) === 0n
-        : (va & vb) !== 0n;
+      const ok = containment[f] ? ((va & ~pool.attrAccepts[b + f]!) | (vb & ~pool.attrAccepts[a + f]!)) === 0n : (va & vb) !== 0n;
       if (!ok) return false;
     }
     return true;
@@ -380,7 +378,9 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
   // ---- Tickets that can be in no match are used from the start: for every ruleset they compete in, it
   // requires a host and none of theirs is within its widest latency bound. Seeds skip them and scans step
   // over them without counting them as examined. ------------------------------------------------------------
-  const widest = rulesets.map((rs) => (rs.requireHost ? Math.max(rs.maxLatencyMs, ...rs.relaxation.map((s) => s.maxLatencyMs)) : undefined));
+  const widest = rulesets.map((rs) =>
+    rs.requireHost ? Math.max(rs.maxLatencyMs, ...rs.relaxation.map((s) => s.maxLatencyMs)) : undefined,
+  );
   for (let p = 0; p < n; p++) {
     let possible = false;
     for (let r = 0; r < rulesets.length && !possible; r++) {

@@ -45,7 +45,11 @@ export function engineParams(config: QueueConfig): QueueParams {
       maxTeamImbalance: r.max_team_imbalance,
       maxLatencyMs: r.max_latency_ms,
       requireHost: r.require_host,
-      relaxation: r.relaxation.map((s) => ({ afterWaitMs: s.after_wait_secs * 1000, maxSkillSpread: s.max_skill_spread, maxLatencyMs: s.max_latency_ms })),
+      relaxation: r.relaxation.map((s) => ({
+        afterWaitMs: s.after_wait_secs * 1000,
+        maxSkillSpread: s.max_skill_spread,
+        maxLatencyMs: s.max_latency_ms,
+      })),
     })),
   };
 }

@@ -199,7 +199,11 @@ export class TicketPool {
   private grow(capacity: number): void {
     const f = this.filterCount;
     const h = this.hostCount;
-    const copy = <T extends { set(a: ArrayLike<number | bigint>): void; subarray(a: number, b: number): T }>(next: T, prev: T, width: number): T => {
+    const copy = <T extends { set(a: ArrayLike<number | bigint>): void; subarray(a: number, b: number): T }>(
+      next: T,
+      prev: T,
+      width: number,
+    ): T => {
       next.set(prev.subarray(0, this.count * width) as never);
       return next;
     };

@@ -39,9 +39,12 @@ export class OutcomeDelivery {
       for (const id of queueIds) this.dispatchers.get(id)?.dispatcher.notify();
       for (const listener of this.streamListeners) listener(queueIds);
     });
-    this.retentionTimer = setInterval(() => {
-      this.sweepRetention(Date.now()).catch((err: unknown) => log.error({ err }, 'outcome retention sweep failed'));
-    }, Math.min(60_000, retentionMs));
+    this.retentionTimer = setInterval(
+      () => {
+        this.sweepRetention(Date.now()).catch((err: unknown) => log.error({ err }, 'outcome retention sweep failed'));
+      },
+      Math.min(60_000, retentionMs),
+    );
     this.retentionTimer.unref();
   }
 

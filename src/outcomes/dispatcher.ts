@@ -71,14 +71,31 @@ export class QueueDispatcher {
     const message = err instanceof Error ? err.message : String(err);
     const { maxRetries, baseDelayMs, maxDelayMs } = this.sink.retry;
     if (this.attempts > maxRetries) {
-      this.log.error({ queue: this.queueId, sink: this.sink.kind, sequence: String(sequence), attempts: this.attempts, err: message }, 'outcome delivery parked: retries exhausted');
+      this.log.error(
+        { queue: this.queueId, sink: this.sink.kind, sequence: String(sequence), attempts: this.attempts, err: message },
+        'outcome delivery parked: retries exhausted',
+      );
       await this.store.commit([
-        { type: 'delivery.park', queueId: this.queueId, parked: { sequence, attempts: this.attempts, lastError: message, parkedAtMs: Date.now() } },
+        {
+          type: 'delivery.park',
+          queueId: this.queueId,
+          parked: { sequence, attempts: this.attempts, lastError: message, parkedAtMs: Date.now() },
+        },
       ]);
       return;
     }
     const delay = Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (this.attempts - 1));
-    this.log.warn({ queue: this.queueId, sink: this.sink.kind, sequence: String(sequence), attempt: this.attempts, retryInMs: Math.round(delay), err: message }, 'outcome delivery failed; retrying');
+    this.log.warn(
+      {
+        queue: this.queueId,
+        sink: this.sink.kind,
+        sequence: String(sequence),
+        attempt: this.attempts,
+        retryInMs: Math.round(delay),
+        err: message,
+      },
+      'outcome delivery failed; retrying',
+    );
     await this.idle(delay, false);
   }
 

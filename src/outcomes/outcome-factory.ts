@@ -42,7 +42,11 @@ export function newOutcome(queueId: string, payload: Outcome['payload'], nowMs =
 }
 
 /** Splits ids into chunks of `chunkSize` and builds one outcome per chunk, sharing one operation_id. */
-function chunked(ids: readonly string[], chunkSize: number, build: (chunk: string[], batch: ReturnType<typeof batchOf>) => Outcome): Outcome[] {
+function chunked(
+  ids: readonly string[],
+  chunkSize: number,
+  build: (chunk: string[], batch: ReturnType<typeof batchOf>) => Outcome,
+): Outcome[] {
   if (ids.length === 0) return [];
   const operationId = randomUUID();
   const chunkCount = Math.ceil(ids.length / chunkSize);
@@ -62,7 +66,12 @@ export function ticketsRemoved(queueId: string, ticketIds: readonly string[], re
   );
 }
 
-export function backfillRequestsRemoved(queueId: string, backfillIds: readonly string[], reason: RemovalReason, chunkSize: number): Outcome[] {
+export function backfillRequestsRemoved(
+  queueId: string,
+  backfillIds: readonly string[],
+  reason: RemovalReason,
+  chunkSize: number,
+): Outcome[] {
   return chunked(backfillIds, chunkSize, (chunk, batch) =>
     newOutcome(queueId, {
       case: 'backfillRequestsRemoved',
@@ -79,7 +88,10 @@ export function ticketsExpired(queueId: string, ticketIds: readonly string[], ch
 
 export function backfillRequestsExpired(queueId: string, backfillIds: readonly string[], chunkSize: number): Outcome[] {
   return chunked(backfillIds, chunkSize, (chunk, batch) =>
-    newOutcome(queueId, { case: 'backfillRequestsExpired', value: create(BackfillRequestsExpiredSchema, { backfillRequestIds: chunk, batch }) }),
+    newOutcome(queueId, {
+      case: 'backfillRequestsExpired',
+      value: create(BackfillRequestsExpiredSchema, { backfillRequestIds: chunk, batch }),
+    }),
   );
 }
 
@@ -88,7 +100,10 @@ export function ticketOrphaned(queueId: string, ticket: Ticket, rulesetId: strin
 }
 
 export function backfillRequestOrphaned(queueId: string, backfillRequest: BackfillRequest, rulesetId: string): Outcome {
-  return newOutcome(queueId, { case: 'backfillRequestOrphaned', value: create(BackfillRequestOrphanedSchema, { backfillRequest, rulesetId }) });
+  return newOutcome(queueId, {
+    case: 'backfillRequestOrphaned',
+    value: create(BackfillRequestOrphanedSchema, { backfillRequest, rulesetId }),
+  });
 }
 
 export function backfillCreated(queueId: string, backfill: Backfill): Outcome {

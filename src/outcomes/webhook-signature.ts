@@ -20,7 +20,8 @@ export type WebhookBody = Uint8Array | string;
 const TIMESTAMP_PATTERN = /^[0-9]{1,15}$/;
 const SIGNATURE_PATTERN = /^sha256=[0-9a-f]{64}$/i;
 
-const bytesOf = (value: WebhookBody): Buffer => (typeof value === 'string' ? Buffer.from(value, 'utf8') : Buffer.from(value.buffer, value.byteOffset, value.byteLength));
+const bytesOf = (value: WebhookBody): Buffer =>
+  typeof value === 'string' ? Buffer.from(value, 'utf8') : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
 
 /** The exact bytes that are signed: `${timestamp}.` followed by the body. */
 export function webhookSigningInput(timestamp: string | number, body: WebhookBody): Buffer {
@@ -63,7 +64,9 @@ export function checkWebhookSignature(params: VerifyWebhookParams): WebhookVerif
   if (!(Math.abs(now - Number(timestamp)) <= tolerance)) return { ok: false, reason: 'stale_timestamp' };
   if (!SIGNATURE_PATTERN.test(signature)) return { ok: false, reason: 'malformed_signature' };
   const received = Buffer.from(signature.slice(SIGNATURE_PREFIX.length).toLowerCase(), 'hex');
-  const secrets = Array.isArray(params.secret) ? (params.secret as readonly (string | Uint8Array)[]) : [params.secret as string | Uint8Array];
+  const secrets = Array.isArray(params.secret)
+    ? (params.secret as readonly (string | Uint8Array)[])
+    : [params.secret as string | Uint8Array];
   let matched = false;
   for (const secret of secrets) {
     const expected = Buffer.from(signWebhook({ secret, timestamp, body: params.body }).slice(SIGNATURE_PREFIX.length), 'hex');

@@ -11,7 +11,14 @@ import { randomUUID } from 'node:crypto';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromMs } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
-import { BackfillRequestSchema, BackfillSchema, MatchSchema, TicketSchema, type BackfillRequest, type Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
+import {
+  BackfillRequestSchema,
+  BackfillSchema,
+  MatchSchema,
+  TicketSchema,
+  type BackfillRequest,
+  type Ticket,
+} from '../gen/matchmaker/core/v1/resources_pb.js';
 import { EngineOutputSchema } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { RemovalReason, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import type { QueueConfig } from '../config/queue-config.js';
@@ -176,7 +183,11 @@ export class QueueRuntime {
     for (const stored of snapshot.tickets) {
       this.nextPosition = Math.max(this.nextPosition, stored.position + 1);
       if (stored.state === 'resolved') {
-        this.resolved.set(stored.ticketId, { position: stored.position, matchId: stored.matchId ?? '', resolvedAtMs: stored.resolvedAtMs ?? 0 });
+        this.resolved.set(stored.ticketId, {
+          position: stored.position,
+          matchId: stored.matchId ?? '',
+          resolvedAtMs: stored.resolvedAtMs ?? 0,
+        });
       } else {
         this.active.set(stored.ticketId, stored.position);
         ids.push(stored.ticketId);
@@ -188,7 +199,10 @@ export class QueueRuntime {
       this.addBackfill({ request, input: parseBackfillEngineInput(request.engineInput, 'engine_input') });
     }
     this.state = 'running';
-    this.log.info({ queue: this.queueId, tickets: this.active.size, resolved: this.resolved.size, backfills: this.backfills.size }, 'queue started');
+    this.log.info(
+      { queue: this.queueId, tickets: this.active.size, resolved: this.resolved.size, backfills: this.backfills.size },
+      'queue started',
+    );
     // The queue's file may have changed while the service was down: what it no longer admits leaves with
     // its outcome, as on a hot reload, rather than staying in a pool it can never match in.
     const changes = this.evictMisfitBackfills(this.config);
@@ -236,7 +250,11 @@ export class QueueRuntime {
     if (this.filling !== pool) return;
     this.filling = undefined;
     if (admit) this.admissionPending = false;
-    if (evicted?.count) this.log.info({ queue: this.queueId, removed: evicted.count, tickets: this.active.size }, 'configuration change: tickets that no longer fit left the pool');
+    if (evicted?.count)
+      this.log.info(
+        { queue: this.queueId, removed: evicted.count, tickets: this.active.size },
+        'configuration change: tickets that no longer fit left the pool',
+      );
     if (ids.length > 0) this.log.info({ queue: this.queueId, tickets: ids.length, ms: Date.now() - startedMs }, done);
   }
 
@@ -265,7 +283,12 @@ export class QueueRuntime {
     this.withPool(() => {
       this.runner.configure(engineParams(config));
       const active = this.activeInArrivalOrder();
-      void this.fillPool(active.map(([id]) => id), active.map(([, position]) => position), 'pool rebuilt for the new configuration', this.admissionPending);
+      void this.fillPool(
+        active.map(([id]) => id),
+        active.map(([, position]) => position),
+        'pool rebuilt for the new configuration',
+        this.admissionPending,
+      );
     });
     if (changes.length > 0) void this.store.commit(changes);
   }
@@ -283,7 +306,11 @@ export class QueueRuntime {
     }
     const chunk = config.outcomes.batch_chunk_size;
     for (const [reason, ids] of removedBackfills) changes.push(...records(backfillRequestsRemoved(this.queueId, ids, reason, chunk)));
-    if (changes.length > 0) this.log.info({ queue: this.queueId, backfills: this.backfills.size }, 'configuration change: backfill requests that no longer fit left the pool');
+    if (changes.length > 0)
+      this.log.info(
+        { queue: this.queueId, backfills: this.backfills.size },
+        'configuration change: backfill requests that no longer fit left the pool',
+      );
     return changes;
   }
 
@@ -304,7 +331,13 @@ export class QueueRuntime {
     const active = this.active.get(ticketId);
     if (active !== undefined) return { state: 'active', ticket: fromBinary(TicketSchema, this.ticketBytes(ticketId, active)) };
     const resolved = this.resolved.get(ticketId);
-    return resolved && { state: 'resolved', ticket: fromBinary(TicketSchema, this.ticketBytes(ticketId, resolved.position)), matchId: resolved.matchId };
+    return (
+      resolved && {
+        state: 'resolved',
+        ticket: fromBinary(TicketSchema, this.ticketBytes(ticketId, resolved.position)),
+        matchId: resolved.matchId,
+      }
+    );
   }
 
   /**
@@ -491,7 +524,10 @@ export class QueueRuntime {
       if (evicted && !this.admits(id, ticket, input, position, evicted)) return;
       pool.insert(id, pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)));
     } catch (err) {
-      this.log.error({ queue: this.queueId, ticket: id, err: (err as Error).message }, 'ticket no longer fits the queue configuration; it stays stored but cannot match');
+      this.log.error(
+        { queue: this.queueId, ticket: id, err: (err as Error).message },
+        'ticket no longer fits the queue configuration; it stays stored but cannot match',
+      );
     }
   }
 
@@ -520,7 +556,13 @@ export class QueueRuntime {
     this.tickInProgress = true;
     // Backfill first: a running match's open slots go ahead of new matches.
     if (this.backfills.size > 0) await this.fillBackfills(pool, config);
-    const formed = this.pool === pool ? await this.withEngine(() => this.runner.run(pool, Date.now(), this.seed++), (result) => this.matchedIds(result, pool)) : undefined;
+    const formed =
+      this.pool === pool
+        ? await this.withEngine(
+            () => this.runner.run(pool, Date.now(), this.seed++),
+            (result) => this.matchedIds(result, pool),
+          )
+        : undefined;
     // One commit per match, issued (and encoded) in its slice. The next slice waits until that slice's
     // commits are durable: the tick's writes then reach the disk a slice at a time, and a CreateTicket never
     // waits behind more than one slice's flush (a whole tick's outcomes in one flush took ~20 ms).
@@ -585,8 +627,9 @@ export class QueueRuntime {
       };
     });
     if (requests.some((q) => q.rulesetIndex < 0)) return; // a reload removed a ruleset: its requests are being orphaned
-    const fills = await this.withEngine(() => this.runner.backfill(pool, requests, Date.now()), (perRequest) =>
-      perRequest.map((rows) => rows.map((row) => pool.ids[row]!)),
+    const fills = await this.withEngine(
+      () => this.runner.backfill(pool, requests, Date.now()),
+      (perRequest) => perRequest.map((rows) => rows.map((row) => pool.ids[row]!)),
     );
     const changes: StoreChange[] = [];
     const nowMs = Date.now();
@@ -598,7 +641,12 @@ export class QueueRuntime {
       for (const id of ids) changes.push(this.resolveTicket(id, backfill.request.matchId, nowMs));
       this.removeBackfill(backfill.request.id);
       changes.push({ type: 'backfill.delete', queueId: this.queueId, backfillId: backfill.request.id });
-      const filled = create(BackfillSchema, { id: randomUUID(), request: backfill.request, assignedTickets: tickets, createdAt: timestampFromMs(nowMs) });
+      const filled = create(BackfillSchema, {
+        id: randomUUID(),
+        request: backfill.request,
+        assignedTickets: tickets,
+        createdAt: timestampFromMs(nowMs),
+      });
       changes.push(record(backfillCreated(this.queueId, filled)));
     });
     if (changes.length > 0) void this.store.commit(changes);

@@ -13,7 +13,12 @@ export const WORK_SLICE_MS = 2;
  * `endOfSlice` runs after each slice, and the next slice waits for the promise it returns, if any (e.g. the
  * commit of what the slice changed). `each` returning false stops the work (after that slice's `endOfSlice`).
  */
-export async function timeSliced(count: number, each: (i: number) => void | false, endOfSlice?: () => unknown, sliceMs = WORK_SLICE_MS): Promise<void> {
+export async function timeSliced(
+  count: number,
+  each: (i: number) => void | false,
+  endOfSlice?: () => unknown,
+  sliceMs = WORK_SLICE_MS,
+): Promise<void> {
   let i = 0;
   let stopped = false;
   while (i < count && !stopped) {

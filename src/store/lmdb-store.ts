@@ -60,7 +60,9 @@ export class LmdbStore implements Store {
     // rather than serve without them.
     for (const _ of this.root.openDB<unknown, string>({ name: 'tickets' }).getKeys({ limit: 1 })) {
       void this.root.close();
-      throw new Error(`${options.path} holds tickets in an earlier data layout (database "tickets") that this version does not read; drain it with the build that wrote it`);
+      throw new Error(
+        `${options.path} holds tickets in an earlier data layout (database "tickets") that this version does not read; drain it with the build that wrote it`,
+      );
     }
     this.backfills = this.root.openDB<StoredBackfill, string>({ name: 'backfills' });
     this.outcomes = this.root.openDB<Uint8Array, number>({ name: 'outcomes', encoding: 'binary' });
@@ -88,7 +90,11 @@ export class LmdbStore implements Store {
     // Delivery changes keep their other fields (read, then written): a transaction callback, so the read
     // sees every earlier write.
     if (changes.some((c) => c.type === 'delivery.advance' || c.type === 'delivery.park')) {
-      return this.settle(this.root.transaction(() => changes.forEach((c) => this.write(c))), undefined, 0n);
+      return this.settle(
+        this.root.transaction(() => changes.forEach((c) => this.write(c))),
+        undefined,
+        0n,
+      );
     }
     // Everything else is written now, as plain writes: lmdb-js commits every write issued in one event turn
     // in one transaction (its eventTurnBatching), so the list stays atomic, and its cost is paid here, in
@@ -251,4 +257,3 @@ export class LmdbStore implements Store {
     await this.root.close();
   }
 }
-

@@ -13,7 +13,11 @@ export function engineInput(init: MessageInitShape<typeof EngineInputSchema>): U
 /** A party of `size` players with mmr around 0.5 and two measured hosts. */
 export function party(size: number, mmr = 0.5): Uint8Array {
   return engineInput({
-    players: Array.from({ length: size }, (_, i) => ({ playerId: `p-${randomUUID()}`, mmr: mmr + i * 0.01, latencies: { 'eu-west': 30, 'eu-central': 45 } })),
+    players: Array.from({ length: size }, (_, i) => ({
+      playerId: `p-${randomUUID()}`,
+      mmr: mmr + i * 0.01,
+      latencies: { 'eu-west': 30, 'eu-central': 45 },
+    })),
   });
 }
 

@@ -51,7 +51,12 @@ config:
  * Calls `attempt` until `done` accepts its result (or the time is up: then the last result is returned, so
  * the caller's assertion fails with what was actually seen).
  */
-export async function pollUntil<T>(attempt: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
+export async function pollUntil<T>(
+  attempt: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 10_000,
+  intervalMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await attempt();

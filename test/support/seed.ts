@@ -13,7 +13,12 @@ export interface SeedTicket {
 }
 
 export async function seedTickets(dataDir: string, queueId: string, tickets: Iterable<SeedTicket>): Promise<void> {
-  const store = new LmdbStore({ path: dataDir, onFatal: (err) => { throw err; } });
+  const store = new LmdbStore({
+    path: dataDir,
+    onFatal: (err) => {
+      throw err;
+    },
+  });
   let batch: StoreChange[] = [];
   let position = 0;
   for (const { id, engineInput } of tickets) {

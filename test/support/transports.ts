@@ -53,7 +53,12 @@ export function grpcUnary<T>(client: Client, method: string, request: unknown): 
     (client as unknown as Record<string, Function>)[method]!(request, new Metadata(), (err: GrpcError | null, res: T) => {
       if (!err) return resolve({ ok: true, value: res });
       const reason = err.metadata?.get('x-svc-reason')[0];
-      resolve({ ok: false, code: codeByGrpcStatus.get(err.code) ?? ('UNKNOWN' as ErrorCode), message: err.details, ...(reason ? { reason: String(reason) } : {}) });
+      resolve({
+        ok: false,
+        code: codeByGrpcStatus.get(err.code) ?? ('UNKNOWN' as ErrorCode),
+        message: err.details,
+        ...(reason ? { reason: String(reason) } : {}),
+      });
     });
   });
 }
@@ -68,7 +73,8 @@ export function grpcTransport(service: Pick<TestService, 'grpcPort'>): Transport
     cancelTicket: (queueId, ticketId) => call('CancelTicket', CancelTicketRequestSchema, { queueId, ticketId }),
     reactivateTickets: (queueId, ticketIds) => call('ReactivateTickets', ReactivateTicketsRequestSchema, { queueId, ticketIds }),
     createBackfillRequest: (backfillRequest) => call('CreateBackfillRequest', CreateBackfillRequestRequestSchema, { backfillRequest }),
-    cancelBackfillRequests: (queueId, backfillIds) => call('CancelBackfillRequests', CancelBackfillRequestsRequestSchema, { queueId, backfillIds }),
+    cancelBackfillRequests: (queueId, backfillIds) =>
+      call('CancelBackfillRequests', CancelBackfillRequestsRequestSchema, { queueId, backfillIds }),
     clearQueuePool: (queueId) => call('ClearQueuePool', ClearQueuePoolRequestSchema, { queueId }),
     close: () => client.close(),
   };
@@ -96,20 +102,31 @@ export function httpTransport(service: TestService): Transport {
     const res = await httpRequest(service, method, path, body);
     if (res.status === 200) return { ok: true, value: fromJson(output, res.body as JsonValue) };
     const reason = res.headers.get('x-svc-reason');
-    return { ok: false, code: res.body.code as ErrorCode, message: res.body.message as string, httpStatus: res.status, ...(reason ? { reason } : {}) };
+    return {
+      ok: false,
+      code: res.body.code as ErrorCode,
+      message: res.body.message as string,
+      httpStatus: res.status,
+      ...(reason ? { reason } : {}),
+    };
   }
   const out = MatchmakerService.method;
   return {
     name: 'http',
     createTicket: (ticket) =>
-      call('POST', `/v1/queues/${q(ticket.queueId ?? '')}/tickets`, out.createTicket.output, { ticket: toJson(TicketSchema, create(TicketSchema, ticket)) }),
-    cancelTicket: (queueId, ticketId) => call('DELETE', `/v1/queues/${q(queueId)}/tickets/${encodeURIComponent(ticketId)}`, out.cancelTicket.output),
-    reactivateTickets: (queueId, ticketIds) => call('POST', `/v1/queues/${q(queueId)}/tickets:reactivate`, out.reactivateTickets.output, { ticketIds }),
+      call('POST', `/v1/queues/${q(ticket.queueId ?? '')}/tickets`, out.createTicket.output, {
+        ticket: toJson(TicketSchema, create(TicketSchema, ticket)),
+      }),
+    cancelTicket: (queueId, ticketId) =>
+      call('DELETE', `/v1/queues/${q(queueId)}/tickets/${encodeURIComponent(ticketId)}`, out.cancelTicket.output),
+    reactivateTickets: (queueId, ticketIds) =>
+      call('POST', `/v1/queues/${q(queueId)}/tickets:reactivate`, out.reactivateTickets.output, { ticketIds }),
     createBackfillRequest: (request) =>
       call('POST', `/v1/queues/${q(request.queueId ?? '')}/backfills`, out.createBackfillRequest.output, {
         backfillRequest: toJson(BackfillRequestSchema, create(BackfillRequestSchema, request)),
       }),
-    cancelBackfillRequests: (queueId, backfillIds) => call('POST', `/v1/queues/${q(queueId)}/backfills:cancel`, out.cancelBackfillRequests.output, { backfillIds }),
+    cancelBackfillRequests: (queueId, backfillIds) =>
+      call('POST', `/v1/queues/${q(queueId)}/backfills:cancel`, out.cancelBackfillRequests.output, { backfillIds }),
     clearQueuePool: (queueId) => call('POST', `/v1/queues/${q(queueId)}:clear`, out.clearQueuePool.output),
     close: () => undefined,
   };

@@ -90,7 +90,9 @@ export async function startWebhookReceiver(options: { secret: string; toleranceS
       }
       requests.push(record);
       // An unsigned or forged request is refused whatever the script says (and the tests assert there is none).
-      record.reply = !verification.ok ? { status: 401 } : (queued.shift() ?? (typeof fallback === 'function' ? fallback(record) : fallback));
+      record.reply = !verification.ok
+        ? { status: 401 }
+        : (queued.shift() ?? (typeof fallback === 'function' ? fallback(record) : fallback));
       answer(record, res);
     });
   });

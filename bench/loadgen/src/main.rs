@@ -219,9 +219,23 @@ fn frame_request(t: &Template, id: &[u8; UUID_LEN]) -> Bytes {
 // Responses
 
 const CODE_NAMES: [&str; 17] = [
-    "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
-    "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-    "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
 ];
 
 fn code_name(code: u32) -> String {
@@ -551,7 +565,8 @@ async fn connect(target: &str) -> Result<SendRequest<Bytes>, String> {
         .map_err(|_| format!("cannot connect to {target}: timed out"))?
         .map_err(|e| format!("cannot connect to {target}: {e}"))?;
     tcp.set_nodelay(true).map_err(|e| format!("TCP_NODELAY: {e}"))?;
-    let (sender, connection) = h2::client::handshake(tcp).await.map_err(|e| format!("h2 handshake with {target}: {e}"))?;
+    let (sender, connection) =
+        h2::client::handshake(tcp).await.map_err(|e| format!("h2 handshake with {target}: {e}"))?;
     spawn_local(async move {
         let _ = connection.await;
     });
@@ -664,7 +679,8 @@ fn main() {
     let cfg = parse_args(&args).unwrap_or_else(|e| exit(e, 2));
     let data = std::fs::read(&cfg.requests).unwrap_or_else(|e| exit(format!("{}: {e}", cfg.requests), 2));
     let templates = parse_templates(&data).unwrap_or_else(|e| exit(e, 2));
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| exit(e.to_string(), 1));
+    let rt =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| exit(e.to_string(), 1));
     match tokio::task::LocalSet::new().block_on(&rt, run(cfg, templates)) {
         Ok(json) => {
             println!("{json}");

@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use matchmaker_engine::{
-    run_backfill, run_tick, BackfillBuffers, BackfillColumns, BackfillWorkspace, EngineError, FilterMode, MatchBuffers, PoolColumns,
-    RelaxationStep, Ruleset, TickParams, Workspace,
+    run_backfill, run_tick, BackfillBuffers, BackfillColumns, BackfillWorkspace, EngineError, FilterMode, MatchBuffers,
+    PoolColumns, RelaxationStep, Ruleset, TickParams, Workspace,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -171,11 +171,20 @@ fn convert(params: QueueParams) -> Result<OwnedParams> {
             relaxation: r
                 .relaxation
                 .into_iter()
-                .map(|s| RelaxationStep { after_wait_ms: s.after_wait_ms, max_skill_spread: s.max_skill_spread, max_latency_ms: s.max_latency_ms })
+                .map(|s| RelaxationStep {
+                    after_wait_ms: s.after_wait_ms,
+                    max_skill_spread: s.max_skill_spread,
+                    max_latency_ms: s.max_latency_ms,
+                })
                 .collect(),
         })
         .collect();
-    Ok(OwnedParams { mmr_normalization_ref: params.mmr_normalization_ref, party_synergy_bonus: params.party_synergy_bonus, filters, rulesets })
+    Ok(OwnedParams {
+        mmr_normalization_ref: params.mmr_normalization_ref,
+        party_synergy_bonus: params.party_synergy_bonus,
+        filters,
+        rulesets,
+    })
 }
 
 /// One queue's engine: its parameters and the scratch memory reused from tick to tick.
@@ -188,7 +197,11 @@ pub struct TickEngine {
 impl TickEngine {
     #[napi(constructor)]
     pub fn new(params: QueueParams) -> Result<Self> {
-        let state = EngineState { params: convert(params)?, workspace: Workspace::new(), backfill_workspace: BackfillWorkspace::new() };
+        let state = EngineState {
+            params: convert(params)?,
+            workspace: Workspace::new(),
+            backfill_workspace: BackfillWorkspace::new(),
+        };
         Ok(TickEngine { state: Arc::new(Mutex::new(state)) })
     }
 
@@ -210,7 +223,13 @@ impl TickEngine {
     /// Fills backfill requests from the pool on the libuv thread pool; resolves with how many got tickets.
     /// The host must not write to `pool`, `requests` or `out` until the promise settles.
     #[napi(ts_return_type = "Promise<number>")]
-    pub fn backfill(&self, pool: PoolArrays, requests: BackfillArrays, out: BackfillOutput, now_ms: f64) -> AsyncTask<BackfillTask> {
+    pub fn backfill(
+        &self,
+        pool: PoolArrays,
+        requests: BackfillArrays,
+        out: BackfillOutput,
+        now_ms: f64,
+    ) -> AsyncTask<BackfillTask> {
         AsyncTask::new(BackfillTask { state: self.state.clone(), pool, requests, out, now_ms })
     }
 }
@@ -291,7 +310,8 @@ pub struct TickTask {
 
 /// The first `len` elements, or an error naming the column when the array is shorter.
 fn prefix<'a, T>(name: &str, data: &'a [T], len: usize) -> Result<&'a [T]> {
-    data.get(..len).ok_or_else(|| Error::new(Status::InvalidArg, format!("{name} has {} elements, needs {len}", data.len())))
+    data.get(..len)
+        .ok_or_else(|| Error::new(Status::InvalidArg, format!("{name} has {} elements, needs {len}", data.len())))
 }
 
 impl Task for TickTask {

@@ -6,7 +6,9 @@
 mod common;
 
 use common::{Pool, Rng};
-use matchmaker_engine::{run_tick, FilterMode, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams, Workspace};
+use matchmaker_engine::{
+    run_tick, FilterMode, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams, Workspace,
+};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -101,8 +103,11 @@ fn main() {
     };
 
     // TICK_BENCH_SIZES=100000 (comma-separated) runs only those sizes, for profiling one of them.
-    let only: Option<Vec<usize>> = std::env::var("TICK_BENCH_SIZES").ok().map(|v| v.split(',').map(|x| x.trim().parse().expect("TICK_BENCH_SIZES: numbers")).collect());
-    let iters_scale: usize = std::env::var("TICK_BENCH_REPEAT").ok().map_or(1, |v| v.parse().expect("TICK_BENCH_REPEAT: a number"));
+    let only: Option<Vec<usize>> = std::env::var("TICK_BENCH_SIZES")
+        .ok()
+        .map(|v| v.split(',').map(|x| x.trim().parse().expect("TICK_BENCH_SIZES: numbers")).collect());
+    let iters_scale: usize =
+        std::env::var("TICK_BENCH_REPEAT").ok().map_or(1, |v| v.parse().expect("TICK_BENCH_REPEAT: a number"));
     for &(n, iters) in &[(10_000usize, 50usize), (100_000, 20), (1_000_000, 5)] {
         if only.as_ref().is_some_and(|sizes| !sizes.contains(&n)) {
             continue;

@@ -70,7 +70,11 @@ pub fn run_backfill(
     let f = pool.filter_count;
     let h = pool.host_count;
     let check = |column: &'static str, expected: usize, actual: usize| {
-        if expected == actual { Ok(()) } else { Err(EngineError::ColumnLength { column, expected, actual }) }
+        if expected == actual {
+            Ok(())
+        } else {
+            Err(EngineError::ColumnLength { column, expected, actual })
+        }
     };
     check("backfill slots", r, requests.slots.len())?;
     check("backfill skill", r, requests.skill.len())?;
@@ -137,7 +141,13 @@ pub fn run_backfill(
                 continue;
             }
             let fits = request_attrs.clone().enumerate().all(|(k, a)| {
-                compatible(params.filters[k], requests.attr_values[a], requests.attr_accepts[a], pool.attr_values[i * f + k], pool.attr_accepts[i * f + k])
+                compatible(
+                    params.filters[k],
+                    requests.attr_values[a],
+                    requests.attr_accepts[a],
+                    pool.attr_values[i * f + k],
+                    pool.attr_accepts[i * f + k],
+                )
             });
             if fits {
                 ws.candidates.push((distance, i as u32));
@@ -159,7 +169,15 @@ pub fn run_backfill(
             // Pairwise with the tickets already taken for this request.
             let fits_taken = ws.served[start..].iter().all(|&j| {
                 let j = j as usize;
-                (0..f).all(|k| compatible(params.filters[k], pool.attr_values[i * f + k], pool.attr_accepts[i * f + k], pool.attr_values[j * f + k], pool.attr_accepts[j * f + k]))
+                (0..f).all(|k| {
+                    compatible(
+                        params.filters[k],
+                        pool.attr_values[i * f + k],
+                        pool.attr_accepts[i * f + k],
+                        pool.attr_values[j * f + k],
+                        pool.attr_accepts[j * f + k],
+                    )
+                })
             });
             if !fits_taken {
                 continue;

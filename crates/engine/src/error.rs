@@ -37,20 +37,18 @@ impl fmt::Display for EngineError {
             EngineError::TooManyHosts { count } => {
                 write!(f, "{count} hosts given, at most 64 are supported")
             }
-            EngineError::FilterCount { pool, params } => write!(
-                f,
-                "pool has {pool} attribute filters but params describe {params} filter modes"
-            ),
+            EngineError::FilterCount { pool, params } => {
+                write!(f, "pool has {pool} attribute filters but params describe {params} filter modes")
+            }
             EngineError::InvalidParam { name, reason } => {
                 write!(f, "queue parameter `{name}` is invalid: {reason}")
             }
             EngineError::InvalidRuleset { ruleset, reason } => {
                 write!(f, "ruleset {ruleset} is invalid: {reason}")
             }
-            EngineError::BufferTooSmall { buffer, required, actual } => write!(
-                f,
-                "output buffer `{buffer}` has length {actual}, at least {required} required"
-            ),
+            EngineError::BufferTooSmall { buffer, required, actual } => {
+                write!(f, "output buffer `{buffer}` has length {actual}, at least {required} required")
+            }
         }
     }
 }

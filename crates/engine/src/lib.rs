@@ -282,11 +282,7 @@ fn check_buf(buffer: &'static str, required: usize, actual: usize) -> Result<(),
     }
 }
 
-fn validate(
-    pool: &PoolColumns<'_>,
-    params: &TickParams<'_>,
-    out: &MatchBuffers<'_>,
-) -> Result<(), EngineError> {
+fn validate(pool: &PoolColumns<'_>, params: &TickParams<'_>, out: &MatchBuffers<'_>) -> Result<(), EngineError> {
     let n = pool.len();
     // Indices are written as u32.
     if n >= u32::MAX as usize {
@@ -300,10 +296,9 @@ fn validate(
     if params.filters.len() != f {
         return Err(EngineError::FilterCount { pool: f, params: params.filters.len() });
     }
-    let nf = n.checked_mul(f).ok_or(EngineError::InvalidParam {
-        name: "filter_count",
-        reason: "n * filter_count overflows",
-    })?;
+    let nf = n
+        .checked_mul(f)
+        .ok_or(EngineError::InvalidParam { name: "filter_count", reason: "n * filter_count overflows" })?;
     check_len("mmr_mean", n, pool.mmr_mean.len())?;
     check_len("arrival_ms", n, pool.arrival_ms.len())?;
     check_len("ruleset_mask", n, pool.ruleset_mask.len())?;
@@ -312,10 +307,7 @@ fn validate(
     check_len("latency_ms", n * h, pool.latency_ms.len())?;
 
     if !(params.mmr_normalization_ref.is_finite() && params.mmr_normalization_ref > 0.0) {
-        return Err(EngineError::InvalidParam {
-            name: "mmr_normalization_ref",
-            reason: "must be finite and > 0",
-        });
+        return Err(EngineError::InvalidParam { name: "mmr_normalization_ref", reason: "must be finite and > 0" });
     }
     if !params.party_synergy_bonus.is_finite() {
         return Err(EngineError::InvalidParam { name: "party_synergy_bonus", reason: "must be finite" });

@@ -770,7 +770,9 @@ pub(crate) fn run(
     // `now - arrival` as `Ruleset::bounds_for_wait`) instead of reading every seed's arrival.
     // No compaction yet: live positions are still skill positions.
     let rw = row_words(pool.host_count);
-    let wait_at = |k: usize| params.now_ms - pool.arrival_ms[sorted.rows[(sorted.by_age[k] as u32 as usize) * rw] as u32 as usize];
+    let wait_at = |k: usize| {
+        params.now_ms - pool.arrival_ms[sorted.rows[(sorted.by_age[k] as u32 as usize) * rw] as u32 as usize]
+    };
     scratch.levels.clear();
     scratch.level_ends.clear();
     for rs in params.rulesets {
@@ -891,7 +893,9 @@ impl HostReach {
         let mut widest = [None; 32];
         for (bound, rs) in widest.iter_mut().zip(params.rulesets) {
             if rs.require_host {
-                *bound = Some(rs.relaxation.last().map_or(rs.max_latency_ms, |step| step.max_latency_ms.max(rs.max_latency_ms)));
+                *bound = Some(
+                    rs.relaxation.last().map_or(rs.max_latency_ms, |step| step.max_latency_ms.max(rs.max_latency_ms)),
+                );
             }
         }
         HostReach { widest, valid_rulesets: valid_rulesets(params) }
@@ -1292,7 +1296,10 @@ fn balance2(norm: f64, rs: &Ruleset<'_>, sel: &[u32], party: &[u32], eff: &[f64]
                 b_bits &= b_bits - 1;
                 let d = weight[a] - weight[b];
                 let new_diff = (diff - 2.0 * d).abs();
-                let better = (party[a] == party[b]) & (d > 0.0) & (new_diff < diff * MIN_SWAP_GAIN) & (!found | (new_diff < best_diff));
+                let better = (party[a] == party[b])
+                    & (d > 0.0)
+                    & (new_diff < diff * MIN_SWAP_GAIN)
+                    & (!found | (new_diff < best_diff));
                 found |= better;
                 best_a = if better { a } else { best_a };
                 best_b = if better { b } else { best_b };
@@ -1350,7 +1357,8 @@ fn balance_with(
     let teams = sums.len();
     let (sums, alt_sums, room) = (&mut sums[..teams], &mut alt_sums[..teams], &mut room[..teams]);
     let len = sel.len();
-    for (((w, &e), &p), ((o, &pos), i)) in weight.iter_mut().zip(eff).zip(party).zip(order.iter_mut().zip(sel).zip(0..)) {
+    for (((w, &e), &p), ((o, &pos), i)) in weight.iter_mut().zip(eff).zip(party).zip(order.iter_mut().zip(sel).zip(0..))
+    {
         *w = e * f64::from(p);
         *o = greedy_key(p, e, pos, i);
     }
@@ -1427,7 +1435,10 @@ fn balance_with(
                 let b = b as usize;
                 let d = weight[a] - weight[b];
                 let new_diff = (diff - 2.0 * d).abs();
-                let better = (party[a] == party[b]) & (d > 0.0) & (new_diff < diff * MIN_SWAP_GAIN) & (!found | (new_diff < best_diff));
+                let better = (party[a] == party[b])
+                    & (d > 0.0)
+                    & (new_diff < diff * MIN_SWAP_GAIN)
+                    & (!found | (new_diff < best_diff));
                 found |= better;
                 best_a = if better { a } else { best_a };
                 best_b = if better { b } else { best_b };
@@ -1595,7 +1606,11 @@ mod tests {
             let keys: Vec<u64> = (0..n)
                 .map(|_| {
                     z = mix(z);
-                    if bits == 0 { 5 } else { (z >> (64 - bits)) | 0xF000_0000_0000_0000 }
+                    if bits == 0 {
+                        5
+                    } else {
+                        (z >> (64 - bits)) | 0xF000_0000_0000_0000
+                    }
                 })
                 .collect();
             let (mut v, mut tmp, mut hist) = (keys.clone(), Vec::new(), Vec::new());

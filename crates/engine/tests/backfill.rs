@@ -1,6 +1,7 @@
 //! Backfill: fills open slots with compatible tickets nearest the match's skill, under its host.
 use matchmaker_engine::{
-    run_backfill, BackfillBuffers, BackfillColumns, BackfillWorkspace, FilterMode, PoolColumns, Ruleset, TickParams, NO_HOST,
+    run_backfill, BackfillBuffers, BackfillColumns, BackfillWorkspace, FilterMode, PoolColumns, Ruleset, TickParams,
+    NO_HOST,
 };
 
 const ALL: u64 = u64::MAX;
@@ -44,13 +45,28 @@ impl Pool {
 }
 
 fn ruleset() -> Ruleset<'static> {
-    Ruleset { teams: 2, team_size: 5, max_skill_spread: 1.0, max_team_imbalance: 1.0, max_latency_ms: 80, require_host: true, relaxation: &[] }
+    Ruleset {
+        teams: 2,
+        team_size: 5,
+        max_skill_spread: 1.0,
+        max_team_imbalance: 1.0,
+        max_latency_ms: 80,
+        require_host: true,
+        relaxation: &[],
+    }
 }
 
 /// Runs one backfill over `pool` for requests (slots, skill, host, value bit), all posted at t=0.
 fn fill(pool: &Pool, requests: &[(u32, f64, u32, u64)]) -> (usize, Vec<Vec<u32>>) {
     let rulesets = [ruleset()];
-    let params = TickParams { mmr_normalization_ref: 0.1, party_synergy_bonus: 0.0, filters: &[FilterMode::Overlap], rulesets: &rulesets, now_ms: 1000.0, seed: 1 };
+    let params = TickParams {
+        mmr_normalization_ref: 0.1,
+        party_synergy_bonus: 0.0,
+        filters: &[FilterMode::Overlap],
+        rulesets: &rulesets,
+        now_ms: 1000.0,
+        seed: 1,
+    };
     let r = requests.len();
     let ruleset_idx = vec![0u32; r];
     let slots: Vec<u32> = requests.iter().map(|q| q.0).collect();
@@ -59,11 +75,20 @@ fn fill(pool: &Pool, requests: &[(u32, f64, u32, u64)]) -> (usize, Vec<Vec<u32>>
     let arrival: Vec<f64> = (0..r).map(|i| i as f64).collect();
     let values: Vec<u64> = requests.iter().map(|q| q.3).collect();
     let accepts = vec![ALL; r];
-    let columns = BackfillColumns { ruleset: &ruleset_idx, slots: &slots, skill: &skill, host: &host, arrival_ms: &arrival, attr_values: &values, attr_accepts: &accepts };
+    let columns = BackfillColumns {
+        ruleset: &ruleset_idx,
+        slots: &slots,
+        skill: &skill,
+        host: &host,
+        arrival_ms: &arrival,
+        attr_values: &values,
+        attr_accepts: &accepts,
+    };
     let mut offsets = vec![0u32; r + 1];
     let mut assigned = vec![0u32; pool.party.len()];
     let mut out = BackfillBuffers { offsets: &mut offsets, assigned: &mut assigned };
-    let filled = run_backfill(&pool.columns(), &columns, &params, &mut BackfillWorkspace::new(), &mut out).expect("valid input");
+    let filled =
+        run_backfill(&pool.columns(), &columns, &params, &mut BackfillWorkspace::new(), &mut out).expect("valid input");
     let per_request = (0..r).map(|q| assigned[offsets[q] as usize..offsets[q + 1] as usize].to_vec()).collect();
     (filled, per_request)
 }
@@ -122,8 +147,23 @@ fn an_unknown_skill_target_takes_any_skill() {
 fn rejects_bad_input() {
     let pool = Pool::new(&[(1, 0.5, 1, 20, 20)]);
     let rulesets = [ruleset()];
-    let params = TickParams { mmr_normalization_ref: 0.1, party_synergy_bonus: 0.0, filters: &[FilterMode::Overlap], rulesets: &rulesets, now_ms: 0.0, seed: 1 };
-    let columns = BackfillColumns { ruleset: &[3], slots: &[1], skill: &[0.5], host: &[0], arrival_ms: &[0.0], attr_values: &[1], attr_accepts: &[ALL] };
+    let params = TickParams {
+        mmr_normalization_ref: 0.1,
+        party_synergy_bonus: 0.0,
+        filters: &[FilterMode::Overlap],
+        rulesets: &rulesets,
+        now_ms: 0.0,
+        seed: 1,
+    };
+    let columns = BackfillColumns {
+        ruleset: &[3],
+        slots: &[1],
+        skill: &[0.5],
+        host: &[0],
+        arrival_ms: &[0.0],
+        attr_values: &[1],
+        attr_accepts: &[ALL],
+    };
     let mut offsets = vec![0u32; 2];
     let mut assigned = vec![0u32; 1];
     let mut out = BackfillBuffers { offsets: &mut offsets, assigned: &mut assigned };
@@ -139,7 +179,12 @@ mod properties {
     }
 
     fn request() -> impl Strategy<Value = (u32, f64, u32, u64)> {
-        (1u32..=8, prop_oneof![Just(f64::NAN), 0.0f64..1.0], prop_oneof![Just(0u32), Just(1u32), Just(NO_HOST)], prop_oneof![Just(1u64), Just(2u64), Just(ALL)])
+        (
+            1u32..=8,
+            prop_oneof![Just(f64::NAN), 0.0f64..1.0],
+            prop_oneof![Just(0u32), Just(1u32), Just(NO_HOST)],
+            prop_oneof![Just(1u64), Just(2u64), Just(ALL)],
+        )
     }
 
     proptest! {

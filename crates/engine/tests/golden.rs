@@ -7,7 +7,9 @@
 mod common;
 
 use common::{Pool, Rng};
-use matchmaker_engine::{run_tick, FilterMode, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams, Workspace};
+use matchmaker_engine::{
+    run_tick, FilterMode, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams, Workspace,
+};
 
 const NOW: f64 = 1_700_000_000_000.0;
 

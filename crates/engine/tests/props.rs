@@ -29,7 +29,15 @@ struct RulesetSpec {
 }
 
 fn ruleset_spec() -> impl Strategy<Value = RulesetSpec> {
-    (1u32..=3, 1u32..=4, 0.0f64..4.0, prop_oneof![Just(f64::INFINITY), 0.0f64..2.0], 20u32..200, any::<bool>(), 0usize..3)
+    (
+        1u32..=3,
+        1u32..=4,
+        0.0f64..4.0,
+        prop_oneof![Just(f64::INFINITY), 0.0f64..2.0],
+        20u32..200,
+        any::<bool>(),
+        0usize..3,
+    )
         .prop_flat_map(|(teams, team_size, spread, imbalance, latency, require_host, steps)| {
             prop::collection::vec((1_000.0f64..60_000.0, 0.0f64..3.0, 0u32..100), steps).prop_map(move |raw| {
                 // Build widening steps: sorted waits, cumulative increments.
@@ -65,14 +73,7 @@ fn attr(mode: FilterMode) -> impl Strategy<Value = (u64, u64)> {
 
 fn ticket(filters: Vec<FilterMode>, hosts: usize, rulesets: usize) -> impl Strategy<Value = Ticket> {
     let attrs: Vec<_> = filters.iter().map(|&m| attr(m)).collect();
-    (
-        1u8..=4,
-        0.0f64..1.0,
-        0.0f64..90_000.0,
-        1u32..(1u32 << rulesets),
-        attrs,
-        prop::collection::vec(0u16..300, hosts),
-    )
+    (1u8..=4, 0.0f64..1.0, 0.0f64..90_000.0, 1u32..(1u32 << rulesets), attrs, prop::collection::vec(0u16..300, hosts))
         .prop_map(|(party, mmr, wait, mask, attrs, lat)| Ticket { party, mmr, wait, mask, attrs, lat })
 }
 
@@ -96,8 +97,14 @@ fn case() -> impl Strategy<Value = Case> {
     )
         .prop_flat_map(|(filters, hosts, rulesets, bonus, seed)| {
             let t = ticket(filters.clone(), hosts, rulesets.len());
-            prop::collection::vec(t, 0..80)
-                .prop_map(move |tickets| Case { filters: filters.clone(), hosts, rulesets: rulesets.clone(), tickets, bonus, seed })
+            prop::collection::vec(t, 0..80).prop_map(move |tickets| Case {
+                filters: filters.clone(),
+                hosts,
+                rulesets: rulesets.clone(),
+                tickets,
+                bonus,
+                seed,
+            })
         })
 }
 

@@ -453,11 +453,17 @@ fn errors_on_bad_input() {
 
     let mut bad = pool.clone();
     bad.mmr_mean.pop();
-    assert!(matches!(try_run(&bad, &params(&bad, &rs, NOW, 1)), Err(EngineError::ColumnLength { column: "mmr_mean", .. })));
+    assert!(matches!(
+        try_run(&bad, &params(&bad, &rs, NOW, 1)),
+        Err(EngineError::ColumnLength { column: "mmr_mean", .. })
+    ));
 
     let mut bad = pool.clone();
     bad.latency_ms.push(0);
-    assert!(matches!(try_run(&bad, &params(&bad, &rs, NOW, 1)), Err(EngineError::ColumnLength { column: "latency_ms", .. })));
+    assert!(matches!(
+        try_run(&bad, &params(&bad, &rs, NOW, 1)),
+        Err(EngineError::ColumnLength { column: "latency_ms", .. })
+    ));
 
     let mut bad = pool.clone();
     bad.party_size[1] = 0;
@@ -471,7 +477,10 @@ fn errors_on_bad_input() {
     assert_eq!(try_run(&pool, &params(&pool, &many, NOW, 1)), Err(EngineError::TooManyRulesets { count: 33 }));
 
     let zero = [ruleset(0, 5)];
-    assert!(matches!(try_run(&pool, &params(&pool, &zero, NOW, 1)), Err(EngineError::InvalidRuleset { ruleset: 0, .. })));
+    assert!(matches!(
+        try_run(&pool, &params(&pool, &zero, NOW, 1)),
+        Err(EngineError::InvalidRuleset { ruleset: 0, .. })
+    ));
 
     let narrowing = [RelaxationStep { after_wait_ms: 1.0, max_skill_spread: 1.0, max_latency_ms: 5000 }];
     let mut rs2 = [ruleset(2, 1)];

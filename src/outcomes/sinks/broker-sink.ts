@@ -132,7 +132,8 @@ export class BrokerConnection {
     if (this.warmedUp) return;
     this.warmedUp = true;
     this.ready().catch((err: unknown) => {
-      if (!this.closed) this.log.error({ err: message(err), url: this.config.broker_url, stream: this.streamName }, 'outcome broker not ready');
+      if (!this.closed)
+        this.log.error({ err: message(err), url: this.config.broker_url, stream: this.streamName }, 'outcome broker not ready');
     });
   }
 
@@ -172,7 +173,10 @@ export class BrokerConnection {
 
   private async open(): Promise<NatsConnection> {
     const url = this.config.broker_url;
-    const servers = url.split(',').map((s) => s.trim()).filter((s) => s !== '');
+    const servers = url
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
     const options: NodeConnectionOptions = {
       servers,
       name: 'matchmaker',
@@ -206,13 +210,16 @@ export class BrokerConnection {
       if (this.closed) return;
       this.log.error({ err: err ? message(err) : undefined }, 'outcome broker connection closed; reconnecting on next delivery');
       if (this.connecting) {
-        void this.connecting.then((current) => {
-          if (current === nc) {
-            this.connecting = undefined;
-            this.streamChecked = undefined;
-            this.setConnected(true);
-          }
-        }, () => undefined);
+        void this.connecting.then(
+          (current) => {
+            if (current === nc) {
+              this.connecting = undefined;
+              this.streamChecked = undefined;
+              this.setConnected(true);
+            }
+          },
+          () => undefined,
+        );
       }
     });
     try {
@@ -271,7 +278,9 @@ export class BrokerConnection {
   private async checkStream(nc: NatsConnection): Promise<void> {
     const prefix = this.prefix;
     if (!prefix.split('.').every((t) => TOKEN.test(t))) {
-      throw new Error(`BROKER_SUBJECT_PREFIX_OUTCOMES "${prefix}" is not a valid subject prefix (dot-separated tokens without spaces or wildcards)`);
+      throw new Error(
+        `BROKER_SUBJECT_PREFIX_OUTCOMES "${prefix}" is not a valid subject prefix (dot-separated tokens without spaces or wildcards)`,
+      );
     }
     const wanted = `${prefix}.>`;
     const name = this.streamName;

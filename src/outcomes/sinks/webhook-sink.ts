@@ -35,7 +35,8 @@ export function resolveWebhookSecret(configured: string, env: NodeJS.ProcessEnv 
     if (value === undefined || value === '') missing.push(name);
     return value ?? '';
   });
-  if (missing.length > 0) return { error: `webhook secret references unset environment variable${missing.length > 1 ? 's' : ''} ${missing.join(', ')}` };
+  if (missing.length > 0)
+    return { error: `webhook secret references unset environment variable${missing.length > 1 ? 's' : ''} ${missing.join(', ')}` };
   if (secret === '') return { error: 'webhook secret is empty' };
   return { secret };
 }
@@ -68,10 +69,16 @@ export class WebhookSink implements OutcomeSink {
     this.secret = 'secret' in resolved ? resolved.secret : '';
     if ('error' in resolved) {
       this.problem = resolved.error;
-      log.error({ queue: queueId, sink: 'webhook' }, `${resolved.error}: every delivery of the queue fails (and parks) until it is set and the service restarted`);
+      log.error(
+        { queue: queueId, sink: 'webhook' },
+        `${resolved.error}: every delivery of the queue fails (and parks) until it is set and the service restarted`,
+      );
     } else if (!secure && this.url.protocol !== 'http:') {
       this.problem = `webhook url must be http: or https:, not ${this.url.protocol}`;
-      log.error({ queue: queueId, sink: 'webhook' }, `${this.problem}: every delivery of the queue fails (and parks) until the queue file is fixed`);
+      log.error(
+        { queue: queueId, sink: 'webhook' },
+        `${this.problem}: every delivery of the queue fails (and parks) until the queue file is fixed`,
+      );
     } else if (!secure && !isLoopback(this.url.hostname)) {
       log.warn({ queue: queueId, sink: 'webhook', url: redact(this.url) }, 'webhook url is plain http: outcomes travel unencrypted');
     }

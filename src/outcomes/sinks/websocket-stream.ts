@@ -75,11 +75,13 @@ function parseQuery(url: URL): StreamQuery {
   if (queueParam !== undefined && queueParam !== '>') {
     if (queueParam.endsWith('.>')) {
       const namespace = queueParam.slice(0, -2);
-      if (!QUEUE_ID_PATTERN.test(namespace)) throw new QueryError(`queue_id "${queueParam}" is not a queue id or a namespace written "<namespace>.>"`);
+      if (!QUEUE_ID_PATTERN.test(namespace))
+        throw new QueryError(`queue_id "${queueParam}" is not a queue id or a namespace written "<namespace>.>"`);
       const prefix = `${namespace}.`;
       matches = (queueId) => queueId.startsWith(prefix);
     } else {
-      if (!QUEUE_ID_PATTERN.test(queueParam)) throw new QueryError(`queue_id "${queueParam}" is not a queue id or a namespace written "<namespace>.>"`);
+      if (!QUEUE_ID_PATTERN.test(queueParam))
+        throw new QueryError(`queue_id "${queueParam}" is not a queue id or a namespace written "<namespace>.>"`);
       matches = (queueId) => queueId === queueParam;
       exactQueue = queueParam;
     }
@@ -87,7 +89,8 @@ function parseQuery(url: URL): StreamQuery {
   const from = single('from_offset');
   let fromOffset: bigint | undefined;
   if (from !== undefined) {
-    if (!OFFSET_PATTERN.test(from) || BigInt(from) > MAX_OFFSET) throw new QueryError('from_offset must be a non-negative integer (uint64)');
+    if (!OFFSET_PATTERN.test(from) || BigInt(from) > MAX_OFFSET)
+      throw new QueryError('from_offset must be a non-negative integer (uint64)');
     fromOffset = BigInt(from);
   }
   const consumer = single('consumer');
@@ -151,7 +154,8 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== STREAM_PATH) return refuse(socket, 404, 'NOT_FOUND', `no WebSocket endpoint at ${url.pathname}; use ${STREAM_PATH}`);
+    if (url.pathname !== STREAM_PATH)
+      return refuse(socket, 404, 'NOT_FOUND', `no WebSocket endpoint at ${url.pathname}; use ${STREAM_PATH}`);
     if (closing) return refuse(socket, 503, 'UNAVAILABLE', 'service is shutting down; reconnect with backoff');
     const opened = deps.state();
     if (!opened) return refuse(socket, 503, 'UNAVAILABLE', 'service is starting; reconnect with backoff');
@@ -254,7 +258,10 @@ class StreamConnection {
   heartbeat(): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
     if (!this.alive) {
-      this.log.info({ queue: this.query.queueParam, consumer: this.query.consumer }, 'outcome stream client missed a heartbeat: disconnected');
+      this.log.info(
+        { queue: this.query.queueParam, consumer: this.query.consumer },
+        'outcome stream client missed a heartbeat: disconnected',
+      );
       this.ws.terminate();
       return;
     }
@@ -381,7 +388,8 @@ class StreamConnection {
     else if (typeof offset === 'number' && Number.isSafeInteger(offset) && offset >= 0) sequence = BigInt(offset);
     else return this.fail('ack offset must be a non-negative integer, written as a decimal string');
     const { store } = this.opened;
-    if (sequence > store.lastSequence()) return this.fail(`ack offset ${sequence} is beyond the last recorded outcome (${store.lastSequence()})`);
+    if (sequence > store.lastSequence())
+      return this.fail(`ack offset ${sequence} is beyond the last recorded outcome (${store.lastSequence()})`);
     const { consumer } = this.query;
     if (consumer === undefined) return this.reply({ type: 'acked', offset: String(sequence) });
     this.advance(store, consumer, sequence).then(

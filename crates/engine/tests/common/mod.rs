@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use matchmaker_engine::{
-    run_tick, EngineError, FilterMode, MatchOutput, OutputCapacity, PoolColumns, Ruleset, TickParams, Workspace, NO_HOST,
+    run_tick, EngineError, FilterMode, MatchOutput, OutputCapacity, PoolColumns, Ruleset, TickParams, Workspace,
+    NO_HOST,
 };
 
 /// SplitMix64: small and seeded, for generated pools.
@@ -115,14 +116,7 @@ impl Match {
 }
 
 pub fn params<'a>(pool: &'a Pool, rulesets: &'a [Ruleset<'a>], now_ms: f64, seed: u64) -> TickParams<'a> {
-    TickParams {
-        mmr_normalization_ref: 0.1,
-        party_synergy_bonus: 0.0,
-        filters: &pool.filters,
-        rulesets,
-        now_ms,
-        seed,
-    }
+    TickParams { mmr_normalization_ref: 0.1, party_synergy_bonus: 0.0, filters: &pool.filters, rulesets, now_ms, seed }
 }
 
 pub fn ruleset(teams: u32, team_size: u32) -> Ruleset<'static> {
@@ -207,11 +201,8 @@ pub fn check_invariants(pool: &Pool, p: &TickParams<'_>, matches: &[Match]) -> R
             return Err(ctx(format!("team fills {fill:?} != {}", rs.team_size)));
         }
         // Relaxed bounds from the oldest ticket's wait.
-        let oldest_wait = m
-            .tickets
-            .iter()
-            .map(|&t| p.now_ms - pool.arrival_ms[t as usize])
-            .fold(f64::NEG_INFINITY, f64::max);
+        let oldest_wait =
+            m.tickets.iter().map(|&t| p.now_ms - pool.arrival_ms[t as usize]).fold(f64::NEG_INFINITY, f64::max);
         let (spread, lat_bound) = rs.bounds_for_wait(oldest_wait);
         let effs: Vec<f64> = m.tickets.iter().map(|&t| eff(t as usize)).collect();
         let lo = effs.iter().cloned().fold(f64::INFINITY, f64::min);

@@ -91,10 +91,10 @@ function describeQueue(config: QueueConfig): string[] {
   return lines;
 }
 
-async function main(): Promise<void> {
-  let args;
+/** The command line's flags; a bad one ends the process with its message. */
+function parseFlags() {
   try {
-    args = parseArgs({
+    return parseArgs({
       options: {
         rate: { type: 'string' },
         'duration-secs': { type: 'string' },
@@ -109,8 +109,12 @@ async function main(): Promise<void> {
       allowPositionals: false,
     }).values;
   } catch (err) {
-    fail((err as Error).message);
+    return fail((err as Error).message);
   }
+}
+
+async function main(): Promise<void> {
+  const args = parseFlags();
   if (args.help) {
     process.stdout.write(`${USAGE}\n`);
     return;

@@ -1,7 +1,7 @@
 // Composes the service: servers first (so probes answer NOT_SERVING / UNAVAILABLE while starting), then
 // the store and the queues, then serving. stop() is the SIGTERM path.
 import type { AddressInfo } from 'node:net';
-import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
+import { type Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import { createGrpcServer } from './api/grpc.js';
@@ -31,7 +31,9 @@ const HEALTH_SERVICES = ['', MatchmakerService.typeName];
 export async function startService(config: ServiceConfig, log: Logger): Promise<RunningService> {
   const core = new MatchmakerCore();
   const health = new HealthImplementation();
-  const setHealth = (status: 'SERVING' | 'NOT_SERVING') => HEALTH_SERVICES.forEach((s) => health.setStatus(s, status));
+  const setHealth = (status: 'SERVING' | 'NOT_SERVING') => {
+    for (const s of HEALTH_SERVICES) health.setStatus(s, status);
+  };
   setHealth('NOT_SERVING');
 
   let opened: { store: Store; registry: QueueRegistry; delivery: OutcomeDelivery } | undefined;

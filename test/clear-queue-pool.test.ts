@@ -76,7 +76,7 @@ describe.each(TRANSPORTS)('ClearQueuePool over %s', (_name, connect) => {
 
     // Sequences are gap-free and increasing for this producer.
     const seqs = outcomes.map((o) => BigInt(o.producerSequence));
-    seqs.forEach((s, i) => expect(s).toBe(since + BigInt(i) + 1n));
+    for (const [i, s] of seqs.entries()) expect(s).toBe(since + BigInt(i) + 1n);
     expect(new Set(outcomes.map((o) => o.producerId)).size).toBe(1);
   });
 

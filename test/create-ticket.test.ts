@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acknowledgedTicketBytes, engineInputOf } from '../src/core/ticket-encoding.js';
 import { parseTicketEngineInput, type ParsedEngineInput } from '../src/engine/engine-input.js';
-import { AttributeSchema, EngineInputSchema, PlayerSchema } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { AttributeSchema, EngineInputSchema, PlayerSchema, type EngineInput } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { TimestampSchema } from '@bufbuild/protobuf/wkt';
 import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
@@ -136,7 +136,7 @@ describe('the ticket as stored', () => {
  * same checks and the same folding. The direct reader must answer exactly this, errors included.
  */
 function decodedEngineInput(bytes: Uint8Array, field: string): ParsedEngineInput | string {
-  let input;
+  let input: EngineInput;
   try {
     input = fromBinary(EngineInputSchema, bytes);
   } catch (err) {
@@ -187,7 +187,7 @@ describe('engine_input as CreateTicket parses it', () => {
     const writer = new BinaryWriter();
     const players = (init: typeof a) => init.players.map((p) => toBinary(PlayerSchema, create(PlayerSchema, p)));
     const [pa, pb] = [players(a), players(b)];
-    pa.forEach((p, i) => writer.tag(1, WireType.LengthDelimited).bytes(new Uint8Array([...p, ...(pb[i] ?? [])])));
+    for (const [i, p] of pa.entries()) writer.tag(1, WireType.LengthDelimited).bytes(new Uint8Array([...p, ...(pb[i] ?? [])]));
     const attribute = (x: { values: string[]; accepts: string[] }) => toBinary(AttributeSchema, create(AttributeSchema, x));
     for (const [name, x] of Object.entries(a.attributes)) {
       const y = b.attributes[name];

@@ -44,7 +44,7 @@ describe('kill -9 and restart', () => {
         while (!stop) {
           const id = uuid();
           const res = await api.createTicket({ id, queueId: 'test.basic', engineInput: party(1 + (w % 5)) }).catch(() => undefined);
-          if (!res || !res.ok) return;
+          if (!res?.ok) return;
           acknowledged.add(id);
         }
       });
@@ -122,7 +122,7 @@ describe('kill -9 and restart', () => {
     const dataDir = tempDir('data');
     dirs.push(dataDir);
     const old = open({ path: dataDir, maxDbs: 10 });
-    await old.openDB({ name: 'tickets' }).put('test.basic\u0000' + uuid(), { state: 'active' });
+    await old.openDB({ name: 'tickets' }).put(`test.basic\u0000${uuid()}`, { state: 'active' });
     await old.close();
     expect(() => new LmdbStore({ path: dataDir, onFatal: () => undefined })).toThrow(/earlier data layout \(database "tickets"\)/);
   });

@@ -104,6 +104,7 @@ async function expectIdentical(engine: TickEngine, pool: PoolArrays, params: Que
 
 const fixtureDir = join(repoRoot, 'crates/engine/tests/fixtures');
 // The fixtures are untyped JSON.
+// biome-ignore lint/suspicious/noExplicitAny: fixture JSON of any shape, read field by field
 type Json = any;
 
 const u64Of = (v: Json): bigint => BigInt(v as string | number);
@@ -132,7 +133,7 @@ function loadFixture(file: string) {
       pool.attrValues[i * F + f] = u64Of(v);
       pool.attrAccepts[i * F + f] = u64Of(t.attr_accepts[f]);
     });
-    (t.latency_ms as number[]).forEach((l, h) => (pool.latencyMs[i * H + h] = l));
+    for (const [h, l] of (t.latency_ms as number[]).entries()) pool.latencyMs[i * H + h] = l;
   });
   const params: QueueParams = {
     mmrNormalizationRef: p.mmr_normalization_ref,

@@ -6,9 +6,10 @@ import { FileDescriptorProtoSchema, FileDescriptorSetSchema, type FileDescriptor
 import { credentials, loadPackageDefinition, makeGenericClientConstructor, type Client } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { service as healthService } from 'grpc-health-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { uuid } from './support/fixtures.js';
 import { useService } from './support/service.js';
+import type { GrpcMethod } from './support/transports.js';
 
 const require = createRequire(import.meta.url);
 const reflectionProto = require.resolve('@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto');
@@ -142,7 +143,7 @@ describe('server reflection', () => {
       ]),
     );
     const Dynamic = makeGenericClientConstructor(definition as never, 'Dynamic');
-    const client = new Dynamic(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, Function> &
+    const client = new Dynamic(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, GrpcMethod> &
       Client;
     const call = (name: string, init: Record<string, unknown>) =>
       new Promise<Record<string, unknown>>((resolve, reject) =>
@@ -166,7 +167,7 @@ describe('server reflection', () => {
 describe('grpc.health.v1.Health', () => {
   it('answers SERVING for the server and for MatchmakerService once queues are loaded', async () => {
     const Health = makeGenericClientConstructor(healthService, 'Health');
-    const client = new Health(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, Function> &
+    const client = new Health(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, GrpcMethod> &
       Client;
     for (const name of ['', 'matchmaker.core.v1.MatchmakerService']) {
       const res = await new Promise<{ status: string }>((resolve, reject) =>

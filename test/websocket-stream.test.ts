@@ -213,7 +213,7 @@ describe('WebSocket outcome stream', () => {
     expect(client.outcomes.map((f) => f.outcome)).toEqual(recorded);
     for (const f of client.outcomes) expect(f.offset).toBe(f.outcome.producerSequence);
     const offsets = client.offsets;
-    offsets.forEach((o, i) => i > 0 && expect(o).toBeGreaterThan(offsets[i - 1]!));
+    for (let i = 1; i < offsets.length; i++) expect(offsets[i]).toBeGreaterThan(offsets[i - 1]!);
     expect(offsets.every((o) => o > seq(earlier[0]!))).toBe(true);
   });
 
@@ -221,7 +221,7 @@ describe('WebSocket outcome stream', () => {
     const removed = await removedOutcomes(api, env.service, 'ws.b', 520);
     const first = seq(removed[0]!);
     // One commit: consecutive sequences.
-    removed.forEach((o, i) => expect(seq(o)).toBe(first + BigInt(i)));
+    for (const [i, o] of removed.entries()) expect(seq(o)).toBe(first + BigInt(i));
 
     const replay = await connect({ from_offset: String(first), queue_id: 'ws.b' });
     expect(replay.ready!.after).toBe(String(first - 1n));

@@ -128,7 +128,7 @@ export class Population {
     private readonly config: QueueConfig,
     playersPerSec: number,
     seed: number,
-    private readonly startMs: number,
+    readonly startMs: number,
   ) {
     this.rng = new Rng(seed);
     this.ticketRatePerMs = playersPerSec / MEAN_PARTY_SIZE / 1000;

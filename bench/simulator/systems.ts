@@ -46,7 +46,7 @@ export class EngineSystem implements MatchSystem {
   private readonly hostMap: number[] = [];
 
   constructor(
-    private readonly config: QueueConfig,
+    readonly config: QueueConfig,
     private readonly seed: number,
   ) {
     this.metrics = new Metrics(config, true);

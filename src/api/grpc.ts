@@ -9,7 +9,7 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation } from 'grpc-health-check';
+import type { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import { asServiceError, ERROR_CODES, REASON_HEADER, type ServiceError } from '../core/errors.js';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';

@@ -182,7 +182,7 @@ function failingField(schema: DescMessage, json: JsonValue, prefix: string): str
   if (json === null || typeof json !== 'object' || Array.isArray(json)) return undefined;
   for (const [key, value] of Object.entries(json)) {
     const field = schema.fields.find((f) => f.jsonName === key || f.name === key);
-    if (!field || field.fieldKind !== 'message' || value === null) continue;
+    if (field?.fieldKind !== 'message' || value === null) continue;
     const path = prefix ? `${prefix}.${field.name}` : field.name;
     try {
       fromJson(field.message, value);
@@ -301,7 +301,7 @@ function metrics(res: ServerResponse, options: HttpApiOptions): void {
     );
   }
   lines.push(...options.processMetrics.lines());
-  const body = lines.join('\n') + '\n';
+  const body = `${lines.join('\n')}\n`;
   res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(body) });
   res.end(body);
 }

@@ -12,7 +12,7 @@ import {
   ClearQueuePoolResponseSchema,
   CreateBackfillRequestResponseSchema,
   CreateTicketResponseSchema,
-  MatchmakerService,
+  type MatchmakerService,
   ReactivateTicketsResponseSchema,
   type CancelBackfillRequestsRequest,
   type CancelBackfillRequestsResponse,

@@ -130,10 +130,10 @@ class EngineInputReader {
     const start = reader.pos;
     const tag = reader.uint32();
     const bytesRead = reader.pos - start;
-    if (bytesRead > 5 || (bytesRead == 5 && this.bytes[reader.pos - 1]! > 0x0f)) {
+    if (bytesRead > 5 || (bytesRead === 5 && this.bytes[reader.pos - 1]! > 0x0f)) {
       throw new Error('illegal tag: varint overflows uint32');
     }
-    if (tag >>> 3 <= 0 || (tag & 7) > 5) throw new Error('illegal tag: field no ' + (tag >>> 3) + ' wire type ' + (tag & 7));
+    if (tag >>> 3 <= 0 || (tag & 7) > 5) throw new Error(`illegal tag: field no ${tag >>> 3} wire type ${tag & 7}`);
     return tag;
   }
 

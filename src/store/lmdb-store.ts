@@ -91,7 +91,9 @@ export class LmdbStore implements Store {
     // sees every earlier write.
     if (changes.some((c) => c.type === 'delivery.advance' || c.type === 'delivery.park')) {
       return this.settle(
-        this.root.transaction(() => changes.forEach((c) => this.write(c))),
+        this.root.transaction(() => {
+          for (const c of changes) this.write(c);
+        }),
         undefined,
         0n,
       );

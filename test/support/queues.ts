@@ -4,7 +4,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { credentials, makeGenericClientConstructor, Metadata, type Client, type ServiceError as GrpcError } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { EngineInputSchema } from '../../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
-import { httpRequest, type HttpResult } from './transports.js';
+import { httpRequest, type GrpcMethod, type HttpResult } from './transports.js';
 import type { TestService } from './service.js';
 
 /** A 1v1 queue file (ruleset "duel"); with `hostWithinMs`, a match needs a host that close to both players. */
@@ -85,7 +85,7 @@ const identity = (b: Buffer) => b;
  * `/matchmaker.core.v1.MatchmakerService/CreateTicket`) without any encoding of its own.
  */
 export function rawGrpcClient(service: TestService): { call(path: string, bytes: Uint8Array): Promise<RawGrpcResult>; close(): void } {
-  const clients = new Map<string, Client & Record<string, Function>>();
+  const clients = new Map<string, Client & Record<string, GrpcMethod>>();
   const clientFor = (path: string) => {
     let client = clients.get(path);
     if (!client) {
@@ -103,7 +103,7 @@ export function rawGrpcClient(service: TestService): { call(path: string, bytes:
         },
         'Raw',
       );
-      client = new Ctor(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure()) as Client & Record<string, Function>;
+      client = new Ctor(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure()) as Client & Record<string, GrpcMethod>;
       clients.set(path, client);
     }
     return client;
@@ -126,7 +126,8 @@ export function rawGrpcClient(service: TestService): { call(path: string, bytes:
 /** grpc.health.v1.Health/Check against the service; resolves with the serving status name. */
 export function healthClient(service: TestService): { check(name: string): Promise<string>; close(): void } {
   const Health = makeGenericClientConstructor(healthService, 'Health');
-  const client = new Health(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure()) as unknown as Client & Record<string, Function>;
+  const client = new Health(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure()) as unknown as Client &
+    Record<string, GrpcMethod>;
   return {
     check: (name) =>
       new Promise((resolve, reject) =>

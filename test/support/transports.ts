@@ -22,6 +22,9 @@ import {
 } from '../../src/gen/matchmaker/core/v1/service_pb.js';
 import type { TestService } from './service.js';
 
+/** A method of a dynamically built grpc-js client. */
+export type GrpcMethod = (...args: unknown[]) => unknown;
+
 export type Failure = { ok: false; code: ErrorCode; message: string; reason?: string; httpStatus?: number };
 export type Result<T> = { ok: true; value: T } | Failure;
 
@@ -50,7 +53,7 @@ export function grpcClient(service: Pick<TestService, 'grpcPort'>): Client & Rec
 /** One unary call; resolves with the response or the failure (code name, message, x-svc-reason). */
 export function grpcUnary<T>(client: Client, method: string, request: unknown): Promise<Result<T>> {
   return new Promise((resolve) => {
-    (client as unknown as Record<string, Function>)[method]!(request, new Metadata(), (err: GrpcError | null, res: T) => {
+    (client as unknown as Record<string, GrpcMethod>)[method]!(request, new Metadata(), (err: GrpcError | null, res: T) => {
       if (!err) return resolve({ ok: true, value: res });
       const reason = err.metadata?.get('x-svc-reason')[0];
       resolve({

@@ -24,6 +24,8 @@ import {
   RetentionPolicy,
   StorageType,
   type JetStreamClient,
+  type JetStreamManager,
+  type PubAck,
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { fromSeed } from '@nats-io/nkeys';
@@ -285,7 +287,7 @@ export class BrokerConnection {
     const wanted = `${prefix}.>`;
     const name = this.streamName;
     const mode = this.config.broker_resource_mode;
-    let jsm;
+    let jsm: JetStreamManager;
     try {
       jsm = await jetstreamManager(nc, { timeout: REQUEST_TIMEOUT_MS });
     } catch (err) {
@@ -354,7 +356,7 @@ export class BrokerSink implements OutcomeSink {
       const subject = outcomeSubject(this.connection.prefix, this.queueId, outcome.kind);
       const h = headers();
       h.set('Content-Type', OUTCOME_CONTENT_TYPE);
-      let ack;
+      let ack: PubAck;
       try {
         ack = await js.publish(subject, toBinary(OutcomeSchema, outcome), { msgID: outcome.id, headers: h, timeout: REQUEST_TIMEOUT_MS });
       } catch (err) {

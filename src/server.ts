@@ -16,7 +16,7 @@ import { BrokerConnection } from './outcomes/sinks/broker-sink.js';
 import { sinkFactory } from './outcomes/sinks/index.js';
 import { attachOutcomeStream } from './outcomes/sinks/websocket-stream.js';
 import { LmdbStore } from './store/lmdb-store.js';
-import { ProcessMetrics } from './process-metrics.js';
+import { ProcessMetrics } from './api/process-metrics.js';
 import type { Store } from './store/store.js';
 import { MatchmakerService } from './gen/matchmaker/core/v1/service_pb.js';
 

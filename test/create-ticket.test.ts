@@ -1,7 +1,7 @@
 import { create, fromBinary, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acknowledgedTicketBytes, engineInputOf } from '../src/core/ticket-encoding.js';
+import { acknowledgedTicketBytes, engineInputOf } from '../src/store/ticket-encoding.js';
 import { parseTicketEngineInput, type ParsedEngineInput } from '../src/engine/engine-input.js';
 import { AttributeSchema, EngineInputSchema, PlayerSchema, type EngineInput } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';

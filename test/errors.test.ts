@@ -14,7 +14,7 @@ import {
   CancelTicketRequestSchema,
 } from '../src/gen/matchmaker/core/v1/service_pb.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
-import type { ErrorCode } from '../src/core/errors.js';
+import type { ErrorCode } from '../src/errors.js';
 import {
   grpcClient,
   grpcTransport,

@@ -11,7 +11,8 @@ import {
 import { ReflectionService } from '@grpc/reflection';
 import type { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
-import { asServiceError, ERROR_CODES, REASON_HEADER, type ServiceError } from '../core/errors.js';
+import { asServiceError, type ServiceError } from '../errors.js';
+import { ERROR_CODES, REASON_HEADER } from './error-map.js';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
 import { grpcServiceDefinition, MatchmakerService, reflectionPackageDefinition } from './grpc-definitions.js';
 

@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { create, fromJson, toJson, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
 import type { Logger } from 'pino';
-import type { ProcessMetrics } from '../process-metrics.js';
+import type { ProcessMetrics } from './process-metrics.js';
 import { TicketSchema, BackfillRequestSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import {
   CancelBackfillRequestsRequestSchema,
@@ -16,7 +16,8 @@ import {
   ReactivateTicketsRequestSchema,
 } from '../gen/matchmaker/core/v1/service_pb.js';
 import { OutcomeSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { asServiceError, ERROR_CODES, invalidArgument, REASON_HEADER, ServiceError } from '../core/errors.js';
+import { asServiceError, invalidArgument, ServiceError } from '../errors.js';
+import { ERROR_CODES, REASON_HEADER } from './error-map.js';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
 import type { OutcomeDelivery } from '../outcomes/delivery.js';
 import type { QueueRegistry } from '../queue/queue-registry.js';

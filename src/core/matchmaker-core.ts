@@ -32,8 +32,8 @@ import { parseBackfillEngineInput, parseTicketEngineInput } from '../engine/engi
 import { missingRuleset, rulesetTooSmall } from '../queue/admission.js';
 import type { QueueRegistry } from '../queue/queue-registry.js';
 import type { QueueRuntime } from '../queue/queue-runtime.js';
-import { acknowledgedTicketBytes } from './ticket-encoding.js';
-import { failedPrecondition, invalidArgument, notFound, ServiceError, unavailable, type ErrorCode } from './errors.js';
+import { acknowledgedTicketBytes } from '../store/ticket-encoding.js';
+import { failedPrecondition, invalidArgument, notFound, ServiceError, unavailable, type ErrorCode } from '../errors.js';
 
 export type ServiceState = 'starting' | 'serving' | 'stopping';
 

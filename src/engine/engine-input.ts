@@ -11,7 +11,7 @@
 // against fromBinary on generated, merged and corrupted inputs.
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { AttributeSchema, EngineInputSchema, PlayerSchema } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
-import { failedPrecondition } from '../core/errors.js';
+import { failedPrecondition } from '../errors.js';
 
 /** A party's latency to one host: its worst player's measurement, and how many players measured it. */
 export interface HostLatency {

@@ -3,7 +3,7 @@
 // (prepare); the tick reads the rows in place. Column layout and encodings: docs/engine.md.
 import type { ParsedEngineInput } from './engine-input.js';
 import { ShardedMap } from './sharded-map.js';
-import { failedPrecondition } from '../core/errors.js';
+import { failedPrecondition } from '../errors.js';
 
 /** Interned strings per attribute filter and per queue for host keys: bit positions in u64 masks. */
 export const MAX_KEYS = 64;

@@ -1,4 +1,4 @@
-// Outcomes as the store records them: encoded where they are formed (in the tick's time slice, not in a
+// Outcomes encoded as the store records them (store/outcome-record.ts): encoded where they are formed (in the tick's time slice, not in a
 // store callback), without producer_id and producer_sequence, which the store appends at commit. A match's
 // tickets go in as the bytes they were acknowledged and stored as: a match.created outcome is mostly its
 // tickets, and decoding them to encode them again was most of what resolving a match cost.
@@ -11,19 +11,12 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { MatchSchema, type Match } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { MatchCreatedSchema, OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import type { EncodedOutcome } from '../store/outcome-record.js';
 import { newOutcome } from './outcome-factory.js';
 
 const MATCH_TICKETS = MatchSchema.field.tickets!.number;
 const OUTCOME_MATCH_CREATED = OutcomeSchema.field.matchCreated!.number;
 const MATCH_CREATED_MATCH = MatchCreatedSchema.field.match!.number;
-const PRODUCER_ID = OutcomeSchema.field.producerId!.number;
-const PRODUCER_SEQUENCE = OutcomeSchema.field.producerSequence!.number;
-
-/** An Outcome, encoded without producer_id and producer_sequence. */
-export interface EncodedOutcome {
-  queueId: string;
-  bytes: Uint8Array;
-}
 
 export function encodeOutcome(outcome: Outcome): EncodedOutcome {
   return { queueId: outcome.queueId, bytes: toBinary(OutcomeSchema, outcome) };
@@ -43,15 +36,4 @@ export function encodeMatchCreated(queueId: string, match: Match, tickets: reado
     .join()
     .finish();
   return { queueId, bytes };
-}
-
-/** The recorded outcome: `outcome` with the store's producer_id and producer_sequence. */
-export function withProducer(outcome: Uint8Array, producerId: string, sequence: bigint): Uint8Array {
-  return new BinaryWriter()
-    .raw(outcome)
-    .tag(PRODUCER_ID, WireType.LengthDelimited)
-    .string(producerId)
-    .tag(PRODUCER_SEQUENCE, WireType.Varint)
-    .uint64(sequence)
-    .finish();
 }

@@ -22,7 +22,7 @@ import {
 import { EngineOutputSchema } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { RemovalReason, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import type { QueueConfig } from '../config/queue-config.js';
-import { failedPrecondition } from '../core/errors.js';
+import { failedPrecondition } from '../errors.js';
 import { parseBackfillEngineInput, parseTicketEngineInput, type ParsedEngineInput } from '../engine/engine-input.js';
 import { buildEngineOutput } from '../engine/engine-output.js';
 import { TicketPool, type PoolLayout, type PoolRow } from '../engine/ticket-pool.js';
@@ -37,7 +37,7 @@ import {
   ticketsRemoved,
 } from '../outcomes/outcome-factory.js';
 import { encodeMatchCreated, encodeOutcome } from '../outcomes/outcome-encoding.js';
-import { engineInputOf } from '../core/ticket-encoding.js';
+import { engineInputOf } from '../store/ticket-encoding.js';
 import { backfillFate, ticketFate } from './admission.js';
 import { timeSliced } from './time-slices.js';
 import { ShardedMap } from '../engine/sharded-map.js';

@@ -6,7 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { fromBinary } from '@bufbuild/protobuf';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { withProducer } from '../outcomes/outcome-encoding.js';
+import { withProducer } from './outcome-record.js';
 import type { OutcomeQuery, ParkedDelivery, QueueSnapshot, Store, StoreChange, StoredBackfill, StoredTicket, TicketRef } from './store.js';
 import { decodeResolution, decodeTicketRecord, encodeResolution, encodeTicketRecord } from './ticket-record.js';
 

@@ -3,7 +3,7 @@
 // atomically, as open-match2's statestore replicates state updates: the same records can later be a
 // replication log.
 import type { Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import type { EncodedOutcome } from '../outcomes/outcome-encoding.js';
+import type { EncodedOutcome } from './outcome-record.js';
 
 /**
  * A ticket as stored: the Ticket message exactly as acknowledged (created_at set), plus its lifecycle state.

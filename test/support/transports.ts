@@ -3,7 +3,8 @@
 import { create, fromJson, toJson, type DescMessage, type JsonValue, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import { credentials, makeGenericClientConstructor, Metadata, type Client, type ServiceError as GrpcError } from '@grpc/grpc-js';
 import { grpcServiceDefinition } from '../../src/api/grpc-definitions.js';
-import { ERROR_CODES, type ErrorCode } from '../../src/core/errors.js';
+import { ERROR_CODES } from '../../src/api/error-map.js';
+import type { ErrorCode } from '../../src/errors.js';
 import { BackfillRequestSchema, TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
 import {
   CancelBackfillRequestsRequestSchema,

@@ -1,0 +1,40 @@
+// The one error type of the service, typed once with its cause. It sits below every layer, so the engine,
+// the queue runtime and the store raise the spec's codes without importing the core; each transport maps a
+// code once (src/api/error-map.ts).
+
+/** The spec's error conditions, by gRPC code name. */
+export type ErrorCode = 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'FAILED_PRECONDITION' | 'UNAVAILABLE' | 'INTERNAL' | 'UNIMPLEMENTED';
+
+/** Machine-readable reasons, sent as `x-svc-reason` (gRPC trailing metadata or HTTP header). */
+export type ErrorReason = 'QUEUE_RETIRING';
+
+export interface ServiceErrorOptions {
+  reason?: ErrorReason;
+  /** What went wrong underneath (logged; never sent to the caller). */
+  cause?: unknown;
+}
+
+export class ServiceError extends Error {
+  readonly reason: ErrorReason | undefined;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options: ServiceErrorOptions = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ServiceError';
+    this.reason = options.reason;
+  }
+}
+
+export const invalidArgument = (message: string, cause?: unknown) => new ServiceError('INVALID_ARGUMENT', message, { cause });
+export const notFound = (message: string, cause?: unknown) => new ServiceError('NOT_FOUND', message, { cause });
+export const failedPrecondition = (message: string, reason?: ErrorReason) => new ServiceError('FAILED_PRECONDITION', message, { reason });
+export const unavailable = (message: string, cause?: unknown) => new ServiceError('UNAVAILABLE', message, { cause });
+
+/** Any thrown value as a ServiceError; anything unexpected becomes INTERNAL with it as the cause (the caller logs it). */
+export function asServiceError(err: unknown): ServiceError {
+  if (err instanceof ServiceError) return err;
+  return new ServiceError('INTERNAL', 'internal error', { cause: err });
+}

@@ -1,6 +1,6 @@
 // tinybench micro-benchmarks of the CreateTicket path inside one process, to split the per-request cost
 // the load test sees into pieces: request decode, engine_input parse, Ticket encode, the core's whole
-// createTicket (validation, parse, pool insert) with a store whose commits cost nothing, and one durable
+// createTicket (validation, parse, pool insert) on the in-memory store (commits cost no disk), and one durable
 // lmdb commit on this disk.
 //
 // The service's internals change often, so they are reached through loose types: a change there makes
@@ -20,37 +20,8 @@ import { CreateTicketRequestSchema } from '../src/gen/matchmaker/core/v1/service
 import { createLogger } from '../src/log.js';
 import { QueueRegistry } from '../src/queue/queue-registry.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
-import type { StoreChange, StoredTicket, TicketRef } from '../src/store/store.js';
+import { MemoryStore } from '../src/store/memory-store.js';
 import { engineInputPool } from './create-ticket-load.js';
-
-/**
- * A store that writes nothing to disk: commits are free, so the core's own CPU cost is what is measured. It
- * keeps ticket records in memory, since a tick reads the matched tickets back. A Proxy, so methods added to
- * the Store interface later answer `undefined` rather than break this file.
- */
-function nullStore(): unknown {
-  const tickets = new Map<string, StoredTicket>();
-  const known: Record<string, unknown> = {
-    producerId: 'bench',
-    commit: (changes: StoreChange[]) => {
-      for (const c of changes) {
-        if (c.type === 'ticket.put') tickets.set(`${c.ticket.queueId}/${c.ticket.position}`, c.ticket);
-        else if (c.type === 'ticket.delete') tickets.delete(`${c.ref.queueId}/${c.ref.position}`);
-      }
-      return Promise.resolve();
-    },
-    readTicket: (ref: TicketRef) => tickets.get(`${ref.queueId}/${ref.position}`),
-    whenDurable: () => Promise.resolve(),
-    loadQueue: () => ({ tickets: [], backfills: [] }),
-    storedQueueIds: () => [],
-    listOutcomes: () => [],
-    queueOutcomes: () => [],
-    deliveryCursor: () => 0n,
-    lastSequence: () => 0n,
-    close: () => Promise.resolve(),
-  };
-  return new Proxy(known, { get: (target, key) => (typeof key === 'string' && key in target ? target[key] : () => undefined) });
-}
 
 type LooseRegistry = { applyScan(scan: unknown): void; get(queueId: string): unknown; stopAll?(): unknown };
 
@@ -66,7 +37,10 @@ export interface MicroRow {
 
 export async function runMicro(queuesDir: string, queueId: string, timeMs = 500): Promise<MicroRow[]> {
   const log = createLogger('silent');
-  const registry = new (QueueRegistry as unknown as new (store: unknown, log: unknown) => LooseRegistry)(nullStore(), log);
+  const registry = new (QueueRegistry as unknown as new (store: unknown, log: unknown) => LooseRegistry)(
+    new MemoryStore({ producerId: 'bench' }),
+    log,
+  );
   registry.applyScan(scanQueueDirectory(queuesDir));
   if (!registry.get(queueId)) throw new Error(`queue ${queueId} not found in ${queuesDir}`);
   const core = new MatchmakerCore();
@@ -97,7 +71,7 @@ export async function runMicro(queuesDir: string, queueId: string, timeMs = 500)
     .add('encode Ticket (toBinary)', () => {
       ticketBytes();
     })
-    .add('core.createTicket, null store (validate, parse, pool insert)', async () => {
+    .add('core.createTicket, memory store (validate, parse, pool insert)', async () => {
       await core.createTicket(create(CreateTicketRequestSchema, { ticket: { id: randomUUID(), queueId, engineInput: nextInput() } }));
     })
     .add('lmdb durable commit of 1 ticket, one at a time', async () => {

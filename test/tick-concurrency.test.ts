@@ -9,8 +9,7 @@ import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { parseTicketEngineInput } from '../src/engine/engine-input.js';
 import { createLogger } from '../src/log.js';
 import { QueueRuntime } from '../src/queue/queue-runtime.js';
-import { LmdbStore } from '../src/store/lmdb-store.js';
-import type { Store, StoreChange } from '../src/store/store.js';
+import { MemoryStore } from '../src/store/memory-store.js';
 import { engineInput, uuid } from './support/fixtures.js';
 import { duelQueue, pollUntil } from './support/queues.js';
 import { alike, seedTickets } from './support/seed.js';
@@ -73,24 +72,9 @@ describe('ticks run off the event loop', () => {
 
 describe('a ticket matched before its own commit is durable', () => {
   it('is matched with its bytes from memory, and its match is recorded after its create', { timeout: 30_000 }, async () => {
-    const dataDir = tempDir('data');
-    const lmdb = new LmdbStore({
-      path: dataDir,
-      onFatal: (err) => {
-        throw err;
-      },
-    });
-    // Every commit reaches the store 300 ms late, in order: the 10 ms tick matches the two tickets while
-    // their create commits are still held back, so the store cannot answer for them yet.
-    const held: Promise<void>[] = [];
-    const store: Store = Object.assign(Object.create(lmdb) as Store, {
-      commit: (changes: readonly StoreChange[]) => {
-        const previous = held.at(-1) ?? Promise.resolve();
-        const done = Promise.all([previous, new Promise((resolve) => setTimeout(resolve, 300))]).then(() => lmdb.commit(changes));
-        held.push(done);
-        return done;
-      },
-    });
+    // Every commit settles 300 ms late, in order: the 10 ms tick matches the two tickets while their create
+    // commits are still in flight, so the store cannot answer for them yet.
+    const store = new MemoryStore({ commitDelayMs: 300 });
     const config = queueFileSchema.parse(parse(duelQueue(10))).config;
     const runtime = new QueueRuntime('tick.held', config, store, createLogger('silent'));
     runtime.start();
@@ -108,16 +92,15 @@ describe('a ticket matched before its own commit is durable', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(runtime.activeTicketCount).toBe(0); // matched already, with both creates still in flight
       await Promise.all(created.map((c) => c.done));
-      await Promise.all(held);
-      const [outcome] = lmdb.queueOutcomes('tick.held', 0n, 10);
+      await store.whenDurable();
+      const [outcome] = store.queueOutcomes('tick.held', 0n, 10);
       expect(outcome?.payload.case).toBe('matchCreated');
       const tickets = outcome!.payload.case === 'matchCreated' ? (outcome!.payload.value.match?.tickets ?? []) : [];
       expect(tickets.map((t) => new TextDecoder().decode(t.metadata)).sort()).toEqual(['first', 'second']);
       for (const { ticket } of created) expect(runtime.lookupTicket(ticket.id)?.state).toBe('resolved');
     } finally {
       await runtime.stop();
-      await lmdb.close();
-      removeDirs(dataDir);
+      await store.close();
     }
   });
 });

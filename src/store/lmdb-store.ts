@@ -53,7 +53,8 @@ export class LmdbStore implements Store {
     mkdirSync(options.path, { recursive: true });
     // overlappingSync off: a commit's promise then resolves only after fdatasync, so an acknowledged write
     // is on disk, not only in the page cache (with it on, lmdb-js resolves at commit and syncs later).
-    this.root = open({ path: options.path, maxDbs: 10, noSync: false, overlappingSync: false });
+    // noSubdir off: lmdb-js otherwise takes a path with a dot in its last part (`./mm.data`) for a file name.
+    this.root = open({ path: options.path, noSubdir: false, maxDbs: 10, noSync: false, overlappingSync: false });
     this.tickets = this.root.openDB<Uint8Array, string>({ name: 'ticket_records', encoding: 'binary' });
     this.resolutions = this.root.openDB<Uint8Array, string>({ name: 'ticket_resolutions', encoding: 'binary' });
     // Builds before ticket records were keyed by position kept tickets in `tickets`: refuse to start

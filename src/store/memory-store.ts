@@ -1,0 +1,217 @@
+// A Store held in memory, for fast in-process tests of the queue runtime and the core, and for benchmarks
+// that measure everything but the disk. It keeps the embedded store's contract (store.ts): commits apply
+// atomically, in call order, and become visible (readTicket, outcomes, listeners) when their promise
+// settles, not before, just as lmdb answers only for committed records. Nothing survives the process.
+import { randomUUID } from 'node:crypto';
+import { fromBinary } from '@bufbuild/protobuf';
+import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { withProducer } from './outcome-record.js';
+import type {
+  OutcomeQuery,
+  ParkedDelivery,
+  QueueSnapshot,
+  Store,
+  StoreChange,
+  StoredBackfill,
+  StoredTicket,
+  StoredTicketState,
+  TicketRef,
+} from './store.js';
+
+interface QueueRecords {
+  /** position -> ticket (with its resolution, if any). */
+  tickets: Map<number, StoredTicket>;
+  backfills: Map<string, StoredBackfill>;
+  /** This queue's outcome sequences, ascending. */
+  outcomes: bigint[];
+}
+
+export interface MemoryStoreOptions {
+  producerId?: string;
+  /** Called when a commit fails (only an injected failure can: see failCommits). */
+  onFatal?: (err: unknown) => void;
+  /**
+   * Each commit settles this long after it was issued (and after every earlier one), as a slow disk would:
+   * for tests of what the runtime does while its writes are in flight.
+   */
+  commitDelayMs?: number;
+}
+
+export class MemoryStore implements Store {
+  readonly producerId: string;
+  private readonly queues = new Map<string, QueueRecords>();
+  private readonly outcomes = new Map<bigint, Uint8Array>();
+  private readonly cursors = new Map<string, { cursor: bigint; parked?: ParkedDelivery }>();
+  private readonly consumers = new Map<string, bigint>();
+  private readonly outcomeListeners: ((queueIds: ReadonlySet<string>) => void)[] = [];
+  private nextSequence = 1n;
+  private committedSequence = 0n;
+  /** The last commit issued: every later one settles after it. */
+  private tail: Promise<void> = Promise.resolve();
+  private failure: Error | undefined;
+
+  constructor(private readonly options: MemoryStoreOptions = {}) {
+    this.producerId = options.producerId ?? randomUUID();
+  }
+
+  /** From now on every commit fails with `err` (a full disk, say); undefined heals the store. */
+  failCommits(err: Error | undefined): void {
+    this.failure = err;
+  }
+
+  commit(changes: readonly StoreChange[]): Promise<void> {
+    // Sequences are taken in call order, as the embedded store takes them when the writes are issued.
+    const sequences = changes.map((c) => (c.type === 'outcome.record' ? this.nextSequence++ : 0n));
+    const failure = this.failure;
+    const delayMs = this.options.commitDelayMs ?? 0;
+    const issued = delayMs > 0 ? Promise.all([this.tail, new Promise((resolve) => setTimeout(resolve, delayMs))]) : this.tail;
+    const done = issued.then(() => {
+      if (failure) {
+        this.options.onFatal?.(failure);
+        throw failure;
+      }
+      const outcomeQueues = new Set<string>();
+      changes.forEach((change, i) => this.apply(change, sequences[i]!, outcomeQueues));
+      const last = sequences.reduce((a, b) => (b > a ? b : a), 0n);
+      if (last > this.committedSequence) this.committedSequence = last;
+      if (outcomeQueues.size > 0) for (const listener of this.outcomeListeners) listener(outcomeQueues);
+    });
+    this.tail = done.catch(() => undefined);
+    return done;
+  }
+
+  whenDurable(): Promise<void> {
+    return this.tail;
+  }
+
+  private queue(queueId: string): QueueRecords {
+    let records = this.queues.get(queueId);
+    if (!records) this.queues.set(queueId, (records = { tickets: new Map(), backfills: new Map(), outcomes: [] }));
+    return records;
+  }
+
+  private apply(change: StoreChange, sequence: bigint, outcomeQueues: Set<string>): void {
+    switch (change.type) {
+      case 'ticket.put':
+        this.queue(change.ticket.queueId).tickets.set(change.ticket.position, { ...change.ticket });
+        return;
+      case 'ticket.resolve': {
+        const ticket = this.queue(change.ref.queueId).tickets.get(change.ref.position);
+        if (ticket) Object.assign(ticket, { state: 'resolved', matchId: change.matchId, resolvedAtMs: change.resolvedAtMs });
+        return;
+      }
+      case 'ticket.reactivate': {
+        const ticket = this.queue(change.ref.queueId).tickets.get(change.ref.position);
+        if (ticket) {
+          ticket.state = 'active';
+          delete ticket.matchId;
+          delete ticket.resolvedAtMs;
+        }
+        return;
+      }
+      case 'ticket.delete':
+        this.queue(change.ref.queueId).tickets.delete(change.ref.position);
+        return;
+      case 'backfill.put':
+        this.queue(change.backfill.queueId).backfills.set(change.backfill.backfillId, change.backfill);
+        return;
+      case 'backfill.delete':
+        this.queue(change.queueId).backfills.delete(change.backfillId);
+        return;
+      case 'outcome.record': {
+        const { queueId, bytes } = change.outcome;
+        this.outcomes.set(sequence, withProducer(bytes, this.producerId, sequence));
+        this.queue(queueId).outcomes.push(sequence);
+        outcomeQueues.add(queueId);
+        return;
+      }
+      case 'outcome.delete': {
+        this.outcomes.delete(change.sequence);
+        const records = this.queue(change.queueId);
+        records.outcomes = records.outcomes.filter((s) => s !== change.sequence);
+        return;
+      }
+      case 'delivery.advance': {
+        const record = this.cursors.get(change.queueId);
+        this.cursors.set(change.queueId, { ...record, cursor: change.sequence });
+        return;
+      }
+      case 'delivery.park': {
+        const cursor = this.cursors.get(change.queueId)?.cursor ?? 0n;
+        this.cursors.set(change.queueId, change.parked ? { cursor, parked: { ...change.parked } } : { cursor });
+        return;
+      }
+      case 'consumer.advance':
+        this.consumers.set(change.consumer, change.sequence);
+        return;
+    }
+  }
+
+  loadQueue(queueId: string): QueueSnapshot {
+    const records = this.queues.get(queueId);
+    if (!records) return { tickets: [], backfills: [] };
+    const tickets: StoredTicketState[] = [...records.tickets.values()]
+      .sort((a, b) => a.position - b.position)
+      .map(({ ticket: _bytes, ...state }) => state);
+    return { tickets, backfills: [...records.backfills.values()] };
+  }
+
+  readTicket(ref: TicketRef): StoredTicket | undefined {
+    const ticket = this.queues.get(ref.queueId)?.tickets.get(ref.position);
+    return ticket && { ...ticket };
+  }
+
+  storedQueueIds(): string[] {
+    return [...this.queues]
+      .filter(([, r]) => r.tickets.size > 0 || r.backfills.size > 0)
+      .map(([id]) => id)
+      .sort();
+  }
+
+  listOutcomes(query: OutcomeQuery): Outcome[] {
+    const after = query.afterSequence ?? 0n;
+    const limit = query.limit ?? 1000;
+    const out: Outcome[] = [];
+    for (const sequence of [...this.outcomes.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
+      if (sequence <= after) continue;
+      const outcome = fromBinary(OutcomeSchema, this.outcomes.get(sequence)!);
+      if (query.queueFilter && !query.queueFilter(outcome.queueId)) continue;
+      out.push(outcome);
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  queueOutcomes(queueId: string, afterSequence: bigint, limit: number): Outcome[] {
+    const sequences = this.queues.get(queueId)?.outcomes ?? [];
+    return sequences
+      .filter((s) => s > afterSequence)
+      .slice(0, limit)
+      .map((s) => fromBinary(OutcomeSchema, this.outcomes.get(s)!));
+  }
+
+  deliveryCursor(queueId: string): bigint {
+    return this.cursors.get(queueId)?.cursor ?? 0n;
+  }
+
+  parkedDelivery(queueId: string): ParkedDelivery | undefined {
+    const parked = this.cursors.get(queueId)?.parked;
+    return parked && { ...parked };
+  }
+
+  consumerPosition(consumer: string): bigint | undefined {
+    return this.consumers.get(consumer);
+  }
+
+  lastSequence(): bigint {
+    return this.committedSequence;
+  }
+
+  onOutcomesCommitted(listener: (queueIds: ReadonlySet<string>) => void): void {
+    this.outcomeListeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    await this.tail;
+  }
+}

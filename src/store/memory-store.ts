@@ -71,9 +71,10 @@ export class MemoryStore implements Store {
         throw failure;
       }
       const outcomeQueues = new Set<string>();
-      changes.forEach((change, i) => this.apply(change, sequences[i]!, outcomeQueues));
-      const last = sequences.reduce((a, b) => (b > a ? b : a), 0n);
-      if (last > this.committedSequence) this.committedSequence = last;
+      for (const [i, change] of changes.entries()) {
+        this.apply(change, sequences[i]!, outcomeQueues);
+        if (sequences[i]! > this.committedSequence) this.committedSequence = sequences[i]!;
+      }
       if (outcomeQueues.size > 0) for (const listener of this.outcomeListeners) listener(outcomeQueues);
     });
     this.tail = done.catch(() => undefined);

@@ -6,6 +6,7 @@ import { MatchSchema, TicketSchema } from '../src/gen/matchmaker/core/v1/resourc
 import { EngineOutputSchema } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { MatchCreatedSchema, OutcomeSchema } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { encodeMatchCreated } from '../src/outcomes/outcome-encoding.js';
+import { stampOf } from '../src/outcomes/outcome-factory.js';
 import { withProducer } from '../src/store/outcome-record.js';
 import { engineInput, ticketArb, timestampArb, uuid } from './support/fixtures.js';
 import { pollUntil } from './support/queues.js';
@@ -197,7 +198,11 @@ describe('the match.created outcome as recorded', () => {
           const ticketBytes = tickets.map((t) => toBinary(TicketSchema, create(TicketSchema, t)));
           const recorded = fromBinary(
             OutcomeSchema,
-            withProducer(encodeMatchCreated(queueId, create(MatchSchema, match), ticketBytes).bytes, producerId, sequence),
+            withProducer(
+              encodeMatchCreated(queueId, create(MatchSchema, match), ticketBytes, stampOf(producerId, 0)).bytes,
+              producerId,
+              sequence,
+            ),
           );
           const whole = create(OutcomeSchema, {
             id: recorded.id,

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { RemovalReason } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { encodeOutcome } from '../src/outcomes/outcome-encoding.js';
-import { ticketsRemoved } from '../src/outcomes/outcome-factory.js';
+import { stampOf, ticketsRemoved } from '../src/outcomes/outcome-factory.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
 import { MemoryStore } from '../src/store/memory-store.js';
 import type { Store, StoreChange, TicketRef } from '../src/store/store.js';
@@ -43,7 +43,7 @@ const put = (ref: TicketRef): StoreChange => ({
 });
 const removal = (queueId: string, ids: string[]): StoreChange => ({
   type: 'outcome.record',
-  outcome: encodeOutcome(ticketsRemoved(queueId, ids, RemovalReason.CLEAR_COMMAND, 100)[0]!),
+  outcome: encodeOutcome(ticketsRemoved(queueId, ids, RemovalReason.CLEAR_COMMAND, 100, stampOf(uuid(), Date.now()))[0]!),
 });
 
 describe.each(backends)('Store contract: $name', (backend) => {

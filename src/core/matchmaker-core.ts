@@ -159,7 +159,8 @@ export class MatchmakerCore {
       } else if (missingRuleset(queue.config, [rulesetId]) !== undefined) {
         throw failedPrecondition(`backfill_request.ruleset_id: queue "${queue.queueId}" has no ruleset "${rulesetId}"`);
       }
-      const input = parseBackfillEngineInput(b.engineInput, 'backfill_request.engine_input');
+      // A payload that does not parse is refused here; the queue parses it again when it opens the request.
+      parseBackfillEngineInput(b.engineInput, 'backfill_request.engine_input');
       const request = create(BackfillRequestSchema, {
         ...b,
         id,
@@ -168,7 +169,7 @@ export class MatchmakerCore {
         slotsRequested: Math.max(1, b.slotsRequested),
         createdAt: timestampNow(),
       });
-      await queue.createBackfillRequest(request, input);
+      await queue.createBackfillRequest(request);
       return create(CreateBackfillRequestResponseSchema, { backfillId: id });
     });
   }

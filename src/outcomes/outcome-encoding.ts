@@ -12,7 +12,7 @@ import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { MatchSchema, type Match } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { MatchCreatedSchema, OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import type { EncodedOutcome } from '../store/outcome-record.js';
-import { newOutcome } from './outcome-factory.js';
+import { newOutcome, type OutcomeStamp } from './outcome-factory.js';
 
 const MATCH_TICKETS = MatchSchema.field.tickets!.number;
 const OUTCOME_MATCH_CREATED = OutcomeSchema.field.matchCreated!.number;
@@ -23,10 +23,10 @@ export function encodeOutcome(outcome: Outcome): EncodedOutcome {
 }
 
 /** The match.created outcome of `match` (whose own `tickets` stay empty) with `tickets`, each a Ticket's bytes. */
-export function encodeMatchCreated(queueId: string, match: Match, tickets: readonly Uint8Array[]): EncodedOutcome {
+export function encodeMatchCreated(queueId: string, match: Match, tickets: readonly Uint8Array[], stamp: OutcomeStamp): EncodedOutcome {
   const matchWriter = new BinaryWriter().raw(toBinary(MatchSchema, match));
   for (const ticket of tickets) matchWriter.tag(MATCH_TICKETS, WireType.LengthDelimited).bytes(ticket);
-  const shell = newOutcome(queueId, { case: 'matchCreated', value: create(MatchCreatedSchema) });
+  const shell = newOutcome(queueId, { case: 'matchCreated', value: create(MatchCreatedSchema) }, stamp);
   const bytes = new BinaryWriter()
     .raw(toBinary(OutcomeSchema, shell))
     .tag(OUTCOME_MATCH_CREATED, WireType.LengthDelimited)

@@ -1,0 +1,80 @@
+// The engine's view of a queue's pool: the columns (TicketPool) the native engine reads on another thread.
+// While the engine reads them, changes to them wait and run as soon as its results' rows are turned into
+// ticket ids; a rebuilt pool (restart, hot reload) is filled in slices and the engine does not run on it
+// until it is full.
+import type { Logger } from 'pino';
+import { TicketPool, type PoolLayout, type PoolRow } from '../engine/ticket-pool.js';
+
+export class PoolColumns {
+  pool: TicketPool;
+  /** The pool whose rows are still being built (pool-rebuild.ts): the engine waits for it. */
+  filling: TicketPool | undefined;
+  /** The engine is reading the columns: changes to them wait in afterEngine. */
+  private engineRunning = false;
+  private readonly afterEngine: (() => void)[] = [];
+
+  constructor(
+    layout: PoolLayout,
+    private readonly log: Logger,
+    private readonly queueId: string,
+  ) {
+    this.pool = new TicketPool(layout);
+  }
+
+  /** A new, empty pool for `layout` that the engine waits for until `filled`. */
+  replace(layout: PoolLayout, capacity: number): TicketPool {
+    this.pool = new TicketPool(layout, capacity);
+    this.filling = this.pool;
+    return this.pool;
+  }
+
+  filled(pool: TicketPool): boolean {
+    if (this.filling !== pool) return false;
+    this.filling = undefined;
+    return true;
+  }
+
+  /** Whether the engine may run on the current pool (it is not being rebuilt). */
+  get ready(): boolean {
+    return this.filling !== this.pool;
+  }
+
+  /** Runs `change` on the columns now, or after the engine run that is reading them. */
+  withPool(change: () => void): void {
+    if (this.engineRunning) this.afterEngine.push(change);
+    else change();
+  }
+
+  /**
+   * A row prepared against `pool` goes in once the engine is not reading it, unless the pool was replaced
+   * meanwhile (a rebuild reads the ticket from the state instead) or the ticket left again (`stillActive`).
+   */
+  insert(pool: TicketPool, ticketId: string, row: PoolRow, stillActive: () => boolean): void {
+    this.withPool(() => {
+      if (this.pool === pool && stillActive()) pool.insert(ticketId, row);
+    });
+  }
+
+  remove(ticketIds: readonly string[]): void {
+    this.withPool(() => {
+      for (const id of ticketIds) this.pool.remove(id);
+    });
+  }
+
+  /**
+   * Runs the engine over the columns; changes to them wait until its row indices are turned into ticket
+   * ids (by `toIds`), since those changes move rows. A failed run leaves the pool as it was.
+   */
+  async withEngine<R, T>(run: () => Promise<R>, toIds: (result: R) => T | Promise<T>): Promise<T | undefined> {
+    this.engineRunning = true;
+    let result: T | undefined;
+    try {
+      result = await toIds(await run());
+    } catch (err) {
+      this.log.error({ queue: this.queueId, err }, 'engine run failed; the pool is unchanged');
+    }
+    this.engineRunning = false;
+    for (const change of this.afterEngine.splice(0)) change();
+    return result;
+  }
+}

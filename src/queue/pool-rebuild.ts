@@ -1,0 +1,134 @@
+// Building a queue's pool columns from its stored tickets: at start, and after a hot reload (new host keys,
+// filters or rulesets mean new columns). Rows are built in time slices while requests are served; the
+// engine waits until the pool is full. When the configuration changed what the queue admits, each ticket
+// is checked on the way in, and what no longer fits leaves with its outcome (a `tickets.evict` record per
+// slice), so a large pool is checked without holding the event loop and the engine never runs on a ticket
+// the configuration refuses.
+import { randomUUID } from 'node:crypto';
+import { fromBinary } from '@bufbuild/protobuf';
+import type { QueueConfig } from '../config/queue-config.js';
+import { TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
+import { parseTicketEngineInput } from '../engine/engine-input.js';
+import type { TicketPool } from '../engine/ticket-pool.js';
+import { backfillFate, ticketFate } from './admission.js';
+import { createdAtMs, layoutOf, type QueueContext } from './queue-context.js';
+import type { BackfillAt, Eviction, TicketAt } from './records.js';
+import { timeSliced } from './time-slices.js';
+
+type TicketEviction = TicketAt & { eviction: Eviction };
+
+export class PoolRebuild {
+  /** A hot reload changed what the queue admits, and no rebuild has checked every ticket since. */
+  private admissionPending = false;
+
+  constructor(private readonly q: QueueContext) {}
+
+  /** Marks that `next` admits differently from `previous` (limits, rulesets, team sizes). */
+  noteReload(previous: QueueConfig, next: QueueConfig): void {
+    const admission = (c: QueueConfig) => JSON.stringify([c.rulesets.map((r) => [r.id, r.team_size]), c.limits]);
+    // Stays set until a rebuild checks every ticket: a reload that replaces an unfinished rebuild checks too.
+    if (admission(previous) !== admission(next)) this.admissionPending = true;
+  }
+
+  get checksAdmission(): boolean {
+    return this.admissionPending;
+  }
+
+  /**
+   * Replaces the pool with a new one for the current configuration and builds the rows of `tickets` into it
+   * in time slices, reading each one's bytes from the store. A ticket that left the pool meanwhile is
+   * skipped, one that arrives meanwhile goes straight in, and when another rebuild replaces this pool the
+   * rest is left to it. With `admit`, each ticket is first checked against the configuration.
+   */
+  async fill(tickets: readonly TicketAt[], done: string, admit: boolean): Promise<void> {
+    const { q } = this;
+    const pool = q.columns.replace(layoutOf(q.config), Math.max(1024, tickets.length));
+    const startedMs = Date.now();
+    let evictions: TicketEviction[] = [];
+    let evicted = 0;
+    // A slice's misfits leave together, committed before the next slice starts.
+    const commitEvictions = () => {
+      if (evictions.length === 0) return undefined;
+      const applied = q.apply({
+        type: 'tickets.evict',
+        evictions,
+        atMs: Date.now(),
+        operationId: randomUUID(),
+        chunkSize: q.config.outcomes.batch_chunk_size,
+      });
+      evictions = [];
+      evicted += applied.result.evicted;
+      return q.store.commit(applied.changes);
+    };
+    try {
+      await timeSliced(
+        tickets.length,
+        (i) => {
+          if (q.columns.pool !== pool || !q.running) return false;
+          const ticket = tickets[i]!;
+          if (q.state.isActiveAt(ticket)) this.insertStored(pool, ticket, admit ? evictions : undefined);
+        },
+        admit ? commitEvictions : undefined,
+      );
+    } catch (err) {
+      // A ticket whose record cannot be read: the engine runs on the rows built so far rather than never.
+      q.log.error({ queue: q.queueId, err }, 'pool rebuild stopped early: a stored ticket could not be read');
+      // What the interrupted slice already found still leaves the pool, with its outcomes.
+      await commitEvictions();
+    }
+    if (!q.columns.filled(pool)) return;
+    if (admit) this.admissionPending = false;
+    if (evicted > 0) {
+      q.log.info(
+        { queue: q.queueId, removed: evicted, tickets: q.state.active.size },
+        'configuration change: tickets that no longer fit left the pool',
+      );
+    }
+    if (tickets.length > 0) q.log.info({ queue: q.queueId, tickets: tickets.length, ms: Date.now() - startedMs }, done);
+  }
+
+  /** Backfill requests the configuration no longer admits leave at once (there are few of them). */
+  evictMisfitBackfills(): Promise<void> | undefined {
+    const { q } = this;
+    const evictions: (BackfillAt & { eviction: Eviction })[] = [];
+    for (const [backfillId, { request, version }] of q.state.backfills.entries()) {
+      const fate = backfillFate(q.config, request);
+      if (fate.kind !== 'keep') evictions.push({ backfillId, version, eviction: fate });
+    }
+    if (evictions.length === 0) return undefined;
+    const applied = q.apply({
+      type: 'backfills.evict',
+      evictions,
+      atMs: Date.now(),
+      operationId: randomUUID(),
+      chunkSize: q.config.outcomes.batch_chunk_size,
+    });
+    q.log.info(
+      { queue: q.queueId, backfills: q.state.backfills.size },
+      'configuration change: backfill requests that no longer fit left the pool',
+    );
+    return q.store.commit(applied.changes);
+  }
+
+  /** A stored ticket's row, into `pool`; with `evictions`, only if the configuration still admits it. */
+  private insertStored(pool: TicketPool, { ticketId, position }: TicketAt, evictions: TicketEviction[] | undefined): void {
+    const { q } = this;
+    const ticket = fromBinary(TicketSchema, q.ticketBytes(ticketId, position));
+    try {
+      const input = parseTicketEngineInput(ticket.engineInput, ticketId, 'engine_input');
+      if (evictions) {
+        const fate = ticketFate(q.config, ticket, input.playerIds.length);
+        if (fate.kind !== 'keep') {
+          evictions.push({ ticketId, position, eviction: fate });
+          return;
+        }
+      }
+      pool.insert(ticketId, pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)));
+    } catch (err) {
+      q.log.error(
+        { queue: q.queueId, ticket: ticketId, err: (err as Error).message },
+        'ticket no longer fits the queue configuration; it stays stored but cannot match',
+      );
+    }
+  }
+}

@@ -1,0 +1,35 @@
+// What the parts of a queue's runtime share: the request path (queue-runtime.ts), the tick (tick.ts) and
+// the pool rebuild (pool-rebuild.ts) each change the queue only through `apply`.
+import type { Logger } from 'pino';
+import type { QueueConfig } from '../config/queue-config.js';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import type { BackfillRequest, Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
+import type { PoolLayout } from '../engine/ticket-pool.js';
+import type { Store } from '../store/store.js';
+import type { PoolColumns } from './pool-columns.js';
+import type { Applied, QueueState } from './queue-state.js';
+import type { QueueRecord } from './records.js';
+
+export interface QueueContext {
+  readonly queueId: string;
+  readonly store: Store;
+  readonly log: Logger;
+  readonly state: QueueState;
+  readonly columns: PoolColumns;
+  /** The configuration in force (a hot reload replaces it). */
+  readonly config: QueueConfig;
+  /** Whether the queue takes requests and ticks (not starting, retiring or stopped). */
+  readonly running: boolean;
+  /** Applies a record to the state and the pool's rows; the caller commits its changes. */
+  apply<R extends QueueRecord>(record: R): Applied<R['type']>;
+  /** A pooled or resolved ticket's bytes: from memory while its commit is in flight, else from the store. */
+  ticketBytes(ticketId: string, position: number): Uint8Array;
+}
+
+export const layoutOf = (config: QueueConfig): PoolLayout => ({
+  filters: config.engine.attribute_filters,
+  rulesetIds: config.rulesets.map((r) => r.id),
+  defaultLatencyMs: config.engine.default_latency_ms,
+});
+
+export const createdAtMs = (item: Ticket | BackfillRequest) => (item.createdAt ? timestampDate(item.createdAt).getTime() : Date.now());

@@ -1,0 +1,211 @@
+// A queue's tick: expiry, then backfill, then the engine over the pool's columns, and each formed match
+// committed as a `match.commit` record. The engine runs on another thread while requests go on; a match
+// holding a ticket that left the pool since the tick began is not proposed, and one whose ticket left
+// between its proposal and its commit is void when applied (queue-state.ts), so a ticket is never matched
+// after a successful cancel. Results are resolved in time slices (time-slices.ts).
+import { randomUUID } from 'node:crypto';
+import { toBinary } from '@bufbuild/protobuf';
+import type { QueueConfig } from '../config/queue-config.js';
+import { EngineOutputSchema } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { parseTicketEngineInput } from '../engine/engine-input.js';
+import { buildEngineOutput } from '../engine/engine-output.js';
+import type { PoolRow, TicketPool } from '../engine/ticket-pool.js';
+import type { EngineBackfillRequest, EngineMatch, TickResult, TickRunner } from '../engine/tick-runner.js';
+import type { StoreChange } from '../store/store.js';
+import { engineInputOf } from '../store/ticket-encoding.js';
+import { createdAtMs, type QueueContext } from './queue-context.js';
+import type { QueueRecord, TicketAt } from './records.js';
+import { timeSliced } from './time-slices.js';
+
+/** A match of a tick, with its rows already turned into tickets where the engine saw them. */
+interface FormedMatch {
+  match: EngineMatch;
+  tickets: TicketAt[];
+}
+
+/**
+ * The running match's host, as the engine chose it for a match: the host with the lowest worst-player
+ * latency among its current players (unmeasured counts as the default). Unknown without measurements.
+ */
+function matchHost(row: PoolRow, pool: TicketPool, defaultLatencyMs: number): number | undefined {
+  if (row.latencies.length === 0) return undefined;
+  const measured = new Map(row.latencies);
+  let best: number | undefined;
+  let bestMs = Infinity;
+  for (let h = 0; h < pool.hostCount; h++) {
+    const ms = measured.get(h) ?? defaultLatencyMs;
+    if (ms < bestMs) [best, bestMs] = [h, ms];
+  }
+  return best;
+}
+
+export class Ticker {
+  /** From the engine's start until every formed match is committed: tickets that left the pool meanwhile. */
+  private inProgress = false;
+  private readonly leftDuringTick = new Set<string>();
+  private seed = 1;
+
+  constructor(
+    private readonly q: QueueContext,
+    private readonly runner: TickRunner,
+  ) {}
+
+  /** Tickets that leave the pool while a tick is in progress are never proposed in its matches. */
+  noteLeft(ticketIds: readonly string[]): void {
+    if (this.inProgress) for (const id of ticketIds) this.leftDuringTick.add(id);
+  }
+
+  async tick(): Promise<void> {
+    this.expire(Date.now());
+    const { q } = this;
+    if (q.columns.pool.count === 0 || !q.running || !q.columns.ready) return;
+    // What the engine's indices refer to (host keys, attribute values, rulesets), even if a hot reload
+    // replaces the pool or the config before every result is committed.
+    const { pool } = q.columns;
+    const { config } = q;
+    const startedMs = Date.now();
+    this.inProgress = true;
+    // Backfill first: a running match's open slots go ahead of new matches.
+    if (q.state.backfills.size > 0) await this.fillBackfills(pool, config);
+    const formed =
+      q.columns.pool === pool
+        ? await q.columns.withEngine(
+            () => this.runner.run(pool, Date.now(), this.seed++),
+            (result) => this.formedMatches(result, pool),
+          )
+        : undefined;
+    // One commit per match, issued (and encoded) in its slice. The next slice waits until that slice's
+    // commits are durable: the tick's writes then reach the disk a slice at a time, and a CreateTicket never
+    // waits behind more than one slice's flush (a whole tick's outcomes in one flush took ~20 ms).
+    if (formed) {
+      let sliceCommit: Promise<void> | undefined;
+      await timeSliced(
+        formed.length,
+        (i) => {
+          sliceCommit = this.commitMatch(formed[i]!, pool, config) ?? sliceCommit;
+        },
+        () => sliceCommit,
+      );
+    }
+    this.inProgress = false;
+    this.leftDuringTick.clear();
+    q.log.debug({ queue: q.queueId, matches: formed?.length ?? 0, pool: q.columns.pool.count, ms: Date.now() - startedMs }, 'tick');
+  }
+
+  /**
+   * Tickets older than ticket_ttl_secs, backfill requests older than backfill_ttl_secs, and resolved
+   * tickets past terminal_retention_ttl_secs, all in one commit. Runs between engine runs, when the pool's
+   * columns hold exactly the active tickets, so the tickets' ages come from one column scan.
+   */
+  private expire(nowMs: number): void {
+    const { q } = this;
+    const { config, state } = q;
+    const chunkSize = config.outcomes.batch_chunk_size;
+    const records: QueueRecord[] = [];
+
+    const retentionMs = config.terminal_retention_ttl_secs * 1000;
+    const forgotten: { ticketId: string; matchId: string }[] = [];
+    for (const shard of state.resolved.eachShard()) {
+      for (const [ticketId, resolved] of shard) {
+        if (nowMs - resolved.resolvedAtMs <= retentionMs) break; // a shard is in resolution order: the rest are younger
+        forgotten.push({ ticketId, matchId: resolved.matchId });
+      }
+    }
+    if (forgotten.length > 0) records.push({ type: 'resolved.forget', tickets: forgotten });
+
+    const oldestTicket = nowMs - config.ticket_ttl_secs * 1000;
+    const { arrivalMs, ids, count } = q.columns.pool;
+    const expired: TicketAt[] = [];
+    for (let r = 0; r < count; r++) {
+      const position = arrivalMs[r]! < oldestTicket ? state.active.get(ids[r]!) : undefined;
+      if (position !== undefined) expired.push({ ticketId: ids[r]!, position });
+    }
+    if (expired.length > 0) records.push({ type: 'tickets.expire', tickets: expired, atMs: nowMs, operationId: randomUUID(), chunkSize });
+
+    const oldestBackfill = nowMs - config.backfill_ttl_secs * 1000;
+    const expiredBackfills = [...state.backfills.entries()]
+      .filter(([, b]) => createdAtMs(b.request) < oldestBackfill)
+      .map(([backfillId, b]) => ({ backfillId, version: b.version }));
+    if (expiredBackfills.length > 0) {
+      records.push({ type: 'backfills.expire', backfills: expiredBackfills, atMs: nowMs, operationId: randomUUID(), chunkSize });
+    }
+
+    const changes = records.flatMap((record) => q.apply(record).changes);
+    if (changes.length > 0) void q.store.commit(changes);
+  }
+
+  /** A tick's matches with their rows turned into tickets, in time slices (the columns stay frozen). */
+  private async formedMatches(result: TickResult, pool: TicketPool): Promise<FormedMatch[]> {
+    const formed: FormedMatch[] = [];
+    const { state, log, queueId } = this.q;
+    await timeSliced(result.count, (m) => {
+      const match = result.match(m);
+      const ids = Array.from(match.rows, (row) => pool.ids[row]!);
+      if (ids.some((id) => this.leftDuringTick.has(id) || !state.active.has(id))) {
+        log.debug({ queue: queueId, tickets: ids }, 'match dropped: one of its tickets left the pool during the tick');
+        return;
+      }
+      formed.push({ match, tickets: ids.map((ticketId) => ({ ticketId, position: state.active.get(ticketId)! })) });
+    });
+    return formed;
+  }
+
+  /** Commits a formed match as a `match.commit` record; answers the commit, or undefined when it is void. */
+  private commitMatch({ match, tickets }: FormedMatch, pool: TicketPool, config: QueueConfig): Promise<void> | undefined {
+    const { q } = this;
+    if (!tickets.every((t) => q.state.isActiveAt(t))) {
+      q.log.debug(
+        { queue: q.queueId, tickets: tickets.map((t) => t.ticketId) },
+        'match dropped: one of its tickets left the pool during the tick',
+      );
+      return undefined;
+    }
+    const inputs = tickets.map((t) =>
+      parseTicketEngineInput(engineInputOf(q.ticketBytes(t.ticketId, t.position)), t.ticketId, 'engine_input'),
+    );
+    const applied = q.apply({
+      type: 'match.commit',
+      matchId: randomUUID(),
+      tickets,
+      rulesetId: config.rulesets[match.rulesetIndex]!.id,
+      engineOutput: toBinary(EngineOutputSchema, buildEngineOutput(match, inputs, pool, config)),
+      atMs: Date.now(),
+    });
+    return applied.result.committed ? q.store.commit(applied.changes) : undefined;
+  }
+
+  /**
+   * Fills open backfill requests from the pool: each filled request leaves with a backfill.created
+   * outcome carrying its assigned tickets, which are resolved into the request's running match.
+   */
+  private async fillBackfills(pool: TicketPool, config: QueueConfig): Promise<void> {
+    const { q } = this;
+    const open = [...q.state.backfills.entries()];
+    const requests = open.map(([, { request, input }]): EngineBackfillRequest => {
+      const row = pool.prepare(input, [], createdAtMs(request));
+      return {
+        rulesetIndex: config.rulesets.findIndex((r) => r.id === request.rulesetId),
+        slots: request.slotsRequested,
+        skill: row.mmrMean,
+        host: matchHost(row, pool, config.engine.default_latency_ms),
+        arrivalMs: row.arrivalMs,
+        attrValues: row.attrValues,
+        attrAccepts: row.attrAccepts,
+      };
+    });
+    if (requests.some((r) => r.rulesetIndex < 0)) return; // a reload removed a ruleset: its requests are being orphaned
+    const fills = await q.columns.withEngine(
+      () => this.runner.backfill(pool, requests, Date.now()),
+      (perRequest) => perRequest.map((rows) => rows.map((row) => pool.ids[row]!)),
+    );
+    const changes: StoreChange[] = [];
+    const atMs = Date.now();
+    fills?.forEach((ids, i) => {
+      if (ids.length === 0 || ids.some((id) => this.leftDuringTick.has(id) || !q.state.active.has(id))) return;
+      const [backfillId, { version }] = open[i]!;
+      const tickets = ids.map((ticketId) => ({ ticketId, position: q.state.active.get(ticketId)! }));
+      changes.push(...q.apply({ type: 'backfill.fill', backfill: { backfillId, version }, fillId: randomUUID(), tickets, atMs }).changes);
+    });
+    if (changes.length > 0) void q.store.commit(changes);
+  }
+}

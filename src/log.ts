@@ -27,7 +27,7 @@ export function redactSecrets(text: string): string {
 }
 
 /** Fields masked whatever their value, at the top level and one level down. */
-const SECRET_FIELDS = ['password', 'pass', 'token', 'seed', 'nkey', 'authorization', 'broker_nkey', 'broker_credentials'];
+const SECRET_FIELDS = ['password', 'pass', 'token', 'seed', 'nkey', 'authorization', 'broker_nkey'];
 
 /** A logger at `level`, writing JSON lines to `destination` (stdout by default) with credentials masked. */
 export function createLogger(level: string, destination?: DestinationStream): Logger {

@@ -12,7 +12,7 @@ import { MatchmakerCore } from './core/matchmaker-core.js';
 import { engineVersion } from './engine/native.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { OutcomeDelivery } from './outcomes/delivery.js';
-import { BrokerConnection } from './outcomes/sinks/broker-sink.js';
+import { BrokerConnection } from './outcomes/broker/connection.js';
 import { sinkFactory } from './outcomes/sinks/index.js';
 import { attachOutcomeStream } from './outcomes/sinks/websocket-stream.js';
 import { LmdbStore } from './store/lmdb-store.js';

@@ -12,7 +12,9 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadServiceConfig } from '../src/config/service-config.js';
 import { OutcomeSchema, type Outcome } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { BrokerConnection, BrokerSink, subjectCovers } from '../src/outcomes/sinks/broker-sink.js';
+import { BrokerConnection } from '../src/outcomes/broker/connection.js';
+import { subjectCovers } from '../src/outcomes/broker/stream.js';
+import { BrokerSink } from '../src/outcomes/sinks/broker-sink.js';
 import { party, uuid } from './support/fixtures.js';
 import {
   natsClient,

@@ -1,7 +1,8 @@
 // Builds each queue's push sink from its outcome settings.
 import type { Logger } from 'pino';
+import type { BrokerConnection } from '../broker/connection.js';
 import type { OutcomesConfig, SinkFactory } from '../delivery.js';
-import { BrokerSink, type BrokerConnection } from './broker-sink.js';
+import { BrokerSink } from './broker-sink.js';
 import { WebhookSink } from './webhook-sink.js';
 
 export function sinkFactory(deps: { broker: BrokerConnection; log: Logger }): SinkFactory {

@@ -20,6 +20,17 @@ export interface SpawnOptions {
   listenTimeoutMs?: number;
 }
 
+/** One line of a child's stdout: a pino JSON line, or (anything else it printed) `{ msg: text }`. */
+export function parseLogLine(text: string): Record<string, unknown> {
+  try {
+    const line: unknown = JSON.parse(text);
+    if (line !== null && typeof line === 'object' && !Array.isArray(line)) return line as Record<string, unknown>;
+  } catch {
+    // not JSON: fall through
+  }
+  return { msg: text };
+}
+
 export function spawnServer(name: string, args: string[], env: Record<string, string>, options: SpawnOptions = {}): Promise<Child> {
   const listenTimeoutMs = options.listenTimeoutMs ?? 20_000;
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...args], {
@@ -40,12 +51,7 @@ export function spawnServer(name: string, args: string[], env: Record<string, st
       reject(new Error(`${name} exited (${code}) before listening; stderr: ${stderr}`));
     });
     createInterface({ input: child.stdout! }).on('line', (text) => {
-      let line: Record<string, unknown>;
-      try {
-        line = JSON.parse(text) as Record<string, unknown>;
-      } catch {
-        line = { msg: text };
-      }
+      const line = parseLogLine(text);
       if (lines.length < 10_000) lines.push(line);
       if (line.msg === 'listening' && typeof line.grpcPort === 'number') {
         clearTimeout(timer);

@@ -32,6 +32,8 @@ import {
   type CreateTicketResponse,
 } from '../src/gen/matchmaker/core/v1/service_pb.js';
 import { EngineInputSchema } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
+// A seeded PRNG, so the input pool is the same from run to run.
+import { prng } from './prng.js';
 
 export type LoadMode = 'closed' | 'fixed';
 
@@ -120,18 +122,6 @@ export interface LoadResult {
 
 const HOSTS = ['eu-west', 'eu-central', 'eu-north', 'eu-south'];
 const LANGUAGES = ['en', 'de', 'fr', 'es', 'pl'];
-
-/** A small deterministic PRNG (mulberry32), so the input pool is the same from run to run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One realistic serialized EngineInput: a party of 1..5 players with mmr and latencies to 2..4 hosts. */
 export function realisticEngineInput(rand: () => number = Math.random, unmatchable = false): Uint8Array {

@@ -10,20 +10,11 @@ import type { PoolArrays, QueueParams } from '../src/engine/native.js';
 import { engineParams } from '../src/engine/tick-runner.js';
 import { EngineInputSchema } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { parseTicketEngineInput, type ParsedEngineInput } from '../src/engine/engine-input.js';
+import { prng } from './prng.js';
+
+export { prng };
 
 const ALL = 0xffff_ffff_ffff_ffffn;
-
-/** Small, fast, seeded PRNG (mulberry32): uniform in [0, 1). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export interface GeneratedFilter {
   name: string;

@@ -29,6 +29,7 @@
 //   BENCH_CLIENT (both: node, then native; node: only create-ticket-load.ts; native: only bench/loadgen)
 // Exits non-zero only when something crashes; missed targets are printed as MISS.
 import { execFileSync } from 'node:child_process';
+import { assertBuildFresh } from './build-freshness.js';
 import { spawnServer, type Child } from './child-process.js';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -346,6 +347,7 @@ async function runClient(client: ClientKind): Promise<ClientRun> {
 }
 
 async function main(): Promise<void> {
+  assertBuildFresh(ROOT); // it spawns dist/src/cli.js: refuse to measure an old build
   const started = new Date();
   const info = machine();
   console.log(`CreateTicket benchmark, ${started.toISOString()}`);

@@ -16,6 +16,7 @@ import { allMatches, engineParams, TickRunner } from '../src/engine/tick-runner.
 import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
 import type { StoreChange } from '../src/store/store.js';
+import { assertBuildFresh } from './build-freshness.js';
 import { spawnServer } from './child-process.js';
 import { formatResult, realisticEngineInput, runLoad, type LoadResult } from './create-ticket-load.js';
 import { runNativeLoad } from './native-load.js';
@@ -165,6 +166,7 @@ export async function createTicketsWhileTicking(
 }
 
 async function main(): Promise<void> {
+  assertBuildFresh(resolve(import.meta.dirname, '../..')); // it spawns dist/src/cli.js: refuse to measure an old build
   const { values } = parseArgs({
     options: {
       sizes: { type: 'string', default: '10000,100000,1000000' },

@@ -5,6 +5,7 @@ import { engineInput, uuid } from './support/fixtures.js';
 import { pollUntil } from './support/queues.js';
 import { useService } from './support/service.js';
 import { grpcTransport, httpRequest } from './support/transports.js';
+import type { OutcomeJson } from './support/outcomes.js';
 
 const env = useService({
   queues: {
@@ -23,17 +24,6 @@ config:
 `,
   },
 });
-
-interface OutcomeJson {
-  kind: string;
-  backfillCreated?: {
-    backfill: {
-      id: string;
-      request: { id: string; matchId: string; slotsRequested: number };
-      assignedTickets: { id: string; metadata?: string }[];
-    };
-  };
-}
 
 const solo = (name: string, mmr: number, latencies: Record<string, number>, mode: string) =>
   engineInput({ players: [{ playerId: name, mmr, latencies }], attributes: { mode: { values: [mode], accepts: [mode] } } });

@@ -24,40 +24,16 @@ import {
   type ReceivedOutcome,
   type TestNatsServer,
 } from './support/nats.js';
-import { pollUntil } from './support/queues.js';
+import { duelQueue, pollUntil } from './support/queues.js';
 import { removeDirs, startService, type ServiceOptions, type TestService } from './support/service.js';
 import { grpcTransport, httpRequest } from './support/transports.js';
+import type { OutcomeJson } from './support/outcomes.js';
 
 /** A 1x1 queue that ticks fast: two tickets make a match.created. */
-const DUEL = (sink: string) => `
-config:
-  tick_interval_ms: 50
-  outcomes:
-    sink: ${sink}
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-`;
+const DUEL = (sink: string) => duelQueue(50, { outcomes: { sink } });
 /** A queue that never ticks; ClearQueuePool removes its tickets, one ticket.removed outcome per ticket. */
-const LOBBY = (sink: string) => `
-config:
-  tick_interval_ms: 3600000
-  outcomes:
-    sink: ${sink}
-    batch_chunk_size: 1
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-`;
+const LOBBY = (sink: string) => duelQueue(3600000, { outcomes: { sink, batch_chunk_size: 1 } });
 
-interface OutcomeJson {
-  id: string;
-  kind: string;
-  queueId: string;
-  producerSequence: string;
-}
 interface DeliveryJson {
   queueId: string;
   sink: string;

@@ -1,32 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpRequest, TRANSPORTS, type Transport } from './support/transports.js';
 import { uuid } from './support/fixtures.js';
+import { duelQueue } from './support/queues.js';
 import { useService } from './support/service.js';
+import type { OutcomeJson } from './support/outcomes.js';
 
 const env = useService({
   queues: {
-    'test.clear': `
-config:
-  tick_interval_ms: 3600000
-  outcomes:
-    batch_chunk_size: 2
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-`,
+    'test.clear': duelQueue(3600000, { outcomes: { batch_chunk_size: 2 } }),
   },
 });
-
-interface OutcomeJson {
-  id: string;
-  kind: string;
-  queueId: string;
-  producerId: string;
-  producerSequence: string;
-  ticketsRemoved?: { ticketIds: string[]; reason: string; batch: { operationId: string; chunkIndex?: number; chunkCount: number } };
-  backfillRequestsRemoved?: { backfillRequestIds: string[]; reason: string; batch: { operationId: string; chunkCount: number } };
-}
 
 async function outcomesAfter(sequence: bigint): Promise<OutcomeJson[]> {
   const res = await httpRequest(env.service, 'GET', `/admin/v1/outcomes?queue_id=test.clear&after_sequence=${sequence}`);

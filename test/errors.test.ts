@@ -14,16 +14,15 @@ import {
   CancelTicketRequestSchema,
 } from '../src/gen/matchmaker/core/v1/service_pb.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
-import type { ErrorCode } from '../src/errors.js';
 import {
   grpcClient,
   grpcTransport,
   grpcUnary,
   httpRequest,
+  httpResult,
   httpTransport,
   TRANSPORTS,
   type Failure,
-  type HttpResult,
   type Result,
   type Transport,
 } from './support/transports.js';
@@ -76,18 +75,6 @@ function expectError(transport: 'grpc' | 'http', res: Result<unknown>, code: Spe
   expect(typeof res.message).toBe('string');
   for (const n of names) expect(res.message).toMatch(typeof n === 'string' ? field(n) : n);
   return res;
-}
-
-function resultOf(res: HttpResult): Result<Record<string, unknown>> {
-  if (res.status === 200) return { ok: true, value: res.body };
-  const reason = res.headers.get('x-svc-reason');
-  return {
-    ok: false,
-    code: res.body.code as ErrorCode,
-    message: res.body.message as string,
-    httpStatus: res.status,
-    ...(reason ? { reason } : {}),
-  };
 }
 
 /** Seeds tickets as resolved into a committed match whose outcome is not yet delivered, before the service starts. */
@@ -154,11 +141,11 @@ describe.each(TRANSPORTS)('errors over %s', (name, connect) => {
   const createTicketWithoutTicket = async () =>
     name === 'grpc'
       ? grpcUnary(raw, 'CreateTicket', create(CreateTicketRequestSchema))
-      : resultOf(await httpRequest(service, 'POST', '/v1/queues/test.basic/tickets', {}));
+      : httpResult(await httpRequest(service, 'POST', '/v1/queues/test.basic/tickets', {}));
   const createBackfillWithoutRequest = async () =>
     name === 'grpc'
       ? grpcUnary(raw, 'CreateBackfillRequest', create(CreateBackfillRequestRequestSchema))
-      : resultOf(await httpRequest(service, 'POST', '/v1/queues/test.basic/backfills', {}));
+      : httpResult(await httpRequest(service, 'POST', '/v1/queues/test.basic/backfills', {}));
 
   beforeAll(async () => {
     api = connect(service);

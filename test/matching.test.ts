@@ -9,25 +9,17 @@ import { encodeMatchCreated } from '../src/outcomes/outcome-encoding.js';
 import { stampOf } from '../src/outcomes/outcome-factory.js';
 import { withProducer } from '../src/store/outcome-record.js';
 import { engineInput, ticketArb, timestampArb, uuid } from './support/fixtures.js';
-import { pollUntil } from './support/queues.js';
+import { duelQueue, pollUntil } from './support/queues.js';
 import { useService } from './support/service.js';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
+import type { MatchJson, OutcomeJson } from './support/outcomes.js';
 
 const env = useService({
   queues: {
-    'match.duel': `
-config:
-  tick_interval_ms: 50
-  engine:
-    attribute_filters:
-      - name: mode
-        mode: overlap
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-      max_latency_ms: 100
-`,
+    'match.duel': duelQueue(50, {
+      config: { engine: { attribute_filters: [{ name: 'mode', mode: 'overlap' }] } },
+      ruleset: { max_latency_ms: 100 },
+    }),
     'match.trio': `
 config:
   tick_interval_ms: 50
@@ -40,21 +32,6 @@ config:
 `,
   },
 });
-
-interface MatchJson {
-  id: string;
-  rulesetId: string;
-  createdAt: string;
-  engineOutput: string;
-  tickets: { id: string; metadata?: string; engineInput?: string }[];
-}
-interface OutcomeJson {
-  id: string;
-  kind: string;
-  queueId: string;
-  producerSequence: string;
-  matchCreated?: { match: MatchJson };
-}
 
 async function matchesOf(queueId: string): Promise<MatchJson[]> {
   const res = await httpRequest(env.service, 'GET', `/admin/v1/outcomes?queue_id=${queueId}&limit=10000`);
@@ -99,7 +76,7 @@ describe('matching', () => {
     expect(match!.tickets.map((t) => t.id).sort()).toEqual([a, b].sort());
     expect(match!.tickets.find((t) => t.id === a)!.metadata).toBe(Buffer.from(metaA).toString('base64'));
 
-    const output = fromBinary(EngineOutputSchema, Buffer.from(match!.engineOutput, 'base64'));
+    const output = fromBinary(EngineOutputSchema, Buffer.from(match!.engineOutput!, 'base64'));
     expect(output.teams.map((t) => t.playerIds.length)).toEqual([1, 1]);
     expect(output.teams.flatMap((t) => t.playerIds).sort()).toEqual(['alice', 'bob']);
     // Worst latency: fra 40, ams 35, so ams is preferred; both are under 100.
@@ -127,7 +104,7 @@ describe('matching', () => {
     ];
     for (const t of tickets) expect((await api.createTicket({ id: t.id, queueId: 'match.trio', engineInput: t.input })).ok).toBe(true);
     const match = await matchContaining('match.trio', tickets[0]!.id);
-    const output = fromBinary(EngineOutputSchema, Buffer.from(match!.engineOutput, 'base64'));
+    const output = fromBinary(EngineOutputSchema, Buffer.from(match!.engineOutput!, 'base64'));
     const teams = output.teams.map((t) => [...t.playerIds].sort());
     expect(teams.map((t) => t.length)).toEqual([3, 3]);
     expect(teams).toContainEqual(['p3-0', 'p3-1', 'p3-2']);

@@ -2,27 +2,27 @@
 // are forgotten after it; an undelivered outcome of a push sink is never dropped.
 import { describe, expect, it } from 'vitest';
 import { uuid } from './support/fixtures.js';
-import { pollUntil } from './support/queues.js';
+import { duelQueue, pollUntil } from './support/queues.js';
 import { removeDirs, startService, tempDir, useService, writeQueues, type TestService } from './support/service.js';
 import { grpcTransport, httpRequest } from './support/transports.js';
 
-const queue = (outcomes: string) => `
-config:
-  tick_interval_ms: 3600000
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-  outcomes:
-${outcomes}`;
+const queue = (outcomes: Record<string, unknown>) => duelQueue(3600000, { outcomes });
 
 const env = useService({
   queues: {
-    'ret.stream': queue('    sink: websocket\n'),
+    'ret.stream': queue({ sink: 'websocket' }),
     // A webhook nobody listens on: its outcomes stay undelivered.
-    'ret.hook': queue(
-      '    sink: webhook\n    webhook:\n      url: http://127.0.0.1:9/hook\n      secret: s\n      timeout_ms: 200\n      max_retries: 1000\n      retry_base_delay_ms: 50\n      retry_max_delay_ms: 100\n',
-    ),
+    'ret.hook': queue({
+      sink: 'webhook',
+      webhook: {
+        url: 'http://127.0.0.1:9/hook',
+        secret: 's',
+        timeout_ms: 200,
+        max_retries: 1000,
+        retry_base_delay_ms: 50,
+        retry_max_delay_ms: 100,
+      },
+    }),
   },
   env: { OUTCOME_RETENTION_SECS: '1' },
 });
@@ -55,7 +55,7 @@ describe('producer_sequence after retention', () => {
   it('continues across a restart even when retention emptied the outbox', async () => {
     const queueDir = tempDir('queues');
     const dataDir = tempDir('data');
-    writeQueues(queueDir, { 'ret.seq': queue('    sink: websocket\n') });
+    writeQueues(queueDir, { 'ret.seq': queue({ sink: 'websocket' }) });
     const first = await startService({ queueDir, dataDir, env: { OUTCOME_RETENTION_SECS: '1' } });
     const api = grpcTransport(first);
     for (let i = 0; i < 3; i++) {

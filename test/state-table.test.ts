@@ -3,20 +3,13 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { engineInput, uuid } from './support/fixtures.js';
-import { pollUntil } from './support/queues.js';
+import { duelQueue, pollUntil } from './support/queues.js';
 import { useService } from './support/service.js';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
+import type { OutcomeJson } from './support/outcomes.js';
 
-const FAST_DUEL = `
-config:
-  tick_interval_ms: 50
-  terminal_retention_ttl_secs: 600
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-`;
-const SHORT_RETENTION = FAST_DUEL.replace('terminal_retention_ttl_secs: 600', 'terminal_retention_ttl_secs: 1');
+const FAST_DUEL = duelQueue(50, { config: { terminal_retention_ttl_secs: 600 } });
+const SHORT_RETENTION = duelQueue(50, { config: { terminal_retention_ttl_secs: 1 } });
 const EXPIRING = `
 config:
   tick_interval_ms: 100
@@ -47,22 +40,9 @@ const env = useService({
     'st.retention': SHORT_RETENTION,
     'st.expiry': EXPIRING,
     'st.reload': quiet(DUEL + TRIO(3)),
-    'st.retire': quiet(DUEL),
+    'st.retire': duelQueue(3600000),
   },
 });
-
-interface OutcomeJson {
-  id: string;
-  kind: string;
-  producerSequence: string;
-  matchCreated?: { match: { id: string; tickets: { id: string }[] } };
-  ticketsExpired?: { ticketIds: string[] };
-  ticketsRemoved?: { ticketIds: string[]; reason: string };
-  backfillRequestsExpired?: { backfillRequestIds: string[] };
-  backfillRequestsRemoved?: { backfillRequestIds: string[]; reason: string };
-  ticketOrphaned?: { ticket: { id: string }; rulesetId: string };
-  backfillRequestOrphaned?: { backfillRequest: { id: string }; rulesetId: string };
-}
 
 const outcomes = async (queueId: string) =>
   (await httpRequest(env.service, 'GET', `/admin/v1/outcomes?queue_id=${queueId}&limit=10000`)).body.outcomes as OutcomeJson[];

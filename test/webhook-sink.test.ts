@@ -11,10 +11,11 @@ import { OutcomeSchema, type Outcome } from '../src/gen/matchmaker/outcomes/v1/o
 import { resolveWebhookSecret, WebhookSink } from '../src/outcomes/sinks/webhook-sink.js';
 import { checkWebhookSignature, signWebhook, verifyWebhookSignature, webhookSigningInput } from '../src/outcomes/webhook-signature.js';
 import { party, uuid } from './support/fixtures.js';
-import { pollUntil } from './support/queues.js';
+import { duelQueue, pollUntil } from './support/queues.js';
 import { removeDirs, startService, type TestService } from './support/service.js';
 import { grpcTransport, httpRequest, type Transport } from './support/transports.js';
 import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from './support/webhook-receiver.js';
+import type { OutcomeJson } from './support/outcomes.js';
 
 const SECRET = 'whsec-literal-4f1c';
 const ENV_SECRET = 'whsec-from-env-9a2b';
@@ -30,40 +31,26 @@ interface WebhookQueue {
 }
 
 function webhookQueue(q: WebhookQueue): string {
-  return `
-config:
-  tick_interval_ms: ${q.tickMs ?? 3600000}
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-  outcomes:
-    sink: webhook
-    batch_chunk_size: 1
-    webhook:
-      url: ${q.url}
-      secret: '${q.secret ?? SECRET}'
-      encoding: ${q.encoding ?? 'protobuf'}
-      timeout_ms: 500
-      max_retries: ${q.maxRetries ?? 5}
-      retry_base_delay_ms: 20
-      retry_max_delay_ms: 100
-      max_batch_size: ${q.batch ?? 1}
-`;
+  return duelQueue(q.tickMs ?? 3600000, {
+    outcomes: {
+      sink: 'webhook',
+      batch_chunk_size: 1,
+      webhook: {
+        url: q.url,
+        secret: q.secret ?? SECRET,
+        encoding: q.encoding ?? 'protobuf',
+        timeout_ms: 500,
+        max_retries: q.maxRetries ?? 5,
+        retry_base_delay_ms: 20,
+        retry_max_delay_ms: 100,
+        max_batch_size: q.batch ?? 1,
+      },
+    },
+  });
 }
 
-const WEBSOCKET_QUEUE = `
-config:
-  tick_interval_ms: 3600000
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-  outcomes:
-    batch_chunk_size: 1
-`;
+const WEBSOCKET_QUEUE = duelQueue(3600000, { outcomes: { batch_chunk_size: 1 } });
 
-type OutcomeJson = Record<string, unknown> & { id: string; kind: string; producerSequence: string };
 interface DeliveryJson {
   queueId: string;
   sink: string;
@@ -169,14 +156,12 @@ describe('webhook signature helper', () => {
 });
 
 describe('webhook sink, driven directly', () => {
-  it('re-sends at once on a fresh connection when a kept-alive socket turns out closed, without failing the delivery', async () => {
-    const receiver = await startWebhookReceiver({ secret: SECRET });
-    // The second request arrives on the kept-alive socket of the first, which the receiver resets unanswered.
-    receiver.setDefault((r) => (r.index === 1 ? { destroy: true } : { status: 200 }));
-    const sink = new WebhookSink(
+  /** A sink of queue direct.q that tries each delivery once. */
+  const directSink = (url: string) =>
+    new WebhookSink(
       'direct.q',
       {
-        url: receiver.url,
+        url,
         secret: SECRET,
         encoding: 'protobuf',
         timeout_ms: 500,
@@ -187,6 +172,12 @@ describe('webhook sink, driven directly', () => {
       },
       pino({ level: 'silent' }),
     );
+
+  it('re-sends at once on a fresh connection when a kept-alive socket turns out closed, without failing the delivery', async () => {
+    const receiver = await startWebhookReceiver({ secret: SECRET });
+    // The second request arrives on the kept-alive socket of the first, which the receiver resets unanswered.
+    receiver.setDefault((r) => (r.index === 1 ? { destroy: true } : { status: 200 }));
+    const sink = directSink(receiver.url);
     try {
       const outcome = (n: number) =>
         create(OutcomeSchema, { id: uuid(), kind: 'ticket.removed', queueId: 'direct.q', producerSequence: BigInt(n) });
@@ -209,17 +200,7 @@ describe('webhook sink, driven directly', () => {
   });
 
   it('does not throw at construction on a URL it cannot use: each delivery fails instead, so it parks visibly', async () => {
-    const settings = {
-      url: 'ftp://127.0.0.1/hook',
-      secret: SECRET,
-      encoding: 'protobuf',
-      timeout_ms: 500,
-      max_retries: 0,
-      retry_base_delay_ms: 20,
-      retry_max_delay_ms: 100,
-      max_batch_size: 1,
-    } as const;
-    const sink = new WebhookSink('direct.q', settings, pino({ level: 'silent' }));
+    const sink = directSink('ftp://127.0.0.1/hook');
     await expect(sink.deliver([create(OutcomeSchema, { id: uuid(), kind: 'ticket.removed' })])).rejects.toThrow(/must be http: or https:/);
     await sink.close();
   });

@@ -4,55 +4,30 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { party, uuid } from './support/fixtures.js';
-import { pollUntil } from './support/queues.js';
+import { duelQueue, pollUntil } from './support/queues.js';
 import { removeDirs, startService, tempDir, useService, writeQueues, type TestService } from './support/service.js';
 import { httpRequest, httpTransport, type Transport } from './support/transports.js';
+import type { OutcomeJson } from './support/outcomes.js';
 
 /** A queue that never ticks: ClearQueuePool turns each of its tickets into one ticket.removed outcome. */
-const clearQueue = (sink = '') => `
-config:
-  tick_interval_ms: 3600000
-  outcomes:
-${sink}    batch_chunk_size: 1
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-`;
+const clearQueue = (outcomes: Record<string, unknown> = {}) => duelQueue(3600000, { outcomes: { ...outcomes, batch_chunk_size: 1 } });
 
 const QUEUES = {
   // The default sink is websocket; ws.b and other.c say so explicitly.
   'ws.a': clearQueue(),
-  'ws.b': clearQueue('    sink: websocket\n'),
-  'other.c': clearQueue('    sink: websocket\n'),
+  'ws.b': clearQueue({ sink: 'websocket' }),
+  'other.c': clearQueue({ sink: 'websocket' }),
   // A webhook queue whose endpoint is a closed port: its outcomes stay in the outbox, never on the stream.
-  'ws.hook': clearQueue(`    sink: webhook
-    webhook:
-      url: http://127.0.0.1:9/outcomes
-      secret: test-secret
-      timeout_ms: 200
-      max_retries: 0
-`),
+  'ws.hook': clearQueue({
+    sink: 'webhook',
+    webhook: { url: 'http://127.0.0.1:9/outcomes', secret: 'test-secret', timeout_ms: 200, max_retries: 0 },
+  }),
   // A fast-ticking 1v1 queue: two tickets become one match.created.
-  'ws.match': `
-config:
-  tick_interval_ms: 50
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-`,
+  'ws.match': duelQueue(50),
 };
 
 const env = useService({ queues: QUEUES });
 
-interface OutcomeJson {
-  id: string;
-  kind: string;
-  queueId: string;
-  producerSequence: string;
-  [field: string]: unknown;
-}
 type Frame =
   | { type: 'ready'; after: string; consumer?: string }
   | { type: 'outcome'; offset: string; outcome: OutcomeJson }

@@ -1,23 +1,39 @@
-// Helpers for the tests: queue files (1v1, small limits, several rulesets), polling, raw gRPC calls
+// Helpers for the tests: queue files (1v1 with options, small limits, several rulesets), polling, raw gRPC calls
 // (bytes in, status out), the gRPC health check, and engine inputs of an exact serialized size.
 import { create, toBinary } from '@bufbuild/protobuf';
 import { credentials, makeGenericClientConstructor, Metadata, type Client, type ServiceError as GrpcError } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
+import { stringify } from 'yaml';
 import { EngineInputSchema } from '../../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { httpRequest, type GrpcMethod, type HttpResult } from './transports.js';
 import type { TestService } from './service.js';
 
-/** A 1v1 queue file (ruleset "duel"); with `hostWithinMs`, a match needs a host that close to both players. */
-export function duelQueue(tickIntervalMs: number, hostWithinMs?: number): string {
-  const host = hostWithinMs === undefined ? '' : `      require_host: true\n      max_latency_ms: ${hostWithinMs}\n`;
-  return `
-config:
-  tick_interval_ms: ${tickIntervalMs}
-  rulesets:
-    - id: duel
-      teams: 2
-      team_size: 1
-${host}`;
+export interface DuelQueueOptions {
+  /** A match needs a host within this latency of both players (require_host + max_latency_ms). */
+  hostWithinMs?: number;
+  /** More keys of the duel ruleset, in the file's own names (e.g. `{ max_latency_ms: 100 }`). */
+  ruleset?: Record<string, unknown>;
+  /** The `outcomes` section (e.g. `{ sink: 'webhook', batch_chunk_size: 1, webhook: {...} }`). */
+  outcomes?: Record<string, unknown>;
+  /** More keys of `config` (e.g. `{ terminal_retention_ttl_secs: 600 }` or an `engine` section). */
+  config?: Record<string, unknown>;
+}
+
+/**
+ * A 1v1 queue file (ruleset "duel"). The second argument is either the options or, alone, `hostWithinMs`:
+ * with it a match needs a host that close to both players.
+ */
+export function duelQueue(tickIntervalMs: number, options: number | DuelQueueOptions = {}): string {
+  const o = typeof options === 'number' ? { hostWithinMs: options } : options;
+  const host = o.hostWithinMs === undefined ? {} : { require_host: true, max_latency_ms: o.hostWithinMs };
+  return stringify({
+    config: {
+      tick_interval_ms: tickIntervalMs,
+      ...o.config,
+      ...(o.outcomes ? { outcomes: o.outcomes } : {}),
+      rulesets: [{ id: 'duel', teams: 2, team_size: 1, ...host, ...o.ruleset }],
+    },
+  });
 }
 
 /** A queue with one 2x5 ruleset and 64-byte limits on engine_input and metadata. */

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll } from 'vitest';
+import { parseLogLine } from '../../bench/child-process.js';
 
 const CLI = resolve(import.meta.dirname, '../../dist/src/cli.js');
 
@@ -75,12 +76,7 @@ export async function startService(options: ServiceOptions = {}): Promise<TestSe
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   createInterface({ input: child.stdout! }).on('line', (text) => {
-    let line: Record<string, unknown>;
-    try {
-      line = JSON.parse(text) as Record<string, unknown>;
-    } catch {
-      line = { msg: text };
-    }
+    const line = parseLogLine(text);
     logs.push(line);
     for (const w of waiters) {
       if (w.match(line)) {

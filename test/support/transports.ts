@@ -100,19 +100,24 @@ export async function httpRequest(service: TestService, method: string, path: st
   return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
+/** An HTTP answer as a Result: the JSON body on 200, else the error its body and x-svc-reason header carry. */
+export function httpResult(res: HttpResult): Result<Record<string, unknown>> {
+  if (res.status === 200) return { ok: true, value: res.body };
+  const reason = res.headers.get('x-svc-reason');
+  return {
+    ok: false,
+    code: res.body.code as ErrorCode,
+    message: res.body.message as string,
+    httpStatus: res.status,
+    ...(reason ? { reason } : {}),
+  };
+}
+
 export function httpTransport(service: TestService): Transport {
   const q = (queueId: string) => encodeURIComponent(queueId);
   async function call<S extends DescMessage>(method: string, path: string, output: S, body?: JsonValue): Promise<Result<MessageShape<S>>> {
-    const res = await httpRequest(service, method, path, body);
-    if (res.status === 200) return { ok: true, value: fromJson(output, res.body as JsonValue) };
-    const reason = res.headers.get('x-svc-reason');
-    return {
-      ok: false,
-      code: res.body.code as ErrorCode,
-      message: res.body.message as string,
-      httpStatus: res.status,
-      ...(reason ? { reason } : {}),
-    };
+    const result = httpResult(await httpRequest(service, method, path, body));
+    return result.ok ? { ok: true, value: fromJson(output, result.value as JsonValue) } : result;
   }
   const out = MatchmakerService.method;
   return {

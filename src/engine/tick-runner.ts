@@ -33,23 +33,32 @@ export interface EngineBackfillRequest {
   attrAccepts: bigint[];
 }
 
+/** A config key as the binding spells it: napi-rs turns the Rust field `team_size` into `teamSize`. */
+type Native<Key extends string> = Key extends `${infer Head}_${infer Tail}` ? `${Head}${Capitalize<Native<Tail>>}` : Key;
+
+/** The `keys` of a config object under their binding names, values unchanged. */
+function nativeFields<Config, Key extends keyof Config & string>(
+  config: Config,
+  keys: readonly Key[],
+): { [K in Key as Native<K>]: Config[K] } {
+  const fields: Record<string, unknown> = {};
+  for (const key of keys) fields[key.replace(/_(.)/g, (_, letter: string) => letter.toUpperCase())] = config[key];
+  return fields as { [K in Key as Native<K>]: Config[K] };
+}
+
+// The engine's parameters that the queue config holds as they are, each named once; QueueParams'
+// type (generated from the binding) fails the build if one is missing. The rest are converted below.
+const QUEUE_FIELDS = ['mmr_normalization_ref', 'party_synergy_bonus'] as const;
+const RULESET_FIELDS = ['teams', 'team_size', 'max_skill_spread', 'max_team_imbalance', 'max_latency_ms', 'require_host'] as const;
+const RELAXATION_FIELDS = ['max_skill_spread', 'max_latency_ms'] as const;
+
 export function engineParams(config: QueueConfig): QueueParams {
   return {
-    mmrNormalizationRef: config.engine.mmr_normalization_ref,
-    partySynergyBonus: config.engine.party_synergy_bonus,
+    ...nativeFields(config.engine, QUEUE_FIELDS),
     filterModes: config.engine.attribute_filters.map((f) => f.mode),
     rulesets: config.rulesets.map((r) => ({
-      teams: r.teams,
-      teamSize: r.team_size,
-      maxSkillSpread: r.max_skill_spread,
-      maxTeamImbalance: r.max_team_imbalance,
-      maxLatencyMs: r.max_latency_ms,
-      requireHost: r.require_host,
-      relaxation: r.relaxation.map((s) => ({
-        afterWaitMs: s.after_wait_secs * 1000,
-        maxSkillSpread: s.max_skill_spread,
-        maxLatencyMs: s.max_latency_ms,
-      })),
+      ...nativeFields(r, RULESET_FIELDS),
+      relaxation: r.relaxation.map((s) => ({ ...nativeFields(s, RELAXATION_FIELDS), afterWaitMs: s.after_wait_secs * 1000 })),
     })),
   };
 }

@@ -1,0 +1,78 @@
+//! `TickEngine`: one queue's engine as a JavaScript class. It holds the queue's converted
+//! parameters and the engine's scratch memory, reused from run to run, behind one lock that the
+//! tasks take on the libuv thread pool.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use matchmaker_engine::{BackfillWorkspace, Workspace};
+use napi::bindgen_prelude::{AsyncTask, Result};
+use napi_derive::napi;
+
+use crate::backfill_task::BackfillTask;
+use crate::convert::OwnedParams;
+use crate::error::BindingError;
+use crate::tick_task::TickTask;
+use crate::types::{BackfillArrays, BackfillOutput, MatchArrays, PoolArrays, QueueParams};
+
+pub struct EngineState {
+    pub params: OwnedParams,
+    pub workspace: Workspace,
+    pub backfill_workspace: BackfillWorkspace,
+}
+
+/// The state, or `Busy` when a run holds it (runs never wait for each other).
+pub fn lock(state: &Mutex<EngineState>) -> std::result::Result<MutexGuard<'_, EngineState>, BindingError> {
+    state.try_lock().map_err(|_| BindingError::Busy)
+}
+
+/// One queue's engine: its parameters and the scratch memory reused from tick to tick.
+#[napi]
+pub struct TickEngine {
+    state: Arc<Mutex<EngineState>>,
+}
+
+#[napi]
+impl TickEngine {
+    #[napi(constructor)]
+    pub fn new(params: QueueParams) -> Result<Self> {
+        let state = EngineState {
+            params: OwnedParams::try_from(params)?,
+            workspace: Workspace::new(),
+            backfill_workspace: BackfillWorkspace::new(),
+        };
+        Ok(TickEngine { state: Arc::new(Mutex::new(state)) })
+    }
+
+    /// Replaces the parameters (hot reload). Refused while a tick runs: the host applies it after.
+    #[napi]
+    pub fn configure(&self, params: QueueParams) -> Result<()> {
+        let params = OwnedParams::try_from(params)?;
+        lock(&self.state)?.params = params;
+        Ok(())
+    }
+
+    /// Runs one tick on the libuv thread pool; resolves with the number of matches written to `out`.
+    /// The host must not write to `pool` or `out` until the promise settles.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn run(&self, pool: PoolArrays, out: MatchArrays, now_ms: f64, seed: u32) -> AsyncTask<TickTask> {
+        // SAFETY: `TickTask::new`'s duty falls on JavaScript: this method's declaration tells the host not
+        // to touch `pool` or `out` until the promise settles, and TickRunner (src/engine/tick-runner.ts)
+        // holds them for the tick.
+        AsyncTask::new(unsafe { TickTask::new(self.state.clone(), pool, out, now_ms, seed) })
+    }
+
+    /// Fills backfill requests from the pool on the libuv thread pool; resolves with how many got tickets.
+    /// The host must not write to `pool`, `requests` or `out` until the promise settles.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn backfill(
+        &self,
+        pool: PoolArrays,
+        requests: BackfillArrays,
+        out: BackfillOutput,
+        now_ms: f64,
+    ) -> AsyncTask<BackfillTask> {
+        // SAFETY: as in `run`: this method's declaration tells the host not to touch `pool`, `requests` or
+        // `out` until the promise settles, and TickRunner awaits it before reading or reusing them.
+        AsyncTask::new(unsafe { BackfillTask::new(self.state.clone(), pool, requests, out, now_ms) })
+    }
+}

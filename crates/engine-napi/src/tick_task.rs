@@ -1,0 +1,62 @@
+//! One tick on the libuv thread pool (`TickEngine.run`).
+
+use std::sync::{Arc, Mutex};
+
+use matchmaker_engine::run_tick;
+use napi::bindgen_prelude::{Env, Result, Task};
+use napi_derive::napi;
+
+use crate::convert::{match_buffers, pool_columns};
+use crate::engine::{lock, EngineState};
+use crate::error::BindingError;
+use crate::types::{MatchArrays, PoolArrays};
+
+/// Matches the pool once into `out`; resolves with the number of matches.
+pub struct TickTask {
+    state: Arc<Mutex<EngineState>>,
+    pool: PoolArrays,
+    out: MatchArrays,
+    now_ms: f64,
+    seed: u64,
+}
+
+impl TickTask {
+    /// # Safety
+    ///
+    /// JavaScript must not write to `pool`, nor read or write `out`, until the task's promise
+    /// settles: `compute` reads and writes them on another thread without synchronization.
+    pub unsafe fn new(
+        state: Arc<Mutex<EngineState>>,
+        pool: PoolArrays,
+        out: MatchArrays,
+        now_ms: f64,
+        seed: u32,
+    ) -> Self {
+        TickTask { state, pool, out, now_ms, seed: u64::from(seed) }
+    }
+}
+
+#[napi]
+impl Task for TickTask {
+    type Output = u32;
+    type JsValue = u32;
+
+    fn compute(&mut self) -> Result<u32> {
+        let mut guard = lock(&self.state)?;
+        let state = &mut *guard;
+        let columns = pool_columns(&self.pool)?;
+        // SAFETY: `new`'s caller promised that JavaScript leaves `out` alone until this task's promise
+        // settles, which is after `compute` returns.
+        let mut buffers = unsafe { match_buffers(&mut self.out) };
+        let workspace = &mut state.workspace;
+        let matches = state
+            .params
+            .with(self.now_ms, self.seed, |params| run_tick(&columns, params, workspace, &mut buffers))
+            .map_err(BindingError::from)?;
+        Ok(matches as u32)
+    }
+
+    fn resolve(&mut self, _env: Env, matches: u32) -> Result<u32> {
+        Ok(matches)
+    }
+}

@@ -1,0 +1,86 @@
+//! Where a tick writes: caller-owned match buffers, their required sizes, and an owned version.
+
+/// Minimum lengths of the [`MatchBuffers`] slices for a pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputCapacity {
+    /// `match_ruleset`, `match_preferred_host`, `match_acceptable_hosts`.
+    pub matches: usize,
+    /// `match_offsets` (= matches + 1).
+    pub offsets: usize,
+    /// `match_tickets`, `ticket_team`.
+    pub tickets: usize,
+    /// `match_accepts` (= matches * F).
+    pub accepts: usize,
+}
+
+impl OutputCapacity {
+    /// Worst case: every ticket alone in its own match (a 1x1 ruleset of solos).
+    /// `host_count` does not change the sizes (hosts are a u64 mask per match) but is taken so
+    /// callers need not know that.
+    pub fn for_pool(tickets: usize, filter_count: usize, host_count: usize) -> Self {
+        let _ = host_count;
+        OutputCapacity {
+            matches: tickets,
+            offsets: tickets + 1,
+            tickets,
+            accepts: tickets.saturating_mul(filter_count),
+        }
+    }
+}
+
+/// Caller-owned output. Match m's tickets are
+/// `match_tickets[match_offsets[m]..match_offsets[m+1]]`, their teams the same range of
+/// `ticket_team`, its accept intersections `match_accepts[m*F..(m+1)*F]`.
+#[derive(Debug)]
+pub struct MatchBuffers<'a> {
+    pub match_ruleset: &'a mut [u32],
+    pub match_offsets: &'a mut [u32],
+    /// Pool indices.
+    pub match_tickets: &'a mut [u32],
+    /// Team index (0..teams) of the ticket at the same position of `match_tickets`.
+    pub ticket_team: &'a mut [u32],
+    /// Host index, or [`NO_HOST`](crate::NO_HOST).
+    pub match_preferred_host: &'a mut [u32],
+    /// Bit h = host h acceptable to every ticket of the match.
+    pub match_acceptable_hosts: &'a mut [u64],
+    /// Per match, per filter: AND of the tickets' `attr_accepts`.
+    pub match_accepts: &'a mut [u64],
+}
+
+/// Owned output vectors sized for a pool; convenient for tests, benches and Rust callers.
+#[derive(Clone, Debug, Default)]
+pub struct MatchOutput {
+    pub match_ruleset: Vec<u32>,
+    pub match_offsets: Vec<u32>,
+    pub match_tickets: Vec<u32>,
+    pub ticket_team: Vec<u32>,
+    pub match_preferred_host: Vec<u32>,
+    pub match_acceptable_hosts: Vec<u64>,
+    pub match_accepts: Vec<u64>,
+}
+
+impl MatchOutput {
+    pub fn with_capacity(cap: OutputCapacity) -> Self {
+        MatchOutput {
+            match_ruleset: vec![0; cap.matches],
+            match_offsets: vec![0; cap.offsets],
+            match_tickets: vec![0; cap.tickets],
+            ticket_team: vec![0; cap.tickets],
+            match_preferred_host: vec![0; cap.matches],
+            match_acceptable_hosts: vec![0; cap.matches],
+            match_accepts: vec![0; cap.accepts],
+        }
+    }
+
+    pub fn buffers(&mut self) -> MatchBuffers<'_> {
+        MatchBuffers {
+            match_ruleset: &mut self.match_ruleset,
+            match_offsets: &mut self.match_offsets,
+            match_tickets: &mut self.match_tickets,
+            ticket_team: &mut self.ticket_team,
+            match_preferred_host: &mut self.match_preferred_host,
+            match_acceptable_hosts: &mut self.match_acceptable_hosts,
+            match_accepts: &mut self.match_accepts,
+        }
+    }
+}

@@ -1,0 +1,610 @@
+//! The pool re-laid out for the search: the tickets that can be in some match, in skill order, as
+//! the few fields the scan reads (`Hot`), their latency rows and attribute rows or classes; the
+//! seed order; which of them are used (`Links`, the used bits) and compaction of the used ones.
+//! Also the prefetch hints (the crate's only `unsafe`) that hide the random accesses' latency.
+
+use super::classes::{FilterBits, Interner};
+use super::lanes::{lat_words, row_words};
+use super::sort::{fix_prefix_runs, mix, order_key, sort_by_prefix};
+use super::valid_rulesets;
+use crate::{PoolColumns, TickParams};
+
+/// The fields every examined candidate needs, in skill order: one 16-byte load per candidate.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Hot {
+    pub(super) eff: f64,
+    pub(super) mask: u32,
+    /// Party size in the low 8 bits, attribute class (when interned) above.
+    pub(super) meta: u32,
+}
+
+impl Hot {
+    #[inline]
+    pub(super) fn party(&self) -> u32 {
+        self.meta & 0xFF
+    }
+
+    /// Padding record at either end of `Sorted::hot`: its distance from any seed is infinite or
+    /// NaN, so the scan never takes it.
+    fn sentinel(eff: f64) -> Self {
+        Hot { eff, mask: 0, meta: 0 }
+    }
+}
+
+/// A ticket's `Hot` record and seed-order key, in pool order: the skill-order gather reads both
+/// from one place.
+#[derive(Clone, Copy, Debug, Default)]
+struct Pre {
+    hot: Hot,
+    age: u64,
+}
+
+/// The pool re-laid out in skill order (rebuilt every tick).
+#[derive(Debug, Default)]
+pub(crate) struct Sorted {
+    /// Skill order: key prefix << 32 | pool index (see `sort_by_prefix`).
+    by_skill: Vec<u64>,
+    /// `Hot` records and age keys in pool order, gathered in skill order.
+    pre: Vec<Pre>,
+    /// Seed order: key prefix << 32 | skill position (the rank in `by_skill`, which the seed
+    /// loop needs, so it never maps pool indices to positions).
+    pub(super) by_age: Vec<u64>,
+    /// Pool index of each entry of `by_skill` before sorting: the tickets that can be in some
+    /// match, in pool order.
+    candidates: Vec<u32>,
+    /// Scatter buffer and digit counts of `sort_by_prefix`.
+    sort_tmp: Vec<u64>,
+    hist: Vec<u32>,
+    /// Indexed by slot (live position + 1), with `Hot::sentinel`s at both ends so the scan reads
+    /// its frontier without bounds branches.
+    pub(super) hot: Vec<Hot>,
+    /// Skill position -> live position (meaningless once used). The live arrays (`hot`,
+    /// `rows`, `attrs`) hold the unused tickets in skill order and are compacted as tickets get
+    /// used; both positions ascend together, so compaction updates this in order, not at random.
+    pub(super) cur: Vec<u32>,
+    /// Bit per skill position: used. Small enough to stay in cache while seeds are checked in
+    /// random order (most are used by their turn).
+    pub(super) used: Vec<u64>,
+    pub(super) live: usize,
+    /// Distinct attribute rows (values and accepts of filter f at 2f and 2f+1). The scan reads
+    /// a ticket's row through the class in `Hot::meta`.
+    classes: Interner,
+    /// Whether `classes` holds every ticket's row; otherwise `attrs` does.
+    pub(super) interned: bool,
+    /// Per-filter compatibility as bitsets, when every filter has at most 64 distinct
+    /// (values, accepts) pairs; see `FilterBits`.
+    pub(super) bits: FilterBits,
+    /// When not interned: rows by skill position, same layout as `classes`.
+    pub(super) attrs: Vec<u64>,
+    /// Per live position, `row_words(H)` words: the pool index (low 32 bits) and skill position
+    /// (high 32), then the latencies as four 16-bit lanes per word (padding lanes 0xFFFF), so one
+    /// SWAR step tests four hosts. The indices share the row so writing a match's output and
+    /// marking it used find them in cache.
+    pub(super) rows: Vec<u64>,
+}
+
+impl Sorted {
+    /// Whether the ticket at skill position `q` is used.
+    #[inline]
+    pub(super) fn is_used(&self, q: usize) -> bool {
+        self.used[q / 64] >> (q % 64) & 1 == 1
+    }
+
+    /// Removes used tickets from the live arrays. Order is kept, so scans see the same
+    /// sequence of unused tickets; only positions change.
+    pub(super) fn compact(&mut self, links: &mut Links, f2: usize, rw: usize) {
+        let live = self.live;
+        let f2 = if self.interned { 0 } else { f2 };
+        // In place: entries only move down. Branch-free over which entries are used (random, so
+        // a branch would mispredict): each entry is copied to the next free place, which
+        // advances only when the entry is unused; a used one is overwritten by the next copy.
+        let mut kept = 0;
+        for pos in 0..live {
+            let unused = !links.is_used(pos as u32);
+            if kept < pos {
+                self.hot[kept + 1] = self.hot[pos + 1];
+                let (dst, src) = self.rows.split_at_mut(pos * rw);
+                copy_words(&mut dst[kept * rw..(kept + 1) * rw], &src[..rw]);
+                let (dst, src) = self.attrs.split_at_mut(pos * f2);
+                copy_words(&mut dst[kept * f2..(kept + 1) * f2], &src[..f2]);
+            }
+            // Skill positions ascend with live positions, so these writes go in order. A used
+            // entry's value is never read (the seed loop tests `used` first).
+            let q = (self.rows[kept * rw] >> 32) as usize;
+            self.cur[q] = kept as u32;
+            kept += usize::from(unused);
+        }
+        self.hot.truncate(kept + 1);
+        self.hot.push(Hot::sentinel(f64::INFINITY));
+        self.rows.truncate(kept * rw);
+        self.attrs.truncate(kept * f2);
+        self.live = kept;
+        links.reset(kept);
+    }
+
+    pub(crate) fn reserve(&mut self, n: usize, f: usize, h: usize) {
+        self.by_skill.reserve(n);
+        self.by_age.reserve(n);
+        self.candidates.reserve(n);
+        self.sort_tmp.reserve(n);
+        self.hot.reserve(n + 2);
+        self.pre.reserve(n);
+        self.cur.reserve(n);
+        self.used.reserve(n.div_ceil(64));
+        self.attrs.reserve(2 * n * f);
+        self.rows.reserve(n * row_words(h));
+    }
+}
+
+/// Which live positions are still unused, with O(α) skipping of used runs. Slot `p + 1` is live
+/// position p; slots 0 and n + 1 are sentinels. `next[slot][0]` leads left, `[1]` right (both
+/// directions in one cache line); an unused slot points to itself.
+#[derive(Debug, Default)]
+pub(crate) struct Links {
+    pub(super) next: Vec<[u32; 2]>,
+}
+
+impl Links {
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.next.reserve(n + 2);
+    }
+
+    #[inline]
+    pub(super) fn is_used(&self, pos: u32) -> bool {
+        self.next[pos as usize + 1][1] != pos + 1
+    }
+
+    /// All of `n` positions unused.
+    pub(super) fn reset(&mut self, n: usize) {
+        self.next.clear();
+        self.next.extend((0..(n as u32 + 2)).map(|x| [x, x]));
+    }
+
+    pub(super) fn mark_used(&mut self, pos: u32) {
+        let slot = pos + 1;
+        self.next[slot as usize] = [slot - 1, slot + 1];
+    }
+}
+
+/// Cache-prefetch hint for `slice[idx]` (no-op when out of range or off x86_64). The pool's hot
+/// accesses are random (seeds come in age order, not skill order), so hiding memory latency is
+/// what makes 1M-ticket ticks fast.
+#[inline(always)]
+pub(super) fn prefetch<T>(slice: &[T], idx: usize) {
+    prefetch_at(slice, idx, 0);
+}
+
+/// `prefetch` of the line holding byte `offset` (< `size_of::<T>()`) of `slice[idx]`.
+#[inline(always)]
+fn prefetch_at<T>(slice: &[T], idx: usize, offset: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = slice.get(idx) {
+        let p = (x as *const T).cast::<i8>().wrapping_add(offset.min(std::mem::size_of::<T>().saturating_sub(1)));
+        // SAFETY: `_mm_prefetch` is only a hint: it has no architectural effect and cannot fault,
+        // and the pointer points into a live reference anyway. SSE is baseline on x86_64.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, idx, offset);
+}
+
+/// Prefetches the cache lines of `slice[from..=to]` (clamped to the slice).
+#[inline]
+pub(super) fn prefetch_range<T>(slice: &[T], from: usize, to: usize) {
+    let step = (64 / std::mem::size_of::<T>()).max(1);
+    let to = to.min(slice.len().saturating_sub(1));
+    let mut i = from;
+    while i <= to {
+        prefetch(slice, i);
+        i += step;
+    }
+}
+
+/// `dst.copy_from_slice(src)` without a `memcpy` call for the usual short rows.
+#[inline]
+fn copy_words(dst: &mut [u64], src: &[u64]) {
+    match (dst, src) {
+        ([d0, d1], [s0, s1]) => (*d0, *d1) = (*s0, *s1),
+        ([d0, d1, d2], [s0, s1, s2]) => (*d0, *d1, *d2) = (*s0, *s1, *s2),
+        (dst, src) => dst.copy_from_slice(src),
+    }
+}
+
+/// Union-find "next unused slot" towards `side` (0 left, 1 right) with path halving.
+#[inline]
+pub(super) fn find(next: &mut [[u32; 2]], mut x: u32, side: usize) -> u32 {
+    loop {
+        let p = next[x as usize][side];
+        if p == x {
+            return x;
+        }
+        let gp = next[p as usize][side];
+        next[x as usize][side] = gp;
+        x = gp;
+    }
+}
+
+/// Per-tick immutable context, bundled so helpers take few arguments.
+pub(super) struct Ctx<'p> {
+    pub(super) s: &'p Sorted,
+    pub(super) f: usize,
+    pub(super) h: usize,
+    pub(super) norm: f64,
+}
+
+impl Ctx<'_> {
+    /// Attribute row of the ticket at live position `p` whose `Hot::meta` is `meta`.
+    #[inline]
+    pub(super) fn attrs(&self, p: u32, meta: u32) -> &[u64] {
+        let f2 = 2 * self.f;
+        if self.s.interned {
+            let c = (meta >> 8) as usize;
+            &self.s.classes.rows[c * f2..(c + 1) * f2]
+        } else {
+            &self.s.attrs[p as usize * f2..(p as usize + 1) * f2]
+        }
+    }
+
+    /// Latency words of live position `p`.
+    #[inline]
+    pub(super) fn lat(&self, p: usize) -> &[u64] {
+        let rw = row_words(self.h);
+        &self.s.rows[p * rw + 1..(p + 1) * rw]
+    }
+
+    /// Pool index of live position `p`.
+    #[inline]
+    pub(super) fn ticket(&self, p: usize) -> u32 {
+        self.s.rows[p * row_words(self.h)] as u32
+    }
+}
+
+/// Re-lays the pool out in skill order and builds the seed order.
+pub(super) fn prepare(pool: &PoolColumns<'_>, params: &TickParams<'_>, s: &mut Sorted) {
+    let n = pool.len();
+    let (f, h) = (pool.filter_count, pool.host_count);
+    let w = lat_words(h);
+    let bonus = params.party_synergy_bonus;
+
+    // Pass 1, pool order: effective skill, each ticket's `Hot` record, and attribute classes (the
+    // class table is capped so it stays in L2); then, for the tickets that can be in some match
+    // (`could_match`), the skill and seed sort keys. The others are used from the start: they are
+    // neither sorted nor laid out, so a crowd of them costs a tick one pass, and no scan meets them.
+    s.by_skill.clear();
+    s.by_age.clear();
+    s.candidates.clear();
+    s.pre.resize(n, Pre::default());
+    s.classes.clear();
+    let max_classes = (32_768 / f.max(1)).min(n / 4);
+    let mut interning = f > 0;
+    let classes = &mut s.classes;
+    let reach = HostReach::new(params);
+    let columns = pool.party_size.iter().zip(pool.mmr_mean).zip(pool.arrival_ms.iter().zip(pool.ruleset_mask));
+    for (i, (pre, ((&party, &mmr), (&arrival, &mask)))) in s.pre.iter_mut().zip(columns).enumerate() {
+        let eff = mmr + bonus * f64::from(party - 1);
+        let mut class = 0;
+        if interning {
+            let (vals, accs) = (&pool.attr_values[i * f..(i + 1) * f], &pool.attr_accepts[i * f..(i + 1) * f]);
+            match classes.intern(vals, accs, max_classes) {
+                Some(c) => class = c,
+                None => interning = false,
+            }
+        }
+        *pre = Pre { hot: Hot { eff, mask, meta: u32::from(party) | class << 8 }, age: order_key(arrival) };
+        if reach.could_match(mask, &pool.latency_ms[i * h..(i + 1) * h]) {
+            s.by_skill.push(order_key(eff));
+            s.candidates.push(i as u32);
+        }
+    }
+    let n = s.candidates.len();
+    s.used.clear();
+    s.used.resize(n.div_ceil(64), 0);
+    s.interned = interning;
+    s.bits.build(interning.then_some(&s.classes), params.filters);
+    // Skill order: by key, ties by pool index.
+    let candidates = &s.candidates;
+    sort_by_prefix(&mut s.by_skill, |j| candidates[j], &mut s.sort_tmp, &mut s.hist);
+    let pre = &s.pre;
+    fix_prefix_runs(&mut s.by_skill, |i| (order_key(pre[i].hot.eff), i));
+
+    // Pass 2, skill order: gather. Every element is overwritten, so `resize` only fills growth.
+    s.hot.resize(n + 2, Hot::default());
+    s.hot[0] = Hot::sentinel(f64::NEG_INFINITY);
+    s.hot[n + 1] = Hot::sentinel(f64::INFINITY);
+    s.rows.resize(n * (w + 1), 0);
+    s.cur.clear();
+    s.cur.extend(0..n as u32);
+    s.by_age.resize(n, 0);
+    s.live = n;
+    s.attrs.resize(if interning { 0 } else { 2 * n * f }, 0);
+    let mut attr_rows = s.attrs.chunks_exact_mut((2 * f).max(1));
+    const AHEAD: usize = 16;
+    let gathered = s.hot[1..=n].iter_mut().zip(s.rows.chunks_exact_mut(w + 1)).zip(&mut s.by_age);
+    for (p, ((hot, row), age)) in gathered.enumerate() {
+        // Reads are random (pool order), writes sequential: prefetch the rows a few steps ahead.
+        if let Some(&j) = s.by_skill.get(p + AHEAD) {
+            let j = j as u32 as usize;
+            // A 24-byte record may straddle two lines.
+            prefetch(&s.pre, j);
+            prefetch_at(&s.pre, j, std::mem::size_of::<Pre>() - 1);
+            prefetch(pool.latency_ms, j * h);
+            if !interning {
+                prefetch(pool.attr_values, j * f);
+                prefetch(pool.attr_accepts, j * f);
+            }
+        }
+        let i = s.by_skill[p] as u32 as usize;
+        let pre = s.pre[i];
+        *hot = pre.hot;
+        *age = pre.age;
+        row[0] = i as u64 | (p as u64) << 32;
+        if !interning {
+            if let Some(row) = attr_rows.next() {
+                let (vals, accs) = (&pool.attr_values[i * f..(i + 1) * f], &pool.attr_accepts[i * f..(i + 1) * f]);
+                for ((pair, &v), &a) in row.chunks_exact_mut(2).zip(vals).zip(accs) {
+                    pair[0] = v;
+                    pair[1] = a;
+                }
+            }
+        }
+        let row = &mut row[1..];
+        let mut quads = pool.latency_ms[i * h..(i + 1) * h].chunks_exact(4);
+        for (word, q) in row.iter_mut().zip(&mut quads) {
+            *word = u64::from(q[0]) | u64::from(q[1]) << 16 | u64::from(q[2]) << 32 | u64::from(q[3]) << 48;
+        }
+        let rest = quads.remainder();
+        if !rest.is_empty() {
+            // Padding lanes are 0xFFFF, which is never below a SWAR bound (bound < 65535).
+            row[w - 1] = rest.iter().rev().fold(u64::MAX, |x, &l| x << 16 | u64::from(l));
+        }
+    }
+    // Seed order, by skill position: oldest first; equal arrivals by a seeded hash of the pool
+    // index, then by skill position.
+    sort_by_prefix(&mut s.by_age, |p| p as u32, &mut s.sort_tmp, &mut s.hist);
+    let (rows, seed) = (&s.rows, params.seed);
+    fix_prefix_runs(&mut s.by_age, |p| {
+        let i = rows[p * (w + 1)] as u32 as usize;
+        (order_key(pool.arrival_ms[i]), mix(seed ^ mix(i as u64)) >> 32, p)
+    });
+}
+
+/// Tells the tickets that can be in no match: for every ruleset they compete in (vacuously so
+/// for a ticket in none of the queue's), the ruleset requires a host and none of theirs is within
+/// its widest latency bound (relaxation only widens bounds, so no seed's bound is wider).
+struct HostReach {
+    /// Per ruleset that requires a host, its widest latency bound.
+    widest: [Option<u32>; 32],
+    valid_rulesets: u32,
+}
+
+impl HostReach {
+    pub(super) fn new(params: &TickParams<'_>) -> Self {
+        let mut widest = [None; 32];
+        for (bound, rs) in widest.iter_mut().zip(params.rulesets) {
+            if rs.require_host {
+                *bound = Some(
+                    rs.relaxation.last().map_or(rs.max_latency_ms, |step| step.max_latency_ms.max(rs.max_latency_ms)),
+                );
+            }
+        }
+        HostReach { widest, valid_rulesets: valid_rulesets(params) }
+    }
+
+    /// `mask` is the ticket's rulesets, `latency_ms` its row of the latency matrix.
+    #[inline]
+    fn could_match(&self, mask: u32, latency_ms: &[u16]) -> bool {
+        let mut mask = mask & self.valid_rulesets;
+        while mask != 0 {
+            let r = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            match self.widest[r] {
+                None => return true,
+                Some(bound) if latency_ms.iter().any(|&l| u32::from(l) <= bound) => return true,
+                Some(_) => {}
+            }
+        }
+        false
+    }
+}
+
+/// A small pool owned by a test, built ticket by ticket, for the tests of the tick's modules.
+#[cfg(test)]
+pub(super) mod test_pool {
+    use crate::PoolColumns;
+
+    pub(in super::super) struct TestPool {
+        party: Vec<u8>,
+        mmr: Vec<f64>,
+        arrival: Vec<f64>,
+        mask: Vec<u32>,
+        values: Vec<u64>,
+        accepts: Vec<u64>,
+        latency: Vec<u16>,
+        f: usize,
+        h: usize,
+    }
+
+    impl TestPool {
+        /// `f` filters, `h` hosts.
+        pub(in super::super) fn new(f: usize, h: usize) -> Self {
+            let (party, mmr, arrival, mask) = (vec![], vec![], vec![], vec![]);
+            TestPool { party, mmr, arrival, mask, values: vec![], accepts: vec![], latency: vec![], f, h }
+        }
+
+        /// A ticket in ruleset 0, unspecified in every (overlap) filter, 50 ms from every host.
+        pub(in super::super) fn ticket(&mut self, party: u8, mmr: f64, arrival_ms: f64) -> &mut Self {
+            self.party.push(party);
+            self.mmr.push(mmr);
+            self.arrival.push(arrival_ms);
+            self.mask.push(1);
+            self.values.extend(std::iter::repeat_n(u64::MAX, self.f));
+            self.accepts.extend(std::iter::repeat_n(u64::MAX, self.f));
+            self.latency.extend(std::iter::repeat_n(50, self.h));
+            self
+        }
+
+        /// Sets the last ticket's ruleset mask.
+        pub(in super::super) fn mask(&mut self, mask: u32) -> &mut Self {
+            *self.mask.last_mut().unwrap() = mask;
+            self
+        }
+
+        /// Sets the last ticket's (values, accepts) of filter k.
+        pub(in super::super) fn attr(&mut self, k: usize, values: u64, accepts: u64) -> &mut Self {
+            self.set_attr(self.party.len() - 1, k, values, accepts)
+        }
+
+        /// Sets ticket i's (values, accepts) of filter k.
+        pub(in super::super) fn set_attr(&mut self, i: usize, k: usize, values: u64, accepts: u64) -> &mut Self {
+            let at = i * self.f + k;
+            (self.values[at], self.accepts[at]) = (values, accepts);
+            self
+        }
+
+        /// Sets the last ticket's latencies.
+        pub(in super::super) fn latency(&mut self, latency_ms: &[u16]) -> &mut Self {
+            let at = self.latency.len() - self.h;
+            self.latency[at..].copy_from_slice(latency_ms);
+            self
+        }
+
+        pub(in super::super) fn columns(&self) -> PoolColumns<'_> {
+            PoolColumns {
+                party_size: &self.party,
+                mmr_mean: &self.mmr,
+                arrival_ms: &self.arrival,
+                ruleset_mask: &self.mask,
+                attr_values: &self.values,
+                attr_accepts: &self.accepts,
+                latency_ms: &self.latency,
+                filter_count: self.f,
+                host_count: self.h,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_pool::TestPool;
+    use super::*;
+    use crate::{FilterMode, RelaxationStep, Ruleset};
+
+    fn ruleset(require_host: bool, max_latency_ms: u32, relaxation: &[RelaxationStep]) -> Ruleset<'_> {
+        Ruleset {
+            teams: 1,
+            team_size: 2,
+            max_skill_spread: f64::INFINITY,
+            max_team_imbalance: f64::INFINITY,
+            max_latency_ms,
+            require_host,
+            relaxation,
+        }
+    }
+
+    fn params<'a>(filters: &'a [FilterMode], rulesets: &'a [Ruleset<'a>]) -> TickParams<'a> {
+        TickParams { mmr_normalization_ref: 0.1, party_synergy_bonus: 0.05, filters, rulesets, now_ms: 100.0, seed: 1 }
+    }
+
+    #[test]
+    fn prepare_lays_candidates_out_in_skill_order_and_seeds_oldest_first() {
+        let mut pool = TestPool::new(1, 2);
+        pool.ticket(1, 0.3, 50.0).ticket(1, 0.1, 10.0).ticket(1, 0.3, 10.0);
+        // A duo: effective skill 0.2 + 0.05.
+        pool.ticket(2, 0.2, 40.0);
+        // In no ruleset of the queue: set aside, though the oldest.
+        pool.ticket(1, 0.9, 0.0).mask(0b10);
+        let rulesets = [ruleset(false, 100, &[])];
+        let mut s = Sorted::default();
+        prepare(&pool.columns(), &params(&[FilterMode::Overlap], &rulesets), &mut s);
+
+        let ctx = Ctx { s: &s, f: 1, h: 2, norm: 0.1 };
+        assert_eq!(s.live, 4);
+        // Equal skill (0 and 2): pool order.
+        assert_eq!((0..4).map(|p| ctx.ticket(p)).collect::<Vec<_>>(), [1, 3, 0, 2]);
+        let eff: Vec<f64> = s.hot.iter().map(|h| h.eff).collect();
+        assert_eq!(eff, [f64::NEG_INFINITY, 0.1, 0.2 + 0.05, 0.3, 0.3, f64::INFINITY]);
+        assert_eq!(s.hot[2].party(), 2);
+        // Seed order holds skill positions: tickets 1 and 2 arrived together (their order is the
+        // seeded hash's), then 3, then 0.
+        let seeds: Vec<u32> = s.by_age.iter().map(|&e| e as u32).collect();
+        assert!(seeds[..2] == [0, 3] || seeds[..2] == [3, 0], "{seeds:?}");
+        assert_eq!(seeds[2..], [1, 2]);
+        assert!((0..4).all(|q| !s.is_used(q)));
+        assert_eq!(ctx.lat(0), [50 | 50 << 16 | 0xFFFF_FFFF << 32]);
+    }
+
+    #[test]
+    fn links_find_the_nearest_unused_position() {
+        let mut links = Links::default();
+        links.reset(6);
+        links.mark_used(2);
+        links.mark_used(3);
+        assert!(links.is_used(2) && links.is_used(3) && !links.is_used(1) && !links.is_used(4));
+        // Slots are positions + 1: from position 3, left skips 2 to position 1, right finds 4.
+        assert_eq!(find(&mut links.next, 4, 0), 2);
+        assert_eq!(find(&mut links.next, 4, 1), 5);
+        assert_eq!(find(&mut links.next, 3, 1), 5);
+        for p in [0, 1, 4, 5] {
+            links.mark_used(p);
+        }
+        // Every position used: the scans end at the sentinels.
+        assert_eq!(find(&mut links.next, 3, 0), 0);
+        assert_eq!(find(&mut links.next, 3, 1), 7);
+    }
+
+    #[test]
+    fn compact_drops_used_tickets_and_keeps_the_order() {
+        // More distinct attribute rows than the class table takes (it refuses to grow past n / 4).
+        let n = 1200;
+        let mut pool = TestPool::new(1, 5);
+        for i in 0..n {
+            let mmr = ((i * 37) % n) as f64 / n as f64;
+            pool.ticket(1, mmr, i as f64).attr(0, i as u64 | 1 << 40, u64::MAX).latency(&[i as u16, 1, 2, 3, 4]);
+        }
+        let rulesets = [ruleset(false, 100, &[])];
+        let mut s = Sorted::default();
+        prepare(&pool.columns(), &params(&[FilterMode::Overlap], &rulesets), &mut s);
+        assert!(!s.interned);
+        let rw = row_words(5);
+        let mut links = Links::default();
+        links.reset(s.live);
+        let before: Vec<u32> = (0..n).map(|p| Ctx { s: &s, f: 1, h: 5, norm: 0.1 }.ticket(p)).collect();
+        let used = |q: usize| q.is_multiple_of(3) || q > 1000;
+        for q in (0..n).filter(|&q| used(q)) {
+            links.mark_used(q as u32);
+            s.used[q / 64] |= 1 << (q % 64);
+        }
+        s.compact(&mut links, 2, rw);
+
+        let kept: Vec<(usize, u32)> = (0..n).filter(|&q| !used(q)).map(|q| (q, before[q])).collect();
+        assert_eq!(s.live, kept.len());
+        assert_eq!(s.hot.len(), kept.len() + 2);
+        assert_eq!(s.hot[kept.len() + 1].eff, f64::INFINITY);
+        let ctx = Ctx { s: &s, f: 1, h: 5, norm: 0.1 };
+        for (p, &(q, ticket)) in kept.iter().enumerate() {
+            assert_eq!(ctx.ticket(p), ticket);
+            assert_eq!(s.cur[q] as usize, p);
+            assert_eq!(ctx.attrs(p as u32, s.hot[p + 1].meta), [u64::from(ticket) | 1 << 40, u64::MAX]);
+            assert_eq!(ctx.lat(p)[0] & 0xFFFF, u64::from(ticket));
+            assert_eq!(s.hot[p + 1].eff, pool.columns().mmr_mean[ticket as usize]);
+        }
+        // Links start over on the live positions: none used.
+        assert!((0..kept.len() as u32).all(|p| !links.is_used(p)));
+    }
+
+    #[test]
+    fn host_reach_sets_aside_tickets_no_host_can_serve() {
+        let relax = [RelaxationStep { after_wait_ms: 10.0, max_skill_spread: 1.0, max_latency_ms: 150 }];
+        let rulesets = [ruleset(true, 100, &relax), ruleset(false, 100, &[])];
+        let reach = HostReach::new(&params(&[], &rulesets));
+        // Within the widest (relaxed) bound of ruleset 0.
+        assert!(reach.could_match(0b01, &[200, 150]));
+        assert!(!reach.could_match(0b01, &[200, 151]));
+        assert!(!reach.could_match(0b01, &[]));
+        // Ruleset 1 needs no host.
+        assert!(reach.could_match(0b11, &[200, 151]));
+        // Ruleset 2 is not the queue's.
+        assert!(!reach.could_match(0b100, &[0, 0]));
+    }
+}

@@ -1,0 +1,242 @@
+//! The matching algorithm: one tick over one queue's pool. `run_tick` validates every input before
+//! anything here runs, so the indexing below cannot go out of bounds.
+//!
+//! A tick by module: [`layout`] re-lays the pool out in skill order and builds the seed order (with
+//! [`sort`]'s radix sort and [`classes`]' attribute classes); this file's seed loop takes the seeds
+//! oldest first and asks [`search`] to grow a match around each (latency tests in [`lanes`], teams
+//! evened out by [`balance`]); [`emit`] writes each formed match to the caller's buffers.
+
+mod balance;
+mod classes;
+mod emit;
+mod lanes;
+mod layout;
+mod search;
+mod sort;
+
+pub(crate) use layout::{Links, Sorted};
+pub(crate) use search::Scratch;
+
+use crate::{FilterMode, MatchBuffers, PoolColumns, TickParams, Workspace};
+use emit::emit;
+use lanes::{lat_words, row_words};
+use layout::{prefetch, prefetch_range, prepare, Ctx};
+use search::try_form;
+
+/// The seed loop: every ticket that could be in a match seeds once, oldest first, and the first of its
+/// rulesets (by index) to form a match around it wins. Returns the number of matches written to `out`.
+pub(crate) fn run(
+    pool: &PoolColumns<'_>,
+    params: &TickParams<'_>,
+    ws: &mut Workspace,
+    out: &mut MatchBuffers<'_>,
+) -> usize {
+    let n = pool.len();
+    out.match_offsets[0] = 0;
+    if n == 0 || params.rulesets.is_empty() {
+        return 0;
+    }
+    prepare(pool, params, &mut ws.sorted);
+    let Workspace { sorted, links, scratch } = ws;
+    // Every ticket that could be in a match is a seed, in age order.
+    let seeds = sorted.by_age.len();
+    scratch.overlap.clear();
+    scratch.overlap.extend(params.filters.iter().map(|m| *m == FilterMode::Overlap));
+    scratch.spread_limits.clear();
+    links.reset(sorted.live);
+
+    let valid_rulesets = valid_rulesets(params);
+
+    // Bounds follow the seed's wait, and seeds come oldest first, so each relaxation step
+    // applies to a prefix of the seed order: find where each one ends (bisection on the same
+    // `now - arrival` as `Ruleset::bounds_for_wait`) instead of reading every seed's arrival.
+    // No compaction yet: live positions are still skill positions.
+    let rw = row_words(pool.host_count);
+    let wait_at = |k: usize| {
+        params.now_ms - pool.arrival_ms[sorted.rows[(sorted.by_age[k] as u32 as usize) * rw] as u32 as usize]
+    };
+    scratch.levels.clear();
+    scratch.level_ends.clear();
+    for rs in params.rulesets {
+        let first = scratch.level_ends.len();
+        for step in rs.relaxation {
+            let (mut lo, mut hi) = (0, seeds);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if step.after_wait_ms <= wait_at(mid) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            scratch.level_ends.push(lo as u32);
+        }
+        // Steps are sorted, so the ones in force are a prefix, and later steps end earlier.
+        let in_force = scratch.level_ends[first..].iter().filter(|&&end| end > 0).count();
+        scratch.levels.push((first, in_force));
+    }
+    let mut matches = 0usize;
+    let mut written = 0usize;
+    let (f, h) = (pool.filter_count, pool.host_count);
+    let w = lat_words(h);
+    let mut used_since_compact = 0;
+
+    // Seeds jump around in skill order, so their data is cold. Two-stage prefetch: the live
+    // position of a far seed, then, if it is still unused, its neighbourhood in every stream.
+    const FAR: usize = 16;
+    const NEAR: usize = 6;
+    const SPAN: usize = 16;
+    for k in 0..seeds {
+        if let Some(&e) = sorted.by_age.get(k + FAR) {
+            if !sorted.is_used(e as u32 as usize) {
+                prefetch(&sorted.cur, e as u32 as usize);
+            }
+        }
+        if let Some(&e) = sorted.by_age.get(k + NEAR) {
+            if !sorted.is_used(e as u32 as usize) {
+                let q = sorted.cur[e as u32 as usize];
+                let q = q as usize;
+                let (a, b) = (q.saturating_sub(SPAN), q + SPAN);
+                prefetch_range(&links.next, a, b + 2);
+                prefetch_range(&sorted.hot, a, b + 2);
+                if !sorted.interned {
+                    prefetch_range(&sorted.attrs, a * 2 * f, b * 2 * f);
+                }
+                prefetch_range(&sorted.rows, a * (w + 1), b * (w + 1));
+            }
+        }
+        let q = sorted.by_age[k] as u32 as usize;
+        if sorted.is_used(q) {
+            continue;
+        }
+        let sp = sorted.cur[q];
+        let ctx = Ctx { s: sorted, f, h, norm: params.mmr_normalization_ref };
+        let mut mask = sorted.hot[sp as usize + 1].mask & valid_rulesets;
+        let mut formed = false;
+        while mask != 0 {
+            let r = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let rs = &params.rulesets[r];
+            // The relaxation steps in force for seed k: drop those that ended at or before k.
+            let (first, in_force) = &mut scratch.levels[r];
+            while *in_force > 0 && scratch.level_ends[*first + *in_force - 1] as usize <= k {
+                *in_force -= 1;
+            }
+            let bounds = match *in_force {
+                0 => (rs.max_skill_spread, rs.max_latency_ms),
+                j => (rs.relaxation[j - 1].max_skill_spread, rs.relaxation[j - 1].max_latency_ms),
+            };
+            if let Some((acceptable, lat)) = try_form(&ctx, links, scratch, sp, bounds, r, rs) {
+                emit(&ctx, scratch, out, matches, written, r, rs, acceptable, &lat);
+                written += scratch.sel.len();
+                matches += 1;
+                formed = true;
+                break;
+            }
+        }
+        if formed {
+            for &p in &scratch.sel {
+                links.mark_used(p);
+                let q = (sorted.rows[p as usize * (w + 1)] >> 32) as usize;
+                sorted.used[q / 64] |= 1 << (q % 64);
+            }
+            used_since_compact += scratch.sel.len();
+            // Once half the live tickets are used, drop them so scans stay dense in memory.
+            let live = sorted.live;
+            if 2 * used_since_compact >= live && live >= 256 {
+                sorted.compact(links, 2 * f, w + 1);
+                used_since_compact = 0;
+            }
+        }
+    }
+    matches
+}
+
+/// One bit per ruleset of the queue: a ticket's ruleset mask is read through it.
+fn valid_rulesets(params: &TickParams<'_>) -> u32 {
+    if params.rulesets.len() >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << params.rulesets.len()) - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::layout::test_pool::TestPool;
+    use super::*;
+    use crate::{MatchOutput, OutputCapacity, RelaxationStep, Ruleset};
+
+    fn pairs(relaxation: &[RelaxationStep], max_skill_spread: f64) -> Ruleset<'_> {
+        Ruleset {
+            teams: 1,
+            team_size: 2,
+            max_skill_spread,
+            max_team_imbalance: f64::INFINITY,
+            max_latency_ms: 100,
+            require_host: false,
+            relaxation,
+        }
+    }
+
+    /// Runs one tick; answers each match's pool indices.
+    fn tick(pool: &TestPool, rulesets: &[Ruleset<'_>]) -> Vec<Vec<u32>> {
+        let params = TickParams {
+            mmr_normalization_ref: 0.1,
+            party_synergy_bonus: 0.0,
+            filters: &[],
+            rulesets,
+            now_ms: 100.0,
+            seed: 3,
+        };
+        let columns = pool.columns();
+        let mut out = MatchOutput::with_capacity(OutputCapacity::for_pool(columns.len(), 0, 0));
+        let matches = run(&columns, &params, &mut Workspace::new(), &mut out.buffers());
+        let o = &out.match_offsets;
+        (0..matches).map(|m| out.match_tickets[o[m] as usize..o[m + 1] as usize].to_vec()).collect()
+    }
+
+    #[test]
+    fn the_oldest_seeds_first_and_takes_its_nearest() {
+        let mut pool = TestPool::new(0, 0);
+        pool.ticket(1, 0.50, 0.0).ticket(1, 0.52, 10.0).ticket(1, 0.90, 5.0).ticket(1, 0.88, 20.0);
+        // Older than all, in no ruleset of the queue: never matched.
+        pool.ticket(1, 0.51, -5.0).mask(0b10);
+        assert_eq!(tick(&pool, &[pairs(&[], f64::INFINITY)]), [[0, 1], [2, 3]]);
+
+        // Ruleset 0 takes no one (a spread of 0); in ruleset 1 the oldest seeds first.
+        let mut both = TestPool::new(0, 0);
+        for (mmr, arrival) in [(0.50, 0.0), (0.52, 10.0), (0.90, 5.0), (0.88, 20.0)] {
+            both.ticket(1, mmr, arrival).mask(0b11);
+        }
+        both.ticket(1, 0.505, -5.0).mask(0b10);
+        assert_eq!(tick(&both, &[pairs(&[], 0.0), pairs(&[], f64::INFINITY)]), [[4, 0], [2, 3]]);
+    }
+
+    #[test]
+    fn relaxation_widens_the_bounds_of_seeds_that_waited() {
+        let relax = [RelaxationStep { after_wait_ms: 50.0, max_skill_spread: f64::INFINITY, max_latency_ms: 100 }];
+        let mut pool = TestPool::new(0, 0);
+        // Now is 100: ticket 0 waited 100 ms (relaxed), the others 4 to 10 ms (0.1 normalized = 0.01 raw).
+        pool.ticket(1, 0.1, 0.0).ticket(1, 0.5, 90.0).ticket(1, 0.52, 95.0).ticket(1, 0.9, 96.0);
+        assert_eq!(tick(&pool, &[pairs(&relax, 0.1)]), [[0, 1]]);
+        assert_eq!(tick(&pool, &[pairs(&[], 0.1)]), Vec::<Vec<u32>>::new());
+    }
+
+    #[test]
+    fn valid_rulesets_has_a_bit_per_ruleset() {
+        let rs = pairs(&[], 1.0);
+        let rulesets = [rs; 32];
+        let mask = |n: usize| {
+            valid_rulesets(&TickParams {
+                mmr_normalization_ref: 0.1,
+                party_synergy_bonus: 0.0,
+                filters: &[],
+                rulesets: &rulesets[..n],
+                now_ms: 0.0,
+                seed: 0,
+            })
+        };
+        assert_eq!((mask(0), mask(3), mask(31), mask(32)), (0, 0b111, u32::MAX >> 1, u32::MAX));
+    }
+}

@@ -1,0 +1,425 @@
+//! Growing one candidate match around a seed: scan outwards in skill order over the unused
+//! tickets, take each one that keeps every bound (ruleset, room in a team, skill spread,
+//! attributes, a common host), and balance the teams once they are full.
+
+use super::balance::{balance, BigBalance};
+use super::classes::FilterBits;
+use super::lanes::{lat_words, LatBound};
+use super::layout::{find, Ctx, Links};
+use crate::Ruleset;
+
+/// Per-candidate scratch; all indices are live positions or indices into `sel`.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// Relaxation by seed: per ruleset, (first index into `level_ends`, steps in force now),
+    /// and per step the seed-order index from which it no longer applies. See `run`.
+    pub(super) levels: Vec<(usize, usize)>,
+    pub(super) level_ends: Vec<u32>,
+    /// (spread bits, `spread_threshold`) for the spread bounds met this tick.
+    pub(super) spread_limits: Vec<(u64, f64)>,
+    pub(super) sel: Vec<u32>,
+    pub(super) sel_team: Vec<u32>,
+    /// Per selected ticket: party size and effective skill, copied so `balance` does not chase
+    /// positions.
+    pub(super) sel_party: Vec<u32>,
+    pub(super) sel_eff: Vec<f64>,
+    /// Room left per team during the scan.
+    room: Vec<u32>,
+    pub(super) big: BigBalance,
+    /// Per filter: overlap (else containment).
+    pub(super) overlap: Vec<bool>,
+    agg: Vec<Agg>,
+    /// Distinct (filter, values) of the selected tickets' overlap values other than `u64::MAX`.
+    overlap_values: Vec<(usize, u64)>,
+}
+
+/// Per filter, over the selected tickets: AND of accepts and OR of values (containment filters;
+/// neutral for overlap), and `u64::MAX` for overlap filters (whose values must be non-zero).
+/// See `try_form`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Agg {
+    and_accepts: u64,
+    or_values: u64,
+    nonzero: u64,
+}
+
+/// The largest `t` with `t / norm <= spread` (IEEE division, `spread >= 0`, `norm > 0`):
+/// division is monotone, so for every x (negative, infinite and NaN included),
+/// `x / norm > spread` exactly when `x > t`.
+fn spread_threshold(spread: f64, norm: f64) -> f64 {
+    if f64::INFINITY / norm <= spread {
+        return f64::INFINITY;
+    }
+    // Bisect over the bit patterns of [0, inf], which order like the values: `lo` passes,
+    // `hi` fails.
+    let (mut lo, mut hi) = (0u64, f64::INFINITY.to_bits());
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if f64::from_bits(mid) / norm <= spread {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    f64::from_bits(lo)
+}
+
+/// Tries to build a match of ruleset `r` around the seed at live position `sp`, under the
+/// seed's (spread, latency) bounds. On success `sc.sel` holds the live positions (seed first)
+/// and `sc.sel_team` their teams, and the acceptable-host mask (exact only with
+/// `require_host`) and the latency bound are returned.
+pub(super) fn try_form(
+    ctx: &Ctx<'_>,
+    links: &mut Links,
+    sc: &mut Scratch,
+    sp: u32,
+    (spread, lat_bound): (f64, u32),
+    r: usize,
+    rs: &Ruleset<'_>,
+) -> Option<(u64, LatBound)> {
+    let s = ctx.s;
+    let w = lat_words(ctx.h);
+    let (hot, rows) = (&s.hot[..], &s.rows[..]);
+    let seed = hot[sp as usize + 1];
+    let team_size = rs.team_size;
+    let size_s = seed.party();
+    if size_s > team_size {
+        return None;
+    }
+    let require_host = rs.require_host;
+    if require_host && ctx.h == 0 {
+        return None;
+    }
+    // The bounds follow the seed's wait. The seed is the oldest ticket processed so far that is
+    // still unused; bounds only grow with wait, so they are never wider than those of the
+    // candidate's oldest.
+    //
+    // `span / norm > spread` becomes one comparison (a division per candidate costs more than
+    // the rest of its checks). Few distinct bounds occur per tick, so they are cached.
+    let max_span = match sc.spread_limits.iter().find(|&&(bits, _)| bits == spread.to_bits()) {
+        Some(&(_, t)) => t,
+        None => {
+            let t = spread_threshold(spread, ctx.norm);
+            sc.spread_limits.push((spread.to_bits(), t));
+            t
+        }
+    };
+    let lat = LatBound::new(lat_bound, ctx.h);
+    let row_of = |p: u32| &rows[p as usize * (w + 1) + 1..(p as usize + 1) * (w + 1)];
+    let mut hosts = if require_host { lat.host_mask(row_of(sp)) } else { 0 };
+    if require_host && hosts == 0 {
+        return None;
+    }
+
+    let Scratch { sel, sel_team, sel_party, sel_eff, room, overlap, agg, overlap_values, .. } = sc;
+    let teams = rs.teams as usize;
+    sel.clear();
+    sel_team.clear();
+    sel_party.clear();
+    sel_eff.clear();
+    room.clear();
+    room.resize(teams, team_size);
+    sel.push(sp);
+    sel_team.push(0);
+    sel_party.push(size_s);
+    sel_eff.push(seed.eff);
+    room[0] -= size_s;
+    let mut remaining = rs.players_per_match() - size_s;
+    if remaining == 0 {
+        return Some((hosts, lat));
+    }
+    // A candidate fits some team iff its party is at most the largest room (which also bounds
+    // the players still missing).
+    let mut max_room = if teams > 1 { team_size } else { team_size - size_s };
+    let e_s = seed.eff;
+    let (mut lo, mut hi) = (e_s, e_s);
+    let bit = 1u32 << r;
+    let norm = ctx.norm;
+
+    // Attribute compatibility with every selected ticket. With `FilterBits`: per filter, the
+    // pairs compatible with all selected tickets. Otherwise from running aggregates:
+    // containment (`v_c ⊆ a_s` and `v_s ⊆ a_c` for all s) is exactly `v_c ⊆ AND a` and
+    // `OR v ⊆ a_c`; overlap with every selected value needs `v_c` non-zero (to meet the
+    // `u64::MAX` "unspecified" values) and meeting each distinct other value.
+    let fb = &s.bits;
+    let f = ctx.f;
+    let (class_bits, compat) = (&fb.class_bits[..], &fb.compat[..]);
+    let mut allowed = [u64::MAX; FilterBits::MAX_FILTERS];
+    let allowed = &mut allowed[..if fb.enabled { f } else { 0 }];
+    let bits_of = |meta: u32| {
+        let c = (meta >> 8) as usize;
+        &class_bits[c * f..(c + 1) * f]
+    };
+    agg.clear();
+    overlap_values.clear();
+    if fb.enabled {
+        for (k, (a, &b)) in allowed.iter_mut().zip(bits_of(seed.meta)).enumerate() {
+            *a = compat[64 * k + b.trailing_zeros() as usize];
+        }
+    } else {
+        let seed_attrs = ctx.attrs(sp, seed.meta);
+        for (k, (&ov, va)) in overlap.iter().zip(seed_attrs.chunks_exact(2)).enumerate() {
+            if ov {
+                agg.push(Agg { and_accepts: u64::MAX, or_values: 0, nonzero: u64::MAX });
+                if va[0] != u64::MAX {
+                    overlap_values.push((k, va[0]));
+                }
+            } else {
+                agg.push(Agg { and_accepts: va[1], or_values: va[0], nonzero: 0 });
+            }
+        }
+    }
+    let attrs_ok = |agg: &[Agg], overlap_values: &[(usize, u64)], rc: &[u64]| {
+        let mut ok = true;
+        for (g, va) in agg.iter().zip(rc.chunks_exact(2)) {
+            let (v, a) = (va[0], va[1]);
+            ok &= (v & !g.and_accepts) | (g.or_values & !a) == 0;
+            ok &= (v | !g.nonzero) != 0;
+        }
+        for &(k, x) in overlap_values {
+            ok &= rc[2 * k] & x != 0;
+        }
+        ok
+    };
+
+    // Scan outwards from the seed in skill order, nearest first (ties to the right), over unused
+    // tickets only, until the match is full, both sides leave the window, or `limit` tickets
+    // were examined, so a crowded or incompatible neighbourhood cannot make one seed cost O(n).
+    let limit = (rs.players_per_match() as usize * 16).clamp(64, 16_384);
+    let next = &mut links.next[..];
+    // Raw-unit window, widened by a hair so it never prunes a ticket the exact (divided) spread
+    // check would accept. Distances are infinite outside it; the sentinel records at both ends
+    // of `hot` give infinity or NaN, so the scan stops there without bounds checks.
+    let win = spread * norm * (1.0 + 1e-12);
+    let within = |d: f64| if d <= win { d } else { f64::INFINITY };
+    // The next unused slot on each side (slot = live position + 1) and its distance.
+    let mut left = find(next, sp, 0);
+    let mut right = find(next, sp + 2, 1);
+    let mut dl = within(e_s - hot[left as usize].eff);
+    let mut dr = within(hot[right as usize].eff - e_s);
+    for _ in 0..limit {
+        let from_left = dl < dr;
+        let p = if from_left {
+            let p = left - 1;
+            left = find(next, p, 0);
+            dl = within(e_s - hot[left as usize].eff);
+            p
+        } else {
+            if dr == f64::INFINITY {
+                break;
+            }
+            let p = right - 1;
+            right = find(next, right + 1, 1);
+            dr = within(hot[right as usize].eff - e_s);
+            p
+        };
+        let c = hot[p as usize + 1];
+
+        // Cheapest and most selective checks first; all are pure, so the order does not change
+        // which tickets are taken. Skill order: a left candidate is at or below every selected
+        // ticket, a right one at or above, so only one end of the skill range moves.
+        if c.mask & bit == 0 || c.party() > max_room {
+            continue;
+        }
+        let span = if from_left { hi - c.eff } else { c.eff - lo };
+        if span > max_span {
+            continue;
+        }
+        let ok = if fb.enabled {
+            allowed.iter().zip(bits_of(c.meta)).fold(true, |ok, (&a, &b)| ok & (a & b != 0))
+        } else {
+            attrs_ok(agg, overlap_values, ctx.attrs(p, c.meta))
+        };
+        if !ok {
+            continue;
+        }
+        let m = if require_host {
+            let m = lat.host_mask(row_of(p));
+            if hosts & m == 0 {
+                continue;
+            }
+            m
+        } else {
+            0
+        };
+
+        // Best fit: the fullest team that still has room, so exact fits are preferred.
+        let size = c.party();
+        let mut best = 0;
+        let mut best_room = u32::MAX;
+        for (k, &rm) in room.iter().enumerate() {
+            if rm >= size && rm < best_room {
+                best = k;
+                best_room = rm;
+            }
+        }
+        sel.push(p);
+        sel_team.push(best as u32);
+        sel_party.push(size);
+        sel_eff.push(c.eff);
+        room[best] -= size;
+        remaining -= size;
+        hosts &= m;
+        if remaining == 0 {
+            break;
+        }
+        max_room = room.iter().copied().max().unwrap_or(0);
+        if from_left {
+            lo = c.eff;
+        } else {
+            hi = c.eff;
+        }
+        if fb.enabled {
+            for (k, (a, &b)) in allowed.iter_mut().zip(bits_of(c.meta)).enumerate() {
+                *a &= compat[64 * k + b.trailing_zeros() as usize];
+            }
+        } else {
+            let rc = ctx.attrs(p, c.meta);
+            for (k, (g, va)) in agg.iter_mut().zip(rc.chunks_exact(2)).enumerate() {
+                if g.nonzero != 0 {
+                    if va[0] != u64::MAX && !overlap_values.contains(&(k, va[0])) {
+                        overlap_values.push((k, va[0]));
+                    }
+                } else {
+                    g.and_accepts &= va[1];
+                    g.or_values |= va[0];
+                }
+            }
+        }
+    }
+    if remaining != 0 {
+        return None;
+    }
+    if teams > 1 && !balance(norm, sc, rs) {
+        return None;
+    }
+    Some((hosts, lat))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::layout::test_pool::TestPool;
+    use super::super::layout::{prepare, Sorted};
+    use super::super::sort::mix;
+    use super::*;
+    use crate::{FilterMode, TickParams};
+
+    fn ruleset(team_size: u32, max_skill_spread: f64, require_host: bool) -> Ruleset<'static> {
+        Ruleset {
+            teams: 1,
+            team_size,
+            max_skill_spread,
+            max_team_imbalance: f64::INFINITY,
+            max_latency_ms: 100,
+            require_host,
+            relaxation: &[],
+        }
+    }
+
+    /// Pool indices of the match `try_form` grows around `seed` (a pool index), and its host mask.
+    fn form(pool: &TestPool, modes: &[FilterMode], rs: Ruleset<'_>, seed: u32) -> Option<(Vec<u32>, u64)> {
+        let rulesets = [rs];
+        let params = TickParams {
+            mmr_normalization_ref: 0.1,
+            party_synergy_bonus: 0.0,
+            filters: modes,
+            rulesets: &rulesets,
+            now_ms: 0.0,
+            seed: 0,
+        };
+        let mut s = Sorted::default();
+        let columns = pool.columns();
+        prepare(&columns, &params, &mut s);
+        let mut links = Links::default();
+        links.reset(s.live);
+        let mut sc = Scratch::default();
+        sc.overlap.extend(modes.iter().map(|&m| m == FilterMode::Overlap));
+        let ctx = Ctx { s: &s, f: columns.filter_count, h: columns.host_count, norm: 0.1 };
+        let sp = (0..s.live).find(|&p| ctx.ticket(p) == seed).unwrap() as u32;
+        let (hosts, _) = try_form(&ctx, &mut links, &mut sc, sp, (rs.max_skill_spread, rs.max_latency_ms), 0, &rs)?;
+        Some((sc.sel.iter().map(|&p| ctx.ticket(p as usize)).collect(), hosts))
+    }
+
+    /// The seed (0) at 0.50, with neighbours at 0.45 (1), 0.56 (2), 0.40 (3) and 0.90 (4).
+    fn neighbourhood(f: usize, h: usize) -> TestPool {
+        let mut pool = TestPool::new(f, h);
+        for (i, mmr) in [0.50, 0.45, 0.56, 0.40, 0.90].into_iter().enumerate() {
+            pool.ticket(1, mmr, i as f64);
+        }
+        pool
+    }
+
+    #[test]
+    fn try_form_takes_the_nearest_tickets_first() {
+        let pool = neighbourhood(0, 0);
+        assert_eq!(form(&pool, &[], ruleset(3, f64::INFINITY, false), 0), Some((vec![0, 1, 2], 0)));
+        assert_eq!(form(&pool, &[], ruleset(5, f64::INFINITY, false), 4), Some((vec![4, 2, 0, 1, 3], 0)));
+        // Within 0.5 normalized units (0.05 raw) of every ticket: only 0 and 1.
+        assert_eq!(form(&pool, &[], ruleset(2, 0.5, false), 0), Some((vec![0, 1], 0)));
+        assert_eq!(form(&pool, &[], ruleset(3, 0.5, false), 0), None);
+        // A party larger than the team never matches.
+        let mut duo = TestPool::new(0, 0);
+        duo.ticket(2, 0.5, 0.0).ticket(1, 0.5, 1.0);
+        assert_eq!(form(&duo, &[], ruleset(1, f64::INFINITY, false), 0), None);
+    }
+
+    #[test]
+    fn try_form_skips_tickets_incompatible_with_any_chosen_one() {
+        for many_classes in [false, true] {
+            // Containment: 1 and 2 exclude each other; the others accept both.
+            let mut full = neighbourhood(1, 0);
+            let rows = [(0, u64::MAX), (0b10, 0b10), (0b01, 0b01), (0, u64::MAX), (0, u64::MAX)];
+            for (i, &(v, a)) in rows.iter().enumerate() {
+                full.set_attr(i, 0, v, a);
+            }
+            if many_classes {
+                // More than 512 distinct rows, far away in skill: no bitsets, running aggregates instead.
+                for i in 0..600 {
+                    full.ticket(1, 100.0, 10.0).attr(0, 1 << 20 | i, u64::MAX);
+                }
+            }
+            let got = form(&full, &[FilterMode::Containment], ruleset(3, f64::INFINITY, false), 0);
+            assert_eq!(got, Some((vec![0, 1, 3], 0)), "many classes: {many_classes}");
+        }
+    }
+
+    #[test]
+    fn try_form_keeps_a_common_host_when_one_is_required() {
+        let mut pool = TestPool::new(0, 2);
+        for (i, (mmr, lat)) in
+            [(0.50, [50, 200]), (0.45, [200, 50]), (0.56, [50, 50]), (0.40, [60, 200])].into_iter().enumerate()
+        {
+            pool.ticket(1, mmr, i as f64).latency(&lat);
+        }
+        assert_eq!(form(&pool, &[], ruleset(3, f64::INFINITY, true), 0), Some((vec![0, 2, 3], 0b01)));
+        // Without `require_host`, latency blocks no ticket (the mask is left to `emit`).
+        assert_eq!(form(&pool, &[], ruleset(3, f64::INFINITY, false), 0), Some((vec![0, 1, 2], 0)));
+    }
+
+    #[test]
+    fn spread_threshold_matches_division() {
+        let mut z = 11u64;
+        let mut unit = || {
+            z = mix(z);
+            (z >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let spreads = [0.0, 0.5, 1.0, 3.0, 1e-300, 1e300, f64::MAX, f64::INFINITY];
+        let norms = [0.1, 1.0, 100.0, 3e-7, 1e-310, f64::MAX];
+        for &spread in &spreads {
+            for &norm in &norms {
+                let t = spread_threshold(spread, norm);
+                let mut xs = vec![0.0, -0.0, t, -t, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MAX, 1e-320];
+                if t.is_finite() {
+                    xs.extend([f64::from_bits(t.to_bits() + 1), f64::from_bits(t.to_bits().saturating_sub(1))]);
+                }
+                for _ in 0..2000 {
+                    let x = spread * norm * 2.0 * unit();
+                    xs.extend([x, f64::from_bits(x.to_bits() + 1), f64::from_bits(x.to_bits().saturating_sub(1))]);
+                }
+                for x in xs {
+                    assert_eq!(x / norm > spread, x > t, "x={x:e} spread={spread:e} norm={norm:e} t={t:e}");
+                }
+            }
+        }
+    }
+}

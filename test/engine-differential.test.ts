@@ -410,7 +410,7 @@ const soloParams = (teams: number, teamSize: number, maxSkillSpread: number, par
 describe('edge cases: native and reference agree', () => {
   it('equal arrivals with colliding tie hashes are seeded in skill order, not pool order', async () => {
     // For tick seed 88 the high 32 bits of mix(seed ^ mix(i)) collide for pool indices 1417 and 7493, so
-    // only the final tie-break (tick.rs: the skill position; docs/engine.md says "index") orders them.
+    // only the final tie-break (tick/layout.rs: the skill position; docs/engine.md says "index") orders them.
     const [seed, i, j] = [88, 1417, 7493];
     expect(mix(88n ^ mix(BigInt(i))) >> 32n).toBe(mix(88n ^ mix(BigInt(j))) >> 32n);
     const pool = soloPool(j + 1);

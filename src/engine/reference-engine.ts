@@ -1,5 +1,5 @@
 // Reference implementation of the standard matching engine's tick, in plain TypeScript. It ports
-// `run_tick` (crates/engine/src/lib.rs validation + crates/engine/src/tick.rs) one step at a time and is
+// `run_tick` (crates/engine/src/validate.rs + crates/engine/src/tick/) one step at a time and is
 // meant to be READ: it documents the algorithm of docs/engine.md and is the oracle of the differential
 // test (test/engine-differential.test.ts), which requires bit-identical output from the native engine.
 //
@@ -13,7 +13,7 @@
 //   changes the result.
 import type { MatchArrays, PoolArrays, QueueParams, RulesetParams } from './native.js';
 
-/** As MIN_SWAP_GAIN in tick.rs: a balancing swap must shrink the team gap, not mirror it. */
+/** As MIN_SWAP_GAIN in tick/balance.rs: a balancing swap must shrink the team gap, not mirror it. */
 const MIN_SWAP_GAIN = 1 - 1e-9;
 
 /** `match_preferred_host` value when a match has no host (u32::MAX). */
@@ -51,7 +51,7 @@ export function boundsForWait(rs: RulesetParams, waitMs: number): Bounds {
   return bounds;
 }
 
-/** SplitMix64 finaliser (tick.rs `mix`), on u64 as bigint. */
+/** SplitMix64 finaliser (tick/sort.rs `mix`), on u64 as bigint. */
 export function mix(z: bigint): bigint {
   z = BigInt.asUintN(64, z + 0x9e37_79b9_7f4a_7c15n);
   z = BigInt.asUintN(64, (z ^ (z >> 30n)) * 0xbf58_476d_1ce4_e5b9n);
@@ -79,7 +79,7 @@ function totalCmp(a: number, b: number): number {
   return 0;
 }
 
-/** (max - min) of the team skill sums (tick.rs `range`). */
+/** (max - min) of the team skill sums (tick/balance.rs `range`). */
 function range(sums: readonly number[]): number {
   let lo = Infinity;
   let hi = -Infinity;
@@ -120,7 +120,7 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
   const rulesetMask = ticket.map((i) => pool.rulesetMask[i]!);
 
   // ---- 2. Seed order: oldest first; equal arrivals by a seeded hash of the pool index (its high 32 bits),
-  // then by SKILL POSITION (tick.rs packs `hash & 0xFFFF_FFFF_0000_0000 | p` into one u64 key). ----------
+  // then by SKILL POSITION (tick/layout.rs packs `hash & 0xFFFF_FFFF_0000_0000 | p` into one u64 key). ----------
   const tieHash = ticket.map((i) => Number(mix(seed64 ^ mix(BigInt(i))) >> 32n));
   const seedOrder = Array.from({ length: n }, (_, p) => p);
   seedOrder.sort((p, q) => cmp(pool.arrivalMs[ticket[p]!]!, pool.arrivalMs[ticket[q]!]!) || tieHash[p]! - tieHash[q]! || p - q);
@@ -407,7 +407,7 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
   return matches;
 }
 
-/** The checks of lib.rs `validate` (message wording differs). */
+/** The checks of validate.rs `validate` (message wording differs). */
 function validate(pool: PoolArrays, params: QueueParams, out: MatchArrays, nowMs: number): void {
   const n = pool.ticketCount;
   const F = pool.filterCount;

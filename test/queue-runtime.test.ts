@@ -44,6 +44,9 @@ async function outcome(s: InProcessService, queueId: string, match: (o: Outcome)
   }
 }
 
+/** The ticket ids of a match.created outcome. */
+const matchedTicketIds = (o: Outcome) => (o.payload.case === 'matchCreated' ? o.payload.value.match!.tickets.map((t) => t.id) : []);
+
 const codeOf = (promise: Promise<unknown>) =>
   promise.then(
     () => 'OK',
@@ -72,7 +75,7 @@ describe('the core and the queue runtime, in process', () => {
     await createTicket(s, 'rt.duel', a);
     await createTicket(s, 'rt.duel', b);
     const matched = await outcome(s, 'rt.duel', (o) => o.kind === 'match.created');
-    const ids = matched.payload.case === 'matchCreated' ? matched.payload.value.match!.tickets.map((t) => t.id) : [];
+    const ids = matchedTicketIds(matched);
     expect(ids.sort()).toEqual([a, b].sort());
     expect(await codeOf(cancelTicket(s, 'rt.duel', a))).toBe('FAILED_PRECONDITION');
     expect(s.registry.get('rt.duel')!.resolvedTicketCount).toBe(2);
@@ -87,7 +90,7 @@ describe('the core and the queue runtime, in process', () => {
     await createTicket(s, 'rt.duel', b);
     await createTicket(s, 'rt.duel', c);
     const matched = await outcome(s, 'rt.duel', (o) => o.kind === 'match.created');
-    const ids = matched.payload.case === 'matchCreated' ? matched.payload.value.match!.tickets.map((t) => t.id) : [];
+    const ids = matchedTicketIds(matched);
     expect(ids.sort()).toEqual([b, c].sort());
   });
 

@@ -6,15 +6,17 @@ import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import { createGrpcServer } from './api/grpc.js';
 import { createHttpServer } from './api/http.js';
+import { attachOutcomeStream } from './api/outcome-stream.js';
 import { scanQueueDirectory, watchQueueDirectory, type DirectoryScan } from './config/queue-files.js';
 import type { ServiceConfig } from './config/service-config.js';
 import { MatchmakerCore } from './core/matchmaker-core.js';
+import { Operator } from './core/operator.js';
+import { OutcomeFeed } from './core/outcome-feed.js';
 import { engineVersion } from './engine/native.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { OutcomeDelivery } from './outcomes/delivery.js';
 import { BrokerConnection } from './outcomes/sinks/broker-sink.js';
 import { sinkFactory } from './outcomes/sinks/index.js';
-import { attachOutcomeStream } from './outcomes/sinks/websocket-stream.js';
 import { LmdbStore } from './store/lmdb-store.js';
 import { ProcessMetrics } from './api/process-metrics.js';
 import type { Store } from './store/store.js';
@@ -39,8 +41,10 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   let opened: { store: Store; registry: QueueRegistry; delivery: OutcomeDelivery } | undefined;
   const grpcServer = createGrpcServer(core, health, log);
   const processMetrics = new ProcessMetrics();
-  const httpServer = createHttpServer({ core, state: () => opened, maxBodyBytes: config.http_max_body_bytes, log, processMetrics });
-  const stream = attachOutcomeStream(httpServer, { state: () => opened, heartbeatMs: config.websocket_heartbeat_ms, log });
+  const operator = new Operator(core, () => opened);
+  const httpServer = createHttpServer({ core, operator, maxBodyBytes: config.http_max_body_bytes, log, processMetrics });
+  const feed = new OutcomeFeed(() => opened);
+  const stream = attachOutcomeStream(httpServer, { feed, heartbeatMs: config.websocket_heartbeat_ms, log });
 
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${config.bind_address}:${config.grpc_port}`, ServerCredentials.createInsecure(), (err, port) =>

@@ -6,8 +6,8 @@ import { ReflectionService } from '@grpc/reflection';
 import type { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
-import { asServiceError, type ServiceError } from '../errors.js';
-import { ERROR_CODES, REASON_HEADER } from './error-map.js';
+import { asServiceError, clip, type ServiceError } from '../errors.js';
+import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
 import { grpcServiceDefinition, MatchmakerService, reflectionPackageDefinition } from './grpc-definitions.js';
 
 type Operation = keyof typeof MatchmakerService.method;
@@ -16,7 +16,7 @@ type UnaryHandler = (call: ServerUnaryCall<Buffer, unknown>, callback: sendUnary
 function toGrpcError(err: ServiceError) {
   const metadata = new Metadata();
   if (err.reason) metadata.set(REASON_HEADER, err.reason);
-  return { code: ERROR_CODES[err.code].grpc, details: err.message, metadata };
+  return { code: ERROR_CODES[err.code].grpc, details: messageOf(err), metadata };
 }
 
 export function createGrpcServer(core: MatchmakerCore, health: HealthImplementation, log: Logger): Server {
@@ -32,7 +32,7 @@ export function createGrpcServer(core: MatchmakerCore, health: HealthImplementat
       try {
         request = fromBinary(rpc.input, unaryCall.request);
       } catch (err) {
-        const message = `request does not decode as ${rpc.input.typeName}: ${(err as Error).message}`;
+        const message = `request does not decode as ${rpc.input.typeName}: ${clip((err as Error).message)}`;
         callback(toGrpcError(core.malformed(rpc.localName as Operation, message)));
         return;
       }

@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import { toJson } from '@bufbuild/protobuf';
 import type { Operator } from '../core/operator.js';
-import { invalidArgument, notFound } from '../errors.js';
+import { invalidArgument, notFound, quote } from '../errors.js';
 import { TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { OutcomeSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { decodePathSegment, sendJson } from './http-json.js';
@@ -16,7 +16,7 @@ export async function admin(method: string, path: string, url: URL, res: ServerR
     await operator.releaseParkedDelivery(decodePathSegment(retry[1]!, 0));
     return sendJson(res, 200, { released: true });
   }
-  if (method !== 'GET') throw notFound(`no route for ${method} ${path}`);
+  if (method !== 'GET') throw notFound(`no route for ${method} ${quote(path)}`);
   if (path === '/admin/v1/outcomes') return listOutcomes(url, res, operator);
   if (path === '/admin/v1/deliveries') return sendJson(res, 200, { deliveries: operator.deliveryStatus() });
   if (path === '/admin/v1/queues') return sendJson(res, 200, { queues: operator.queueSummaries() });
@@ -26,7 +26,7 @@ export async function admin(method: string, path: string, url: URL, res: ServerR
     const found = operator.lookupTicket(queueId, ticketId);
     return sendJson(res, 200, { state: found.state, matchId: found.matchId, ticket: toJson(TicketSchema, found.ticket) });
   }
-  throw notFound(`no route for GET ${path}`);
+  throw notFound(`no route for GET ${quote(path)}`);
 }
 
 function listOutcomes(url: URL, res: ServerResponse, operator: Operator): void {

@@ -2,8 +2,8 @@
 // with a ServiceError mapped once through the error table.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { JsonValue } from '@bufbuild/protobuf';
-import { invalidArgument, type ServiceError } from '../errors.js';
-import { ERROR_CODES, REASON_HEADER } from './error-map.js';
+import { clip, invalidArgument, type ServiceError } from '../errors.js';
+import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
 
 export function decodePathSegment(segment: string, index: number): string {
   try {
@@ -26,7 +26,7 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
   try {
     return JSON.parse(text) as JsonValue;
   } catch (err) {
-    throw invalidArgument(`request body is not valid JSON: ${(err as Error).message}`);
+    throw invalidArgument(`request body is not valid JSON: ${clip((err as Error).message)}`);
   }
 }
 
@@ -36,7 +36,7 @@ export function sendError(res: ServerResponse, err: ServiceError): void {
     return;
   }
   if (err.reason) res.setHeader(REASON_HEADER, err.reason);
-  sendJson(res, ERROR_CODES[err.code].http, { code: err.code, message: err.message });
+  sendJson(res, ERROR_CODES[err.code].http, { code: err.code, message: messageOf(err) });
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -3,7 +3,7 @@
 import type { IncomingMessage } from 'node:http';
 import { create, fromJson, toJson, type DescMessage, type DescMethodUnary, type JsonValue, type MessageShape } from '@bufbuild/protobuf';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
-import { invalidArgument, ServiceError } from '../errors.js';
+import { clip, invalidArgument, quote, ServiceError } from '../errors.js';
 import { BackfillRequestSchema, TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { MatchmakerService } from '../gen/matchmaker/core/v1/service_pb.js';
 import { decodePathSegment, readJsonBody } from './http-json.js';
@@ -21,7 +21,7 @@ export interface OperationRoute {
 /** A field from the path; the body may repeat it, but not contradict it. */
 function fromPath(bodyValue: string, pathValue: string, field: string): string {
   if (bodyValue !== '' && bodyValue !== pathValue) {
-    throw invalidArgument(`${field} in the body ("${bodyValue}") differs from the path ("${pathValue}")`);
+    throw invalidArgument(`${field} in the body (${quote(bodyValue)}) differs from the path (${quote(pathValue)})`);
   }
   return pathValue;
 }
@@ -53,7 +53,7 @@ export function operationRoutes(core: MatchmakerCore): OperationRoute[] {
           request = decodeJson(spec.rpc.input, await readJsonBody(req, maxBodyBytes));
           spec.bind(request, params);
         } catch (err) {
-          throw core.malformed(operation, err instanceof ServiceError ? err.message : (err as Error).message);
+          throw core.malformed(operation, err instanceof ServiceError ? err.message : clip((err as Error).message));
         }
         return toJson(spec.rpc.output, await spec.call(request), { alwaysEmitImplicit: true });
       },
@@ -125,7 +125,9 @@ function decodeJson<T extends DescMessage>(schema: T, body: JsonValue): MessageS
     return fromJson(schema, body);
   } catch (err) {
     const at = failingField(schema, body, '');
-    throw invalidArgument(at ? `${at}: ${(err as Error).message}` : (err as Error).message);
+    // protobuf-es quotes the offending JSON whole.
+    const message = clip((err as Error).message);
+    throw invalidArgument(at ? `${at}: ${message}` : message);
   }
 }
 

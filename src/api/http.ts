@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Logger } from 'pino';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
 import type { Operator } from '../core/operator.js';
-import { asServiceError, ServiceError } from '../errors.js';
+import { asServiceError, quote, ServiceError } from '../errors.js';
 import { admin } from './http-admin.js';
 import { sendError, sendJson } from './http-json.js';
 import { metrics } from './http-metrics.js';
@@ -54,9 +54,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Operati
     if (matched.length > 0) {
       const allowed = matched.map((r) => r.method).join(', ');
       res.setHeader('allow', allowed);
-      throw new ServiceError('UNIMPLEMENTED', `${req.method} is not supported on ${path}; use ${allowed}`);
+      throw new ServiceError('UNIMPLEMENTED', `${req.method} is not supported on ${quote(path)}; use ${allowed}`);
     }
-    throw new ServiceError('NOT_FOUND', `no route for ${req.method} ${path}`);
+    throw new ServiceError('NOT_FOUND', `no route for ${req.method} ${quote(path)}`);
   }
   sendJson(res, 200, await route.run(req, path, options.maxBodyBytes));
 }

@@ -11,9 +11,9 @@ import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { QUEUE_ID_PATTERN } from '../config/queue-config.js';
 import type { OutcomeFeed } from '../core/outcome-feed.js';
-import { asServiceError, invalidArgument, notFound, ServiceError, unavailable } from '../errors.js';
+import { asServiceError, invalidArgument, notFound, quote, ServiceError, unavailable } from '../errors.js';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { ERROR_CODES, REASON_HEADER } from './error-map.js';
+import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
 
 export interface OutcomeStreamDeps {
   /** The outbox and consumer positions (UNAVAILABLE while starting: upgrade requests get 503). */
@@ -59,7 +59,7 @@ interface StreamQuery {
 
 function parseQuery(url: URL): StreamQuery {
   for (const key of url.searchParams.keys()) {
-    if (key !== 'queue_id' && key !== 'from_offset' && key !== 'consumer') throw invalidArgument(`unknown query parameter "${key}"`);
+    if (key !== 'queue_id' && key !== 'from_offset' && key !== 'consumer') throw invalidArgument(`unknown query parameter ${quote(key)}`);
   }
   const single = (key: string): string | undefined => {
     const values = url.searchParams.getAll(key);
@@ -73,12 +73,12 @@ function parseQuery(url: URL): StreamQuery {
     if (queueParam.endsWith('.>')) {
       const namespace = queueParam.slice(0, -2);
       if (!QUEUE_ID_PATTERN.test(namespace))
-        throw invalidArgument(`queue_id "${queueParam}" is not a queue id or a namespace written "<namespace>.>"`);
+        throw invalidArgument(`queue_id ${quote(queueParam)} is not a queue id or a namespace written "<namespace>.>"`);
       const prefix = `${namespace}.`;
       matches = (queueId) => queueId.startsWith(prefix);
     } else {
       if (!QUEUE_ID_PATTERN.test(queueParam))
-        throw invalidArgument(`queue_id "${queueParam}" is not a queue id or a namespace written "<namespace>.>"`);
+        throw invalidArgument(`queue_id ${quote(queueParam)} is not a queue id or a namespace written "<namespace>.>"`);
       matches = (queueId) => queueId === queueParam;
       exactQueue = queueParam;
     }
@@ -102,7 +102,7 @@ function parseQuery(url: URL): StreamQuery {
 /** Answers an upgrade request with a plain HTTP error (the API's JSON error body) and closes the socket. */
 function refuse(socket: Duplex, err: ServiceError): void {
   const status = ERROR_CODES[err.code].http;
-  const body = JSON.stringify({ code: err.code, message: err.message });
+  const body = JSON.stringify({ code: err.code, message: messageOf(err) });
   socket.on('error', () => undefined);
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
@@ -133,7 +133,7 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
     let query: StreamQuery;
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
-      if (url.pathname !== STREAM_PATH) throw notFound(`no WebSocket endpoint at ${url.pathname}; use ${STREAM_PATH}`);
+      if (url.pathname !== STREAM_PATH) throw notFound(`no WebSocket endpoint at ${quote(url.pathname)}; use ${STREAM_PATH}`);
       if (closing) throw unavailable('service is shutting down; reconnect with backoff');
       feed.requireOpen();
       query = parseQuery(url);
@@ -340,7 +340,7 @@ class StreamConnection {
   }
 
   private fail(err: ServiceError): void {
-    this.reply({ type: 'error', code: err.code, message: err.message });
+    this.reply({ type: 'error', code: err.code, message: messageOf(err) });
   }
 
   private onFrame(data: RawData, isBinary: boolean): void {
@@ -355,7 +355,11 @@ class StreamConnection {
       return this.fail(invalidArgument('frame must be a JSON object with a "type"'));
     const { type, offset } = frame as Record<string, unknown>;
     if (type !== 'ack')
-      return this.fail(invalidArgument(`unknown frame type ${JSON.stringify(type ?? null)}; clients send {"type":"ack","offset":"<n>"}`));
+      return this.fail(
+        invalidArgument(
+          `unknown frame type ${typeof type === 'string' ? quote(type) : JSON.stringify(type ?? null).slice(0, 64)}; clients send {"type":"ack","offset":"<n>"}`,
+        ),
+      );
     let sequence: bigint;
     if (typeof offset === 'string' && OFFSET_PATTERN.test(offset)) sequence = BigInt(offset);
     else if (typeof offset === 'number' && Number.isSafeInteger(offset) && offset >= 0) sequence = BigInt(offset);

@@ -3,7 +3,7 @@
 // but for the release; every answer is served while the service is serving.
 import type { Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import type { Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { failedPrecondition, notFound, unavailable } from '../errors.js';
+import { failedPrecondition, notFound, quote, unavailable } from '../errors.js';
 import type { MatchmakerCore } from './matchmaker-core.js';
 import type { DeliveryStatus, OpenedService } from './service-parts.js';
 
@@ -47,9 +47,9 @@ export class Operator {
 
   lookupTicket(queueId: string, ticketId: string): TicketLookup {
     const queue = this.serving().registry.get(queueId);
-    if (!queue) throw notFound(`queue "${queueId}" does not exist`);
+    if (!queue) throw notFound(`queue ${quote(queueId)} does not exist`);
     const found = queue.lookupTicket(ticketId.toLowerCase());
-    if (!found) throw notFound(`ticket ${ticketId} is not in queue "${queueId}"`);
+    if (!found) throw notFound(`ticket ${quote(ticketId)} is not in queue ${quote(queueId)}`);
     return { state: found.state, matchId: found.matchId ?? '', ticket: found.ticket };
   }
 
@@ -68,7 +68,7 @@ export class Operator {
 
   async releaseParkedDelivery(queueId: string): Promise<void> {
     const released = await this.serving().delivery.release(queueId);
-    if (!released) throw failedPrecondition(`queue "${queueId}" has no parked delivery`);
+    if (!released) throw failedPrecondition(`queue ${quote(queueId)} has no parked delivery`);
   }
 
   /** Answers while starting and stopping too: /metrics shows the service is not up. */

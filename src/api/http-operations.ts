@@ -7,6 +7,7 @@ import { clip, invalidArgument, quote, ServiceError } from '../errors.js';
 import { BackfillRequestSchema, TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { MatchmakerService } from '../gen/matchmaker/core/v1/service_pb.js';
 import { decodePathSegment, readJsonBody } from './http-json.js';
+import { checkBase64Fields } from './json-base64.js';
 
 type Operation = keyof typeof MatchmakerService.method;
 
@@ -119,8 +120,9 @@ function bindQueueId(req: { queueId: string }, [queueId]: string[]): void {
   req.queueId = fromPath(req.queueId, queueId!, 'queue_id');
 }
 
-/** fromJson, with the error prefixed by the path of the field that failed (ticket.created_at: ...). */
+/** fromJson after the strict base64 check, with the error prefixed by the path of the field that failed (ticket.created_at: ...). */
 function decodeJson<T extends DescMessage>(schema: T, body: JsonValue): MessageShape<T> {
+  checkBase64Fields(schema, body);
   try {
     return fromJson(schema, body);
   } catch (err) {

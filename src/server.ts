@@ -42,7 +42,19 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   const grpcServer = createGrpcServer(core, health, log);
   const processMetrics = new ProcessMetrics();
   const operator = new Operator(core, () => opened);
-  const httpServer = createHttpServer({ core, operator, maxBodyBytes: config.http_max_body_bytes, log, processMetrics });
+  const httpServer = createHttpServer({
+    core,
+    operator,
+    maxBodyBytes: config.http_max_body_bytes,
+    log,
+    processMetrics,
+    limits: {
+      requestTimeoutMs: config.http_request_timeout_ms,
+      headersTimeoutMs: config.http_headers_timeout_ms,
+      keepAliveTimeoutMs: config.http_keep_alive_timeout_ms,
+      maxConnections: config.http_max_connections,
+    },
+  });
   const feed = new OutcomeFeed(() => opened);
   const stream = attachOutcomeStream(httpServer, { feed, heartbeatMs: config.websocket_heartbeat_ms, log });
 

@@ -19,22 +19,62 @@ export interface HttpApiOptions {
   log: Logger;
   /** Event-loop delay and GC pauses, appended to /metrics. */
   processMetrics: ProcessMetrics;
+  limits: HttpLimits;
 }
+
+/** What one connection may hold (src/config/service-config.ts: http_*). */
+export interface HttpLimits {
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
+}
+
+/** How often Node checks the request and header timeouts: every second, sooner for shorter timeouts. */
+function checkingIntervalMs({ requestTimeoutMs, headersTimeoutMs }: HttpLimits): number {
+  const shortest = Math.min(...[requestTimeoutMs, headersTimeoutMs].filter((t) => t > 0), 2000);
+  return Math.max(50, Math.floor(shortest / 2));
+}
+
+const CLIENT_ERROR_RESPONSES: Record<string, string> = {
+  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
+  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+};
 
 export function createHttpServer(options: HttpApiOptions): Server {
   const { log } = options;
   const routes = operationRoutes(options.core);
-  return createServer((req, res) => {
-    handle(req, res, routes, options).catch((err: unknown) => {
-      const serviceError = asServiceError(err);
-      if (serviceError.code === 'INTERNAL') log.error({ err, url: req.url }, 'internal error');
-      // A body left unread (too large, or refused early) would be taken for the next request: close.
-      if (!req.complete) res.setHeader('connection', 'close');
-      sendError(res, serviceError);
-    });
-  }).on('clientError', (_err, socket) => {
-    socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+  const { limits } = options;
+  const server = createServer(
+    {
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: checkingIntervalMs(limits),
+    },
+    (req, res) => {
+      handle(req, res, routes, options).catch((err: unknown) => {
+        const serviceError = asServiceError(err);
+        if (serviceError.code === 'INTERNAL') log.error({ err, url: req.url }, 'internal error');
+        // A body left unread (too large, or refused early) would be taken for the next request: close.
+        if (!req.complete) res.setHeader('connection', 'close');
+        sendError(res, serviceError);
+      });
+    },
+  );
+  // Beyond the cap, net.Server closes a new connection as soon as it is accepted.
+  server.maxConnections = limits.maxConnections;
+  // A request that timed out (slow headers or body), or that does not parse: answer if nothing was sent
+  // yet, then close the connection whatever the peer does.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (socket.writable && !inFlight?.headersSent) {
+      const status = CLIENT_ERROR_RESPONSES[err.code ?? ''] ?? '400 Bad Request';
+      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`, () => socket.destroy());
+    }
+    setTimeout(() => socket.destroy(), 1000).unref();
   });
+  return server;
 }
 
 async function handle(req: IncomingMessage, res: ServerResponse, routes: OperationRoute[], options: HttpApiOptions): Promise<void> {

@@ -25,7 +25,8 @@ export function checkBase64Fields(schema: DescMessage, json: JsonValue, prefix =
 
 function checkField(field: DescField, value: JsonValue, path: string): void {
   const each = (check: (item: JsonValue, at: string) => void) => {
-    if (Array.isArray(value)) value.forEach((item, i) => check(item, `${path}[${i}]`));
+    if (!Array.isArray(value)) return;
+    for (const [i, item] of value.entries()) check(item, `${path}[${i}]`);
   };
   const eachValue = (check: (item: JsonValue, at: string) => void) => {
     if (value !== null && typeof value === 'object' && !Array.isArray(value)) {

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
 import { asServiceError, clip, type ServiceError } from '../errors.js';
 import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
+import { libraryErrorInterceptor } from './grpc-library-errors.js';
 import { grpcServiceDefinition, MatchmakerService, reflectionPackageDefinition } from './grpc-definitions.js';
 
 type Operation = keyof typeof MatchmakerService.method;
@@ -55,7 +56,7 @@ export function createGrpcServer(core: MatchmakerCore, health: HealthImplementat
     clearQueuePool: unary(method.clearQueuePool, (req) => core.clearQueuePool(req)),
   };
 
-  const server = new Server();
+  const server = new Server({ interceptors: [libraryErrorInterceptor] });
   // grpc-js looks handlers up by the method's proto name (CreateTicket).
   const byName = Object.fromEntries(MatchmakerService.methods.map((m) => [m.name, handlers[m.localName as Operation]]));
   server.addService(grpcServiceDefinition(MatchmakerService, { rawRequests: true }), byName);

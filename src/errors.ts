@@ -38,3 +38,22 @@ export function asServiceError(err: unknown): ServiceError {
   if (err instanceof ServiceError) return err;
   return new ServiceError('INTERNAL', 'internal error', { cause: err });
 }
+
+/** The most characters of a caller's value that an error message quotes. */
+export const QUOTE_MAX_CHARS = 64;
+
+/**
+ * A caller's value as an error message shows it: JSON-quoted, cut to a short prefix when long. A message
+ * never grows with the input: gRPC sends it in a header (grpc-message), and a header of megabytes stalls
+ * the caller's whole HTTP/2 connection.
+ */
+export function quote(value: string): string {
+  if (value.length <= QUOTE_MAX_CHARS) return JSON.stringify(value);
+  return `${JSON.stringify(value.slice(0, QUOTE_MAX_CHARS))}… (${value.length} characters)`;
+}
+
+/** A message that may embed a caller's value we did not quote ourselves (a library's), cut to `maxChars`. */
+export function clip(message: string, maxChars = 256): string {
+  if (message.length <= maxChars) return message;
+  return `${message.slice(0, maxChars)}… (${message.length} characters)`;
+}

@@ -6,15 +6,17 @@ import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import { createGrpcServer } from './api/grpc.js';
 import { createHttpServer } from './api/http.js';
+import { attachOutcomeStream } from './api/outcome-stream.js';
 import { scanQueueDirectory, watchQueueDirectory, type DirectoryScan } from './config/queue-files.js';
 import type { ServiceConfig } from './config/service-config.js';
 import { MatchmakerCore } from './core/matchmaker-core.js';
+import { Operator } from './core/operator.js';
+import { OutcomeFeed } from './core/outcome-feed.js';
 import { engineVersion } from './engine/native.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { OutcomeDelivery } from './outcomes/delivery.js';
 import { BrokerConnection } from './outcomes/broker/connection.js';
 import { sinkFactory } from './outcomes/sinks/index.js';
-import { attachOutcomeStream } from './outcomes/sinks/websocket-stream.js';
 import { LmdbStore } from './store/lmdb-store.js';
 import { ProcessMetrics } from './api/process-metrics.js';
 import type { Store } from './store/store.js';
@@ -39,8 +41,22 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   let opened: { store: Store; registry: QueueRegistry; delivery: OutcomeDelivery } | undefined;
   const grpcServer = createGrpcServer(core, health, log);
   const processMetrics = new ProcessMetrics();
-  const httpServer = createHttpServer({ core, state: () => opened, maxBodyBytes: config.http_max_body_bytes, log, processMetrics });
-  const stream = attachOutcomeStream(httpServer, { state: () => opened, heartbeatMs: config.websocket_heartbeat_ms, log });
+  const operator = new Operator(core, () => opened);
+  const httpServer = createHttpServer({
+    core,
+    operator,
+    maxBodyBytes: config.http_max_body_bytes,
+    log,
+    processMetrics,
+    limits: {
+      requestTimeoutMs: config.http_request_timeout_ms,
+      headersTimeoutMs: config.http_headers_timeout_ms,
+      keepAliveTimeoutMs: config.http_keep_alive_timeout_ms,
+      maxConnections: config.http_max_connections,
+    },
+  });
+  const feed = new OutcomeFeed(() => opened);
+  const stream = attachOutcomeStream(httpServer, { feed, heartbeatMs: config.websocket_heartbeat_ms, log });
 
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${config.bind_address}:${config.grpc_port}`, ServerCredentials.createInsecure(), (err, port) =>
@@ -87,35 +103,64 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   );
 
   let stopping: Promise<void> | undefined;
+  // docs/operations.md (Shutdown) describes these steps and what bounds each.
   const stop = () =>
     (stopping ??= (async () => {
+      const phases = phaseTimer();
       setHealth('NOT_SERVING');
       const drained = core.stopAccepting();
       log.info({ drainMs: config.shutdown_drain_ms }, 'shutting down: new requests get UNAVAILABLE');
       await sleep(config.shutdown_drain_ms);
+      phases.mark('drain');
       const finished = await Promise.race([drained.then(() => true), sleep(config.shutdown_timeout_ms).then(() => false)]);
       if (!finished) log.warn('shutdown timeout: closing with requests still in flight');
+      phases.mark('inFlight');
       watcher.close();
-      // Stream sockets are connections of the HTTP server too: close them with it, or close() waits forever.
-      await Promise.all([closeGrpc(grpcServer, config.shutdown_timeout_ms), stream.close(), closeHttp(httpServer)]);
+      // No call reaches the core any more: what the servers still hold are answers being written, calls that
+      // will only get UNAVAILABLE, and clients that keep their connections busy (or idle, or half-sent). They
+      // get CLOSE_GRACE_MS, then their connections are cut. Stream sockets are connections of the HTTP server
+      // too: close them with it.
+      await Promise.all([closeGrpc(grpcServer, CLOSE_GRACE_MS), stream.close(), closeHttp(httpServer, CLOSE_GRACE_MS)]);
+      phases.mark('transports');
       await registry.stopAll();
+      phases.mark('queues');
       await delivery.stop();
       await broker.close();
+      phases.mark('delivery');
       await store.close();
+      phases.mark('store');
       processMetrics.stop();
-      log.info('stopped');
+      log.info({ phasesMs: phases.durations }, 'stopped');
     })());
   return { grpcPort, httpPort, stop };
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-function closeGrpc(server: GrpcServer, timeoutMs: number): Promise<void> {
+/** After the core has drained, how long the servers get to finish their answers before connections are cut. */
+const CLOSE_GRACE_MS = 500;
+
+/** Milliseconds spent in each named step since the previous one. */
+function phaseTimer() {
+  let last = performance.now();
+  const durations: Record<string, number> = {};
+  return {
+    durations,
+    mark(phase: string) {
+      const now = performance.now();
+      durations[phase] = Math.round(now - last);
+      last = now;
+    },
+  };
+}
+
+/** grpc-js tryShutdown waits for every HTTP/2 session to close, which a client may never do: bounded. */
+function closeGrpc(server: GrpcServer, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       server.forceShutdown();
       resolve();
-    }, timeoutMs);
+    }, graceMs);
     server.tryShutdown(() => {
       clearTimeout(timer);
       resolve();
@@ -123,9 +168,14 @@ function closeGrpc(server: GrpcServer, timeoutMs: number): Promise<void> {
   });
 }
 
-function closeHttp(server: ReturnType<typeof createHttpServer>): Promise<void> {
+/** close() waits for every connection to end, and a request whose body never finishes holds one: bounded. */
+function closeHttp(server: ReturnType<typeof createHttpServer>, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
-    server.close(() => resolve());
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
     server.closeIdleConnections();
   });
 }

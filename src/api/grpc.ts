@@ -1,53 +1,65 @@
-// gRPC adapter: decode the request, call the core, encode the answer or map the ServiceError once.
-import { fromBinary, type DescMessage } from '@bufbuild/protobuf';
-import {
-  Metadata,
-  Server,
-  ServerCredentials,
-  type sendUnaryData,
-  type ServerUnaryCall,
-  type UntypedServiceImplementation,
-} from '@grpc/grpc-js';
+// gRPC adapter: decode the request, call the core, encode the answer or map the ServiceError once. Each
+// method is wired by hand to the core method it calls, so the types of both ends are checked.
+import { fromBinary, type DescMessage, type DescMethodUnary, type MessageShape } from '@bufbuild/protobuf';
+import { Metadata, Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import type { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
-import { asServiceError, type ServiceError } from '../errors.js';
-import { ERROR_CODES, REASON_HEADER } from './error-map.js';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
+import { asServiceError, clip, type ServiceError } from '../errors.js';
+import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
+import { libraryErrorInterceptor } from './grpc-library-errors.js';
 import { grpcServiceDefinition, MatchmakerService, reflectionPackageDefinition } from './grpc-definitions.js';
+
+type Operation = keyof typeof MatchmakerService.method;
+type UnaryHandler = (call: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => void;
 
 function toGrpcError(err: ServiceError) {
   const metadata = new Metadata();
   if (err.reason) metadata.set(REASON_HEADER, err.reason);
-  return { code: ERROR_CODES[err.code].grpc, details: err.message, metadata };
+  return { code: ERROR_CODES[err.code].grpc, details: messageOf(err), metadata };
 }
 
 export function createGrpcServer(core: MatchmakerCore, health: HealthImplementation, log: Logger): Server {
-  const server = new Server();
-  const handlers: UntypedServiceImplementation = {};
-  for (const method of MatchmakerService.methods) {
-    const input: DescMessage = method.input;
-    const call = (core[method.localName as keyof MatchmakerCore] as (req: unknown, encoded: Uint8Array) => Promise<unknown>).bind(core);
-    handlers[method.name] = (unary: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => {
-      let request: unknown;
+  const { method } = MatchmakerService;
+  /** One handler for one method: its request decoded from the received bytes, its answer typed by the method. */
+  const unary =
+    <I extends DescMessage, O extends DescMessage>(
+      rpc: DescMethodUnary<I, O>,
+      call: (request: MessageShape<I>, encoded: Uint8Array) => Promise<MessageShape<O>>,
+    ): UnaryHandler =>
+    (unaryCall, callback) => {
+      let request: MessageShape<I>;
       try {
-        request = fromBinary(input, unary.request);
+        request = fromBinary(rpc.input, unaryCall.request);
       } catch (err) {
-        const message = `request does not decode as ${input.typeName}: ${(err as Error).message}`;
-        callback(toGrpcError(core.malformed(method.localName as keyof typeof MatchmakerService.method, message)));
+        const message = `request does not decode as ${rpc.input.typeName}: ${clip((err as Error).message)}`;
+        callback(toGrpcError(core.malformed(rpc.localName as Operation, message)));
         return;
       }
-      call(request, unary.request).then(
+      call(request, unaryCall.request).then(
         (response) => callback(null, response),
         (err: unknown) => {
           const serviceError = asServiceError(err);
-          if (serviceError.code === 'INTERNAL') log.error({ err, method: method.name }, 'internal error');
+          if (serviceError.code === 'INTERNAL') log.error({ err, method: rpc.name }, 'internal error');
           callback(toGrpcError(serviceError));
         },
       );
     };
-  }
-  server.addService(grpcServiceDefinition(MatchmakerService, { rawRequests: true }), handlers);
+
+  const handlers: Record<Operation, UnaryHandler> = {
+    createTicket: unary(method.createTicket, (req, encoded) => core.createTicket(req, encoded)),
+    cancelTicket: unary(method.cancelTicket, (req) => core.cancelTicket(req)),
+    reactivateTickets: unary(method.reactivateTickets, (req) => core.reactivateTickets(req)),
+    createBackfillRequest: unary(method.createBackfillRequest, (req) => core.createBackfillRequest(req)),
+    cancelBackfillRequests: unary(method.cancelBackfillRequests, (req) => core.cancelBackfillRequests(req)),
+    clearQueuePool: unary(method.clearQueuePool, (req) => core.clearQueuePool(req)),
+  };
+
+  const server = new Server({ interceptors: [libraryErrorInterceptor] });
+  // grpc-js looks handlers up by the method's proto name (CreateTicket).
+  const byName = Object.fromEntries(MatchmakerService.methods.map((m) => [m.name, handlers[m.localName as Operation]]));
+  server.addService(grpcServiceDefinition(MatchmakerService, { rawRequests: true }), byName);
   new ReflectionService(reflectionPackageDefinition() as never).addToServer(server);
   health.addToServer(server);
   return server;

@@ -22,6 +22,16 @@ export const serviceConfigSchema = z.object({
     .int()
     .min(1024)
     .default(1024 * 1024),
+  /** Longest time to receive a whole HTTP request, headers and body; then 408 and the connection closes
+   *  (a slow or stalled body cannot hold a connection). 0 turns it off. Env HTTP_REQUEST_TIMEOUT_MS. */
+  http_request_timeout_ms: ms.default(30_000),
+  /** Longest time to receive an HTTP request's headers (at most http_request_timeout_ms). Env HTTP_HEADERS_TIMEOUT_MS. */
+  http_headers_timeout_ms: ms.default(10_000),
+  /** How long an idle kept-alive HTTP connection stays open for its next request. Env HTTP_KEEP_ALIVE_TIMEOUT_MS. */
+  http_keep_alive_timeout_ms: ms.default(5_000),
+  /** Most open connections of the HTTP port (WebSocket streams included); more are closed as they arrive.
+   *  Env HTTP_MAX_CONNECTIONS. */
+  http_max_connections: z.coerce.number().int().min(1).default(10_000),
   /** After SIGTERM: how long the servers keep answering (UNAVAILABLE, health NOT_SERVING) before they close,
    *  so load balancers and clients move away cleanly. Env SHUTDOWN_DRAIN_MS. */
   shutdown_drain_ms: ms.default(0),
@@ -64,6 +74,10 @@ export const serviceConfigEnv: Record<keyof ServiceConfig, string> = {
   grpc_port: 'GRPC_PORT',
   http_port: 'HTTP_PORT',
   http_max_body_bytes: 'HTTP_MAX_BODY_BYTES',
+  http_request_timeout_ms: 'HTTP_REQUEST_TIMEOUT_MS',
+  http_headers_timeout_ms: 'HTTP_HEADERS_TIMEOUT_MS',
+  http_keep_alive_timeout_ms: 'HTTP_KEEP_ALIVE_TIMEOUT_MS',
+  http_max_connections: 'HTTP_MAX_CONNECTIONS',
   shutdown_drain_ms: 'SHUTDOWN_DRAIN_MS',
   shutdown_timeout_ms: 'SHUTDOWN_TIMEOUT_MS',
   config_reload_debounce_ms: 'CONFIG_RELOAD_DEBOUNCE_MS',
@@ -94,5 +108,11 @@ export function loadServiceConfig(
     const key = String(issue.path[0]) as keyof ServiceConfig;
     throw new Error(`invalid setting ${key} (env ${serviceConfigEnv[key]}): ${issue.message}`);
   }
-  return parsed.data;
+  const config = parsed.data;
+  if (config.http_request_timeout_ms > 0 && config.http_headers_timeout_ms > config.http_request_timeout_ms) {
+    throw new Error(
+      `invalid setting http_headers_timeout_ms (env HTTP_HEADERS_TIMEOUT_MS): ${config.http_headers_timeout_ms} is above http_request_timeout_ms (${config.http_request_timeout_ms})`,
+    );
+  }
+  return config;
 }

@@ -33,7 +33,7 @@ import { missingRuleset, rulesetTooSmall } from '../queue/admission.js';
 import type { QueueRegistry } from '../queue/queue-registry.js';
 import type { QueueRuntime } from '../queue/queue-runtime.js';
 import { acknowledgedTicketBytes } from '../store/ticket-encoding.js';
-import { failedPrecondition, invalidArgument, notFound, ServiceError, unavailable, type ErrorCode } from '../errors.js';
+import { clip, failedPrecondition, invalidArgument, notFound, quote, ServiceError, unavailable, type ErrorCode } from '../errors.js';
 
 export type ServiceState = 'starting' | 'serving' | 'stopping';
 
@@ -42,7 +42,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** UUIDs are compared and stored in lowercase, so one id in two spellings is still one ticket. */
 function requireUuid(value: string, field: string): string {
   if (value === '') throw invalidArgument(`${field} is required`);
-  if (!UUID.test(value)) throw invalidArgument(`${field} must be a UUID, got "${value}"`);
+  if (!UUID.test(value)) throw invalidArgument(`${field} must be a UUID, got ${quote(value)}`);
   return value.toLowerCase();
 }
 
@@ -61,9 +61,10 @@ function checkSize(bytes: Uint8Array | undefined, limit: number, field: string, 
 function checkRulesetIds(config: QueueConfig, queueId: string, ids: readonly string[], field: string): void {
   const seen = new Set<string>();
   ids.forEach((id, i) => {
-    if (seen.has(id)) throw failedPrecondition(`${field}[${i}]: ruleset "${id}" is listed twice`);
+    if (seen.has(id)) throw failedPrecondition(`${field}[${i}]: ruleset ${quote(id)} is listed twice`);
     seen.add(id);
-    if (missingRuleset(config, [id]) !== undefined) throw failedPrecondition(`${field}[${i}]: queue "${queueId}" has no ruleset "${id}"`);
+    if (missingRuleset(config, [id]) !== undefined)
+      throw failedPrecondition(`${field}[${i}]: queue ${quote(queueId)} has no ruleset ${quote(id)}`);
   });
 }
 
@@ -153,11 +154,13 @@ export class MatchmakerCore {
       let rulesetId = b.rulesetId;
       if (rulesetId === '') {
         if (rulesets.length > 1) {
-          throw failedPrecondition(`backfill_request.ruleset_id is required: queue "${queue.queueId}" has ${rulesets.length} rulesets`);
+          throw failedPrecondition(
+            `backfill_request.ruleset_id is required: queue ${quote(queue.queueId)} has ${rulesets.length} rulesets`,
+          );
         }
         rulesetId = rulesets[0]!.id;
       } else if (missingRuleset(queue.config, [rulesetId]) !== undefined) {
-        throw failedPrecondition(`backfill_request.ruleset_id: queue "${queue.queueId}" has no ruleset "${rulesetId}"`);
+        throw failedPrecondition(`backfill_request.ruleset_id: queue ${quote(queue.queueId)} has no ruleset ${quote(rulesetId)}`);
       }
       // A payload that does not parse is refused here; the queue parses it again when it opens the request.
       parseBackfillEngineInput(b.engineInput, 'backfill_request.engine_input');
@@ -194,7 +197,7 @@ export class MatchmakerCore {
           backfillRequestsCleared: BigInt(result.backfillRequestsCleared),
         });
       } catch (err) {
-        throw notFound(err instanceof ServiceError ? err.message : `queue pool could not be cleared: ${(err as Error).message}`);
+        throw notFound(err instanceof ServiceError ? err.message : `queue pool could not be cleared: ${clip((err as Error).message)}`);
       }
     });
   }
@@ -204,11 +207,14 @@ export class MatchmakerCore {
     if (this.state === 'starting' || !this.registry) throw unavailable('service is starting; retry with backoff');
     if (this.state === 'stopping') throw unavailable('service is shutting down; retry with backoff');
     const queue = this.registry.get(queueId);
-    if (!queue) throw new ServiceError(unknownCode, `queue "${queueId}" does not exist`);
+    if (!queue) throw new ServiceError(unknownCode, `queue ${quote(queueId)} does not exist`);
     if (queue.state === 'retiring' || queue.state === 'retired') {
-      throw failedPrecondition(`queue "${queueId}" is retiring: its configuration was removed; do not retry against it`, 'QUEUE_RETIRING');
+      throw failedPrecondition(
+        `queue ${quote(queueId)} is retiring: its configuration was removed; do not retry against it`,
+        'QUEUE_RETIRING',
+      );
     }
-    if (queue.state !== 'running') throw unavailable(`queue "${queueId}" is ${queue.state}; retry with backoff`);
+    if (queue.state !== 'running') throw unavailable(`queue ${quote(queueId)} is ${queue.state}; retry with backoff`);
     return queue;
   }
 

@@ -1,5 +1,5 @@
 // What a push sink (broker, webhook) is to the dispatcher. The WebSocket sink is not one: its clients pull
-// from the outbox at their own offsets (src/outcomes/sinks/websocket-stream.ts).
+// from the outbox at their own offsets (src/api/outcome-stream.ts).
 import type { Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 
 export interface RetryPolicy {

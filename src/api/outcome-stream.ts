@@ -1,5 +1,5 @@
 // The WebSocket outcome stream (docs/outcomes-websocket.md): GET /v1/outcomes/stream upgraded on the HTTP
-// server. Each connection reads the outbox after its own offset, in producer_sequence order, filtered by
+// server. Each connection reads the outbox (src/core/outcome-feed.ts) after its own offset, in producer_sequence order, filtered by
 // queue id and to queues whose sink is `websocket`; new outcomes wake every connection whose filter they
 // pass. A named consumer's acknowledgements advance its durable position (a `consumer.advance` change),
 // from which a reconnect without `from_offset` resumes. The server pings every heartbeat interval and
@@ -9,14 +9,15 @@ import type { Duplex } from 'node:stream';
 import { toJson } from '@bufbuild/protobuf';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
-import { QUEUE_ID_PATTERN } from '../../config/queue-config.js';
-import { OutcomeSchema, type Outcome } from '../../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import type { Store } from '../../store/store.js';
-import type { OutcomeDelivery } from '../delivery.js';
+import { QUEUE_ID_PATTERN } from '../config/queue-config.js';
+import type { OutcomeFeed } from '../core/outcome-feed.js';
+import { asServiceError, invalidArgument, notFound, quote, ServiceError, unavailable } from '../errors.js';
+import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
 
 export interface OutcomeStreamDeps {
-  /** The store and delivery once open (undefined while starting: upgrade requests get 503). */
-  state: () => { store: Store; delivery: OutcomeDelivery } | undefined;
+  /** The outbox and consumer positions (UNAVAILABLE while starting: upgrade requests get 503). */
+  feed: OutcomeFeed;
   heartbeatMs: number;
   log: Logger;
 }
@@ -37,15 +38,13 @@ const MAX_OFFSET = 2n ** 64n - 1n;
 /** After close(1001), how long a client gets to answer the close handshake before its socket is destroyed. */
 const CLOSE_GRACE_MS = 1000;
 
-type Opened = NonNullable<ReturnType<OutcomeStreamDeps['state']>>;
-
 /** Server -> client frames. Offsets are decimal strings (uint64, as in the protobuf JSON mapping). */
 export type ServerFrame =
   | { type: 'ready'; after: string; consumer?: string }
   | { type: 'outcome'; offset: string; outcome: unknown }
   | { type: 'acked'; offset: string; consumer?: string }
   | { type: 'heartbeat' }
-  | { type: 'error'; code: 'INVALID_ARGUMENT' | 'INTERNAL'; message: string };
+  | { type: 'error'; code: ServiceError['code']; message: string };
 
 interface StreamQuery {
   /** Accepts a queue id by the `queue_id` parameter (the sink check is separate). */
@@ -58,15 +57,13 @@ interface StreamQuery {
   consumer: string | undefined;
 }
 
-class QueryError extends Error {}
-
 function parseQuery(url: URL): StreamQuery {
   for (const key of url.searchParams.keys()) {
-    if (key !== 'queue_id' && key !== 'from_offset' && key !== 'consumer') throw new QueryError(`unknown query parameter "${key}"`);
+    if (key !== 'queue_id' && key !== 'from_offset' && key !== 'consumer') throw invalidArgument(`unknown query parameter ${quote(key)}`);
   }
   const single = (key: string): string | undefined => {
     const values = url.searchParams.getAll(key);
-    if (values.length > 1) throw new QueryError(`${key} may be given once`);
+    if (values.length > 1) throw invalidArgument(`${key} may be given once`);
     return values[0] === '' ? undefined : values[0];
   };
   const queueParam = single('queue_id');
@@ -76,12 +73,12 @@ function parseQuery(url: URL): StreamQuery {
     if (queueParam.endsWith('.>')) {
       const namespace = queueParam.slice(0, -2);
       if (!QUEUE_ID_PATTERN.test(namespace))
-        throw new QueryError(`queue_id "${queueParam}" is not a queue id or a namespace written "<namespace>.>"`);
+        throw invalidArgument(`queue_id ${quote(queueParam)} is not a queue id or a namespace written "<namespace>.>"`);
       const prefix = `${namespace}.`;
       matches = (queueId) => queueId.startsWith(prefix);
     } else {
       if (!QUEUE_ID_PATTERN.test(queueParam))
-        throw new QueryError(`queue_id "${queueParam}" is not a queue id or a namespace written "<namespace>.>"`);
+        throw invalidArgument(`queue_id ${quote(queueParam)} is not a queue id or a namespace written "<namespace>.>"`);
       matches = (queueId) => queueId === queueParam;
       exactQueue = queueParam;
     }
@@ -90,23 +87,27 @@ function parseQuery(url: URL): StreamQuery {
   let fromOffset: bigint | undefined;
   if (from !== undefined) {
     if (!OFFSET_PATTERN.test(from) || BigInt(from) > MAX_OFFSET)
-      throw new QueryError('from_offset must be a non-negative integer (uint64)');
+      throw invalidArgument('from_offset must be a non-negative integer (uint64)');
     fromOffset = BigInt(from);
   }
   const consumer = single('consumer');
   if (consumer !== undefined && !CONSUMER_PATTERN.test(consumer)) {
-    throw new QueryError('consumer must be 1 to 128 characters of letters, digits, ".", "_", ":" and "-", starting with a letter or digit');
+    throw invalidArgument(
+      'consumer must be 1 to 128 characters of letters, digits, ".", "_", ":" and "-", starting with a letter or digit',
+    );
   }
   return { matches, queueParam, exactQueue, fromOffset, consumer };
 }
 
 /** Answers an upgrade request with a plain HTTP error (the API's JSON error body) and closes the socket. */
-function refuse(socket: Duplex, status: number, code: string, message: string): void {
-  const body = JSON.stringify({ code, message });
+function refuse(socket: Duplex, err: ServiceError): void {
+  const status = ERROR_CODES[err.code].http;
+  const body = JSON.stringify({ code: err.code, message: messageOf(err) });
   socket.on('error', () => undefined);
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
       'connection: close\r\ncontent-type: application/json\r\n' +
+      (err.reason ? `${REASON_HEADER}: ${err.reason}\r\n` : '') +
       `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
   // end() flushes the answer; destroy in case the peer never reads it.
@@ -115,37 +116,13 @@ function refuse(socket: Duplex, status: number, code: string, message: string): 
 
 /** Serves GET /v1/outcomes/stream (WebSocket upgrade) on the HTTP server. */
 export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { close(): Promise<void> } {
-  const { log } = deps;
+  const { feed, log } = deps;
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME_BYTES, clientTracking: false });
   const connections = new Set<StreamConnection>();
-  /** Highest position committed (or being committed) per consumer by this process: acks never go backwards. */
-  const consumerPositions = new Map<string, bigint>();
-  let subscribed: OutcomeDelivery | undefined;
   let closing: Promise<void> | undefined;
-
-  const subscribe = (opened: Opened) => {
-    if (subscribed === opened.delivery) return;
-    subscribed = opened.delivery;
-    opened.delivery.onOutcomes((queueIds) => {
-      for (const connection of connections) connection.notify(queueIds);
-    });
-  };
-
-  const positionOf = (store: Store, consumer: string): bigint | undefined => {
-    const stored = store.consumerPosition(consumer);
-    const local = consumerPositions.get(consumer);
-    if (stored === undefined) return local;
-    return local === undefined || stored > local ? stored : local;
-  };
-
-  /** Commits the consumer's position if it moves forward; resolves with the position afterwards. */
-  const advance = async (store: Store, consumer: string, sequence: bigint): Promise<bigint> => {
-    const current = positionOf(store, consumer);
-    if (current !== undefined && sequence <= current) return current;
-    consumerPositions.set(consumer, sequence);
-    await store.commit([{ type: 'consumer.advance', consumer, sequence }]);
-    return positionOf(store, consumer) ?? sequence;
-  };
+  feed.onOutcomes((queueIds) => {
+    for (const connection of connections) connection.notify(queueIds);
+  });
 
   const heartbeat = setInterval(() => {
     for (const connection of connections) connection.heartbeat();
@@ -153,29 +130,27 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
   heartbeat.unref();
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== STREAM_PATH)
-      return refuse(socket, 404, 'NOT_FOUND', `no WebSocket endpoint at ${url.pathname}; use ${STREAM_PATH}`);
-    if (closing) return refuse(socket, 503, 'UNAVAILABLE', 'service is shutting down; reconnect with backoff');
-    const opened = deps.state();
-    if (!opened) return refuse(socket, 503, 'UNAVAILABLE', 'service is starting; reconnect with backoff');
     let query: StreamQuery;
     try {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      if (url.pathname !== STREAM_PATH) throw notFound(`no WebSocket endpoint at ${quote(url.pathname)}; use ${STREAM_PATH}`);
+      if (closing) throw unavailable('service is shutting down; reconnect with backoff');
+      feed.requireOpen();
       query = parseQuery(url);
     } catch (err) {
-      if (!(err instanceof QueryError)) throw err;
-      return refuse(socket, 400, 'INVALID_ARGUMENT', err.message);
+      const serviceError = asServiceError(err);
+      if (serviceError.code === 'INTERNAL') log.error({ err }, 'outcome stream upgrade failed');
+      return refuse(socket, serviceError);
     }
-    subscribe(opened);
     wss.handleUpgrade(req, socket, head, (ws) => {
       if (closing) {
         ws.close(1001, 'going away');
         return;
       }
-      const connection = new StreamConnection(ws, opened, query, advance, log);
+      const connection = new StreamConnection(ws, feed, query, log);
       connections.add(connection);
       ws.once('close', () => connections.delete(connection));
-      connection.start(positionOf).catch((err: unknown) => {
+      connection.start().catch((err: unknown) => {
         log.error({ err }, 'outcome stream could not start');
         ws.close(1011, 'internal error');
       });
@@ -195,8 +170,6 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
   return { close };
 }
 
-type Advance = (store: Store, consumer: string, sequence: bigint) => Promise<bigint>;
-
 class StreamConnection {
   /** Every outcome of the filtered set up to this offset was sent (or precedes the start). */
   private sent = 0n;
@@ -212,35 +185,34 @@ class StreamConnection {
 
   constructor(
     private readonly ws: WebSocket,
-    private readonly opened: Opened,
+    private readonly feed: OutcomeFeed,
     private readonly query: StreamQuery,
-    private readonly advance: Advance,
     private readonly log: Logger,
   ) {
     // The sink is looked up at read time, so a hot-reloaded sink change applies to later outcomes.
-    this.accepts = (queueId) => query.matches(queueId) && opened.delivery.sinkOf(queueId) === 'websocket';
+    this.accepts = (queueId) => query.matches(queueId) && feed.sinkOf(queueId) === 'websocket';
     ws.on('pong', () => (this.alive = true));
     ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
     ws.on('error', (err) => this.log.debug({ err }, 'outcome stream socket error'));
   }
 
-  async start(positionOf: (store: Store, consumer: string) => bigint | undefined): Promise<void> {
-    const { store } = this.opened;
+  async start(): Promise<void> {
+    const { feed } = this;
     const { consumer, fromOffset } = this.query;
     if (fromOffset !== undefined) {
       this.sent = fromOffset === 0n ? 0n : fromOffset - 1n;
     } else if (consumer !== undefined) {
-      const position = positionOf(store, consumer);
+      const position = feed.consumerPosition(consumer);
       if (position !== undefined) {
         this.sent = position;
       } else {
         // A new durable consumer starts at the newest outcome; recording that position now means a
         // reconnect before its first ack still sees everything recorded since this first connection.
-        this.sent = store.lastSequence();
-        await this.advance(store, consumer, this.sent);
+        this.sent = feed.lastSequence();
+        await feed.advanceConsumer(consumer, this.sent);
       }
     } else {
-      this.sent = store.lastSequence();
+      this.sent = feed.lastSequence();
     }
     if (this.ws.readyState !== WebSocket.OPEN) return;
     this.reply({ type: 'ready', after: String(this.sent), ...(consumer !== undefined ? { consumer } : {}) });
@@ -304,14 +276,13 @@ class StreamConnection {
 
   /** Sends the outbox after `sent`, page by page, until it is exhausted or the socket's queue is full. */
   private async pump(): Promise<void> {
-    const { store } = this.opened;
     while (this.wanted && this.ws.readyState === WebSocket.OPEN) {
       this.wanted = false;
       for (;;) {
-        const page = this.read(store);
+        const page = this.read();
         if (page.length === 0) break;
         // Only durable outcomes go out: an offset once seen by a client is never reused after a crash.
-        await store.whenDurable();
+        await this.feed.whenDurable();
         if (this.ws.readyState !== WebSocket.OPEN) return;
         if (!this.sendPage(page)) {
           // The socket's queue is full: resume (re-reading from `sent`) once it has been written.
@@ -327,10 +298,10 @@ class StreamConnection {
   }
 
   /** The next page of the filtered set after `sent`. */
-  private read(store: Store): Outcome[] {
+  private read(): Outcome[] {
     const { exactQueue } = this.query;
-    if (exactQueue === undefined) return store.listOutcomes({ afterSequence: this.sent, queueFilter: this.accepts, limit: PAGE_SIZE });
-    return this.accepts(exactQueue) ? store.queueOutcomes(exactQueue, this.sent, PAGE_SIZE) : [];
+    if (exactQueue === undefined) return this.feed.readOutcomes(this.sent, this.accepts, PAGE_SIZE);
+    return this.accepts(exactQueue) ? this.feed.queueOutcomes(exactQueue, this.sent, PAGE_SIZE) : [];
   }
 
   /**
@@ -368,35 +339,40 @@ class StreamConnection {
     this.ws.send(text, () => (this.replyBacklog -= text.length));
   }
 
-  private fail(message: string): void {
-    this.reply({ type: 'error', code: 'INVALID_ARGUMENT', message });
+  private fail(err: ServiceError): void {
+    this.reply({ type: 'error', code: err.code, message: messageOf(err) });
   }
 
   private onFrame(data: RawData, isBinary: boolean): void {
-    if (isBinary) return this.fail('binary frames are not accepted: send JSON text frames');
+    if (isBinary) return this.fail(invalidArgument('binary frames are not accepted: send JSON text frames'));
     let frame: unknown;
     try {
       frame = JSON.parse(rawText(data));
     } catch {
-      return this.fail('frame is not valid JSON');
+      return this.fail(invalidArgument('frame is not valid JSON'));
     }
-    if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) return this.fail('frame must be a JSON object with a "type"');
+    if (typeof frame !== 'object' || frame === null || Array.isArray(frame))
+      return this.fail(invalidArgument('frame must be a JSON object with a "type"'));
     const { type, offset } = frame as Record<string, unknown>;
-    if (type !== 'ack') return this.fail(`unknown frame type ${JSON.stringify(type ?? null)}; clients send {"type":"ack","offset":"<n>"}`);
+    if (type !== 'ack')
+      return this.fail(
+        invalidArgument(
+          `unknown frame type ${typeof type === 'string' ? quote(type) : JSON.stringify(type ?? null).slice(0, 64)}; clients send {"type":"ack","offset":"<n>"}`,
+        ),
+      );
     let sequence: bigint;
     if (typeof offset === 'string' && OFFSET_PATTERN.test(offset)) sequence = BigInt(offset);
     else if (typeof offset === 'number' && Number.isSafeInteger(offset) && offset >= 0) sequence = BigInt(offset);
-    else return this.fail('ack offset must be a non-negative integer, written as a decimal string');
-    const { store } = this.opened;
-    if (sequence > store.lastSequence())
-      return this.fail(`ack offset ${sequence} is beyond the last recorded outcome (${store.lastSequence()})`);
+    else return this.fail(invalidArgument('ack offset must be a non-negative integer, written as a decimal string'));
+    const last = this.feed.lastSequence();
+    if (sequence > last) return this.fail(invalidArgument(`ack offset ${sequence} is beyond the last recorded outcome (${last})`));
     const { consumer } = this.query;
     if (consumer === undefined) return this.reply({ type: 'acked', offset: String(sequence) });
-    this.advance(store, consumer, sequence).then(
+    this.feed.advanceConsumer(consumer, sequence).then(
       (position) => this.reply({ type: 'acked', offset: String(position), consumer }),
       (err: unknown) => {
         this.log.error({ err, consumer }, 'consumer position could not be stored');
-        this.reply({ type: 'error', code: 'INTERNAL', message: 'the acknowledgement could not be stored; send it again' });
+        this.fail(new ServiceError('INTERNAL', 'the acknowledgement could not be stored; send it again', { cause: err }));
       },
     );
   }

@@ -1,0 +1,100 @@
+// What operators read and do through the admin routes and /metrics: queue summaries, one ticket's state,
+// the outbox, outcome delivery (and releasing a parked one), and the numbers /metrics exports. Read-only
+// but for the release; every answer is served while the service is serving.
+import type { Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
+import type { Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { failedPrecondition, notFound, quote, unavailable } from '../errors.js';
+import type { MatchmakerCore } from './matchmaker-core.js';
+import type { DeliveryStatus, OpenedService } from './service-parts.js';
+
+export interface QueueSummary {
+  queueId: string;
+  state: string;
+  activeTickets: number;
+  resolvedTickets: number;
+  backfillRequests: number;
+}
+
+export interface TicketLookup {
+  state: 'active' | 'resolved';
+  /** Empty unless resolved. */
+  matchId: string;
+  ticket: Ticket;
+}
+
+export interface OutcomeListing {
+  queueId?: string;
+  afterSequence?: bigint;
+  /** Defaults to 1000, capped at 10,000. */
+  limit?: number;
+}
+
+/** The numbers behind /metrics; `opened` is absent until the store is open. */
+export interface MetricsSnapshot {
+  serving: boolean;
+  opened?: { queues: QueueSummary[]; deliveries: DeliveryStatus[]; lastSequence: bigint };
+}
+
+export class Operator {
+  constructor(
+    private readonly core: MatchmakerCore,
+    private readonly opened: () => OpenedService | undefined,
+  ) {}
+
+  queueSummaries(): QueueSummary[] {
+    return summaries(this.serving());
+  }
+
+  lookupTicket(queueId: string, ticketId: string): TicketLookup {
+    const queue = this.serving().registry.get(queueId);
+    if (!queue) throw notFound(`queue ${quote(queueId)} does not exist`);
+    const found = queue.lookupTicket(ticketId.toLowerCase());
+    if (!found) throw notFound(`ticket ${quote(ticketId)} is not in queue ${quote(queueId)}`);
+    return { state: found.state, matchId: found.matchId ?? '', ticket: found.ticket };
+  }
+
+  listOutcomes(query: OutcomeListing): Outcome[] {
+    const { queueId } = query;
+    return this.serving().store.listOutcomes({
+      afterSequence: query.afterSequence,
+      queueFilter: queueId === undefined ? undefined : (id) => id === queueId,
+      limit: query.limit === undefined ? 1000 : Math.min(10_000, query.limit),
+    });
+  }
+
+  deliveryStatus(): DeliveryStatus[] {
+    return this.serving().delivery.status();
+  }
+
+  async releaseParkedDelivery(queueId: string): Promise<void> {
+    const released = await this.serving().delivery.release(queueId);
+    if (!released) throw failedPrecondition(`queue ${quote(queueId)} has no parked delivery`);
+  }
+
+  /** Answers while starting and stopping too: /metrics shows the service is not up. */
+  metricsSnapshot(): MetricsSnapshot {
+    const opened = this.opened();
+    const serving = this.core.state === 'serving';
+    if (!opened) return { serving };
+    return {
+      serving,
+      opened: { queues: summaries(opened), deliveries: opened.delivery.status(), lastSequence: opened.store.lastSequence() },
+    };
+  }
+
+  private serving(): OpenedService {
+    const opened = this.opened();
+    if (!opened || this.core.state !== 'serving') throw unavailable('service is not serving; retry with backoff');
+    return opened;
+  }
+}
+
+function summaries(opened: OpenedService): QueueSummary[] {
+  return opened.registry.all().map((q) => ({
+    queueId: q.queueId,
+    state: q.state,
+    activeTickets: q.activeTicketCount,
+    resolvedTickets: q.resolvedTicketCount,
+    backfillRequests: q.backfillRequestCount,
+  }));
+}

@@ -1,0 +1,79 @@
+// What the WebSocket outcome stream reads and writes: the outbox after an offset (optionally one queue's
+// index), named consumers' durable positions, a subscription to newly committed outcomes, and each queue's
+// sink kind. Available once the store is open (the stream refuses upgrades with UNAVAILABLE before).
+import type { Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { unavailable } from '../errors.js';
+import type { OpenedService, SinkKind } from './service-parts.js';
+
+export class OutcomeFeed {
+  /** Highest position committed (or being committed) per consumer by this process: acks never go backwards. */
+  private readonly positions = new Map<string, bigint>();
+  private readonly listeners = new Set<(queueIds: ReadonlySet<string>) => void>();
+  private subscribed: OpenedService['delivery'] | undefined;
+
+  constructor(private readonly opened: () => OpenedService | undefined) {}
+
+  /** Throws UNAVAILABLE until the store is open. */
+  requireOpen(): void {
+    this.parts();
+  }
+
+  /** Outcomes after `afterSequence` of the queues `queueFilter` accepts, in producer_sequence order. */
+  readOutcomes(afterSequence: bigint, queueFilter: (queueId: string) => boolean, limit: number): Outcome[] {
+    return this.parts().store.listOutcomes({ afterSequence, queueFilter, limit });
+  }
+
+  /** One queue's outcomes after `afterSequence`, through the store's per-queue index. */
+  queueOutcomes(queueId: string, afterSequence: bigint, limit: number): Outcome[] {
+    return this.parts().store.queueOutcomes(queueId, afterSequence, limit);
+  }
+
+  /** The highest producer_sequence recorded (0 when none). */
+  lastSequence(): bigint {
+    return this.parts().store.lastSequence();
+  }
+
+  /** Resolves once everything committed so far is durable: only durable outcomes go out. */
+  whenDurable(): Promise<void> {
+    return this.parts().store.whenDurable();
+  }
+
+  sinkOf(queueId: string): SinkKind | undefined {
+    return this.parts().delivery.sinkOf(queueId);
+  }
+
+  /** The consumer's position: the stored one or a higher one this process is committing. */
+  consumerPosition(consumer: string): bigint | undefined {
+    const stored = this.parts().store.consumerPosition(consumer);
+    const local = this.positions.get(consumer);
+    if (stored === undefined) return local;
+    return local === undefined || stored > local ? stored : local;
+  }
+
+  /** Commits the consumer's position if it moves forward; resolves with the position afterwards. */
+  async advanceConsumer(consumer: string, sequence: bigint): Promise<bigint> {
+    const current = this.consumerPosition(consumer);
+    if (current !== undefined && sequence <= current) return current;
+    this.positions.set(consumer, sequence);
+    await this.parts().store.commit([{ type: 'consumer.advance', consumer, sequence }]);
+    return this.consumerPosition(consumer) ?? sequence;
+  }
+
+  /** Called with the queues of each commit that recorded outcomes; returns the unsubscribe. */
+  onOutcomes(listener: (queueIds: ReadonlySet<string>) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private parts(): OpenedService {
+    const opened = this.opened();
+    if (!opened) throw unavailable('service is starting; reconnect with backoff');
+    if (this.subscribed !== opened.delivery) {
+      this.subscribed = opened.delivery;
+      opened.delivery.onOutcomes((queueIds) => {
+        for (const listener of this.listeners) listener(queueIds);
+      });
+    }
+    return opened;
+  }
+}

@@ -10,6 +10,7 @@ import { scanQueueDirectory } from './config/queue-files.js';
 import { loadServiceConfig } from './config/service-config.js';
 import { createLogger } from './log.js';
 import { startService } from './server.js';
+import { DataDirError } from './store/data-dir.js';
 
 const USAGE = `usage:
   matchmaker serve [--config DIR] [--data DIR] [--grpc-port N] [--http-port N]
@@ -65,7 +66,17 @@ async function main(argv: string[]): Promise<number> {
   // (median 27) with this off against 34-66 ms (median 44) with it on (bench/RESULTS.md). V8 reads the flag
   // when it processes that feedback, so setting it here, before any request, takes effect.
   setFlagsFromString('--no-allocation-site-pretenuring');
-  const service = await startService(config, log);
+  let service: Awaited<ReturnType<typeof startService>>;
+  try {
+    service = await startService(config, log);
+  } catch (err) {
+    // One structured line that says what to fix, not a stack trace from inside a library.
+    if (err instanceof DataDirError) {
+      const { dataDir, reason, details } = err;
+      log.fatal({ dataDir, reason, ...details }, err.message);
+    } else log.fatal({ err }, 'start-up failed');
+    return 1;
+  }
   const onSignal = (signal: string) => {
     log.info({ signal }, 'signal received');
     service.stop().then(

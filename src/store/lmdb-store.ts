@@ -2,10 +2,10 @@
 // one event turn into a single transaction and resolves it after the disk flush, which is the group
 // commit CreateTicket relies on: durability costs one flush per batch, not per ticket.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { fromBinary } from '@bufbuild/protobuf';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { codeOf, DataDirError, describeError, usableDirectory } from './data-dir.js';
 import { withProducer } from './outcome-record.js';
 import type { OutcomeQuery, ParkedDelivery, QueueSnapshot, Store, StoreChange, StoredBackfill, StoredTicket, TicketRef } from './store.js';
 import { decodeResolution, decodeTicketRecord, encodeResolution, encodeTicketRecord } from './ticket-record.js';
@@ -50,34 +50,46 @@ export class LmdbStore implements Store {
   private readonly outcomeListeners: ((queueIds: ReadonlySet<string>) => void)[] = [];
 
   constructor(private readonly options: LmdbStoreOptions) {
-    mkdirSync(options.path, { recursive: true });
-    // overlappingSync off: a commit's promise then resolves only after fdatasync, so an acknowledged write
-    // is on disk, not only in the page cache (with it on, lmdb-js resolves at commit and syncs later).
-    // noSubdir off: lmdb-js otherwise takes a path with a dot in its last part (`./mm.data`) for a file name.
-    this.root = open({ path: options.path, noSubdir: false, maxDbs: 10, noSync: false, overlappingSync: false });
-    this.tickets = this.root.openDB<Uint8Array, string>({ name: 'ticket_records', encoding: 'binary' });
-    this.resolutions = this.root.openDB<Uint8Array, string>({ name: 'ticket_resolutions', encoding: 'binary' });
-    // Builds before ticket records were keyed by position kept tickets in `tickets`: refuse to start
-    // rather than serve without them.
-    for (const _ of this.root.openDB<unknown, string>({ name: 'tickets' }).getKeys({ limit: 1 })) {
-      void this.root.close();
-      throw new Error(
-        `${options.path} holds tickets in an earlier data layout (database "tickets") that this version does not read; drain it with the build that wrote it`,
-      );
+    const { path } = options;
+    usableDirectory(path);
+    try {
+      // overlappingSync off: a commit's promise then resolves only after fdatasync, so an acknowledged write
+      // is on disk, not only in the page cache (with it on, lmdb-js resolves at commit and syncs later).
+      // noSubdir off: lmdb-js otherwise takes a path with a dot in its last part (`./mm.data`) for a file name.
+      this.root = open({ path, noSubdir: false, maxDbs: 10, noSync: false, overlappingSync: false });
+    } catch (err) {
+      throw new DataDirError(path, `its store cannot be opened: ${describeError(err)}`, { code: codeOf(err) }, { cause: err });
     }
-    this.backfills = this.root.openDB<StoredBackfill, string>({ name: 'backfills' });
-    this.outcomes = this.root.openDB<Uint8Array, number>({ name: 'outcomes', encoding: 'binary' });
-    this.meta = this.root.openDB<unknown, string>({ name: 'meta' });
-    this.queueIndex = this.root.openDB<number, string>({ name: 'queue_outcomes' });
-    this.delivery = this.root.openDB<DeliveryRecord, string>({ name: 'delivery' });
-    this.consumers = this.root.openDB<string, string>({ name: 'consumers' });
+    try {
+      this.tickets = this.root.openDB<Uint8Array, string>({ name: 'ticket_records', encoding: 'binary' });
+      this.resolutions = this.root.openDB<Uint8Array, string>({ name: 'ticket_resolutions', encoding: 'binary' });
+      // Builds before ticket records were keyed by position kept tickets in `tickets`: refuse to start
+      // rather than serve without them.
+      for (const _ of this.root.openDB<unknown, string>({ name: 'tickets' }).getKeys({ limit: 1 })) {
+        throw new DataDirError(
+          path,
+          'it holds tickets in an earlier data layout (database "tickets") that this version does not read; drain it with the build that wrote it',
+          { code: 'ELAYOUT' },
+        );
+      }
+      this.backfills = this.root.openDB<StoredBackfill, string>({ name: 'backfills' });
+      this.outcomes = this.root.openDB<Uint8Array, number>({ name: 'outcomes', encoding: 'binary' });
+      this.meta = this.root.openDB<unknown, string>({ name: 'meta' });
+      this.queueIndex = this.root.openDB<number, string>({ name: 'queue_outcomes' });
+      this.delivery = this.root.openDB<DeliveryRecord, string>({ name: 'delivery' });
+      this.consumers = this.root.openDB<string, string>({ name: 'consumers' });
 
-    let producerId = this.meta.get('producer_id') as string | undefined;
-    if (!producerId) {
-      producerId = randomUUID();
-      this.meta.putSync('producer_id', producerId);
+      let producerId = this.meta.get('producer_id') as string | undefined;
+      if (!producerId) {
+        producerId = randomUUID();
+        this.meta.putSync('producer_id', producerId);
+      }
+      this.producerId = producerId;
+    } catch (err) {
+      void this.root.close();
+      if (err instanceof DataDirError) throw err;
+      throw new DataDirError(path, `its store cannot be opened: ${describeError(err)}`, { code: codeOf(err) }, { cause: err });
     }
-    this.producerId = producerId;
     // Kept in meta with every commit that records outcomes: the outbox itself may be emptied by retention.
     // (An outbox written before that was kept: continue after its last key.)
     const kept = BigInt((this.meta.get('next_sequence') as string | undefined) ?? '1');

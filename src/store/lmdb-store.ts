@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { fromBinary } from '@bufbuild/protobuf';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { DataDirLock } from './data-dir-lock.js';
 import { codeOf, DataDirError, describeError, usableDirectory } from './data-dir.js';
 import { withProducer } from './outcome-record.js';
 import type { OutcomeQuery, ParkedDelivery, QueueSnapshot, Store, StoreChange, StoredBackfill, StoredTicket, TicketRef } from './store.js';
@@ -33,6 +34,8 @@ export interface LmdbStoreOptions {
 export class LmdbStore implements Store {
   readonly producerId: string;
   private readonly root: RootDatabase;
+  /** This process's hold on the data directory, for the store's life. */
+  private readonly lock: DataDirLock;
   /** queueId\0position -> ticket record (ticket-record.ts). */
   private readonly tickets: Database<Uint8Array, string>;
   /** queueId\0position -> resolution record, for tickets in a committed match. */
@@ -52,12 +55,15 @@ export class LmdbStore implements Store {
   constructor(private readonly options: LmdbStoreOptions) {
     const { path } = options;
     usableDirectory(path);
+    // Before lmdb opens anything: a second process must not touch the environment at all.
+    this.lock = DataDirLock.acquire(path);
     try {
       // overlappingSync off: a commit's promise then resolves only after fdatasync, so an acknowledged write
       // is on disk, not only in the page cache (with it on, lmdb-js resolves at commit and syncs later).
       // noSubdir off: lmdb-js otherwise takes a path with a dot in its last part (`./mm.data`) for a file name.
       this.root = open({ path, noSubdir: false, maxDbs: 10, noSync: false, overlappingSync: false });
     } catch (err) {
+      this.lock.release();
       throw new DataDirError(path, `its store cannot be opened: ${describeError(err)}`, { code: codeOf(err) }, { cause: err });
     }
     try {
@@ -86,7 +92,7 @@ export class LmdbStore implements Store {
       }
       this.producerId = producerId;
     } catch (err) {
-      void this.root.close();
+      void this.root.close().finally(() => this.lock.release());
       if (err instanceof DataDirError) throw err;
       throw new DataDirError(path, `its store cannot be opened: ${describeError(err)}`, { code: codeOf(err) }, { cause: err });
     }
@@ -270,5 +276,6 @@ export class LmdbStore implements Store {
   async close(): Promise<void> {
     await this.root.flushed;
     await this.root.close();
+    this.lock.release();
   }
 }

@@ -33,11 +33,13 @@ const readOr = (read: () => string, fallback: string) => {
   }
 };
 
-function startTicksOf(pid: number): string | undefined {
+/** Fields 3 (state) and 22 (start time) of /proc/<pid>/stat, if the process exists. */
+function procStat(pid: number): { state: string; startTicks: string } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) is in parentheses and may hold spaces: count from after it (field 3).
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[22 - 3];
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0] ?? '', startTicks: fields[22 - 3] ?? '' };
   } catch {
     return undefined;
   }
@@ -46,7 +48,7 @@ function startTicksOf(pid: number): string | undefined {
 const bootId = () => readOr(() => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(), '');
 
 function thisProcess(): Holder {
-  return { pid: process.pid, startTicks: startTicksOf(process.pid) ?? '', bootId: bootId() };
+  return { pid: process.pid, startTicks: procStat(process.pid)?.startTicks ?? '', bootId: bootId() };
 }
 
 const encode = (h: Holder) => `${h.pid}:${h.startTicks}:${h.bootId}`;
@@ -66,8 +68,11 @@ function isAlive(holder: Holder): boolean {
     // EPERM: the process exists but is not ours to signal.
     if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
   }
-  const now = startTicksOf(holder.pid);
-  return !(holder.startTicks && now !== undefined && now !== holder.startTicks);
+  const now = procStat(holder.pid);
+  // Gone since the signal, or no /proc on this system (then the pid's existence is all there is to go by).
+  if (!now) return procStat(process.pid) === undefined;
+  // A zombie (killed, not yet reaped by its parent) holds nothing.
+  return now.state !== 'Z' && !(holder.startTicks && now.startTicks !== holder.startTicks);
 }
 
 const unlinkQuietly = (path: string) => {

@@ -2,7 +2,7 @@
 // matchmaker serve --config queues --data ./data   (every setting also from the environment: docs/configuration.md)
 // matchmaker check --config queues                 (validates queue files and exits non-zero on an invalid one)
 // matchmaker engine-input '{"players":[...]}'       (prints the base64 of a serialized EngineInput, for HTTP clients)
-import { parseArgs } from 'node:util';
+import { format, parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { fromJsonString, toBinary } from '@bufbuild/protobuf';
 import { EngineInputSchema } from './gen/matchmaker/engines/standard/v1/engine_pb.js';
@@ -59,6 +59,12 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const log = createLogger(config.log_level);
+  // Libraries that print to the console instead (lmdb-js prints a failed commit's error with its stack)
+  // still log JSON lines.
+  console.error = console.warn = (first?: unknown, ...rest: unknown[]) =>
+    first instanceof Error
+      ? log.error({ err: first, source: 'console' }, first.message)
+      : log.error({ source: 'console' }, format(first, ...rest));
   // V8 moves objects from allocation sites whose objects often survive a scavenge straight to the old
   // generation. Under load a request's objects are often alive at a scavenge (they wait ~1 ms for the disk
   // flush), so V8 sometimes starts doing that for them, and from then on every request fills the old

@@ -2,6 +2,7 @@
 // one event turn into a single transaction and resolves it after the disk flush, which is the group
 // commit CreateTicket relies on: durability costs one flush per batch, not per ticket.
 import { randomUUID } from 'node:crypto';
+import { statfsSync } from 'node:fs';
 import { fromBinary } from '@bufbuild/protobuf';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
@@ -10,6 +11,11 @@ import { codeOf, DataDirError, describeError, usableDirectory } from './data-dir
 import { withProducer } from './outcome-record.js';
 import type { OutcomeQuery, ParkedDelivery, QueueSnapshot, Store, StoreChange, StoredBackfill, StoredTicket, TicketRef } from './store.js';
 import { decodeResolution, decodeTicketRecord, encodeResolution, encodeTicketRecord } from './ticket-record.js';
+
+/** Free space (for unprivileged users) the start-up probe asks for before the service reports ready. */
+export const MIN_FREE_BYTES = 4 * 1024 * 1024;
+
+const sleep = (ms: number) => new Promise<undefined>((resolve) => setTimeout(resolve, ms));
 
 // Keys are `${queueId}\u0000${id}`: queue ids never contain NUL, so a queue's records form one key range.
 const SEP = '\u0000';
@@ -136,11 +142,32 @@ export class LmdbStore implements Store {
         if (through > this.committedSequence) this.committedSequence = through;
         if (outcomeQueues) for (const listener of this.outcomeListeners) listener(outcomeQueues);
       },
-      (err: unknown) => {
-        this.options.onFatal(err);
-        throw err;
+      async (err: unknown) => {
+        // lmdb-js rejects with "Commit failed (see commitError for details)"; the cause (ENOSPC, EIO, with
+        // the page it could not write) comes in commitError, a promise it rejects right after (not waited
+        // for long: a failure must not hang on it).
+        const commitError = (err as { commitError?: Promise<unknown> }).commitError;
+        const cause = commitError && (await Promise.race([commitError.catch((e: unknown) => e), sleep(100)]));
+        this.options.onFatal(cause ?? err);
+        throw cause ?? err;
       },
     );
+  }
+
+  async probeWrite(): Promise<void> {
+    // A small write can succeed on a full disk (lmdb reuses pages its earlier commits freed), and the next
+    // batch of tickets then fails: ask for room to grow as well.
+    const { bavail, bsize } = statfsSync(this.options.path);
+    if (bavail * bsize < MIN_FREE_BYTES) {
+      throw Object.assign(
+        new Error(`${bavail * bsize} bytes free on its file system, under the ${MIN_FREE_BYTES} the store needs to take writes`),
+        { code: 'ENOSPC' },
+      );
+    }
+    // A synchronous transaction (committed and fsynced before it returns): its failure throws here. A
+    // failed asynchronous write would also reject a promise lmdb-js keeps to itself, unhandled, which ends
+    // the process.
+    this.meta.putSync('write_probe', Date.now());
   }
 
   async whenDurable(): Promise<void> {

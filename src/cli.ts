@@ -2,7 +2,7 @@
 // matchmaker serve --config queues --data ./data   (every setting also from the environment: docs/configuration.md)
 // matchmaker check --config queues                 (validates queue files and exits non-zero on an invalid one)
 // matchmaker engine-input '{"players":[...]}'       (prints the base64 of a serialized EngineInput, for HTTP clients)
-import { parseArgs } from 'node:util';
+import { format, parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { fromJsonString, toBinary } from '@bufbuild/protobuf';
 import { EngineInputSchema } from './gen/matchmaker/engines/standard/v1/engine_pb.js';
@@ -10,6 +10,7 @@ import { scanQueueDirectory } from './config/queue-files.js';
 import { loadServiceConfig } from './config/service-config.js';
 import { createLogger } from './log.js';
 import { startService } from './server.js';
+import { DataDirError } from './store/data-dir.js';
 
 const USAGE = `usage:
   matchmaker serve [--config DIR] [--data DIR] [--grpc-port N] [--http-port N]
@@ -58,6 +59,12 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const log = createLogger(config.log_level);
+  // Libraries that print to the console instead (lmdb-js prints a failed commit's error with its stack)
+  // still log JSON lines.
+  console.error = console.warn = (first?: unknown, ...rest: unknown[]) =>
+    first instanceof Error
+      ? log.error({ err: first, source: 'console' }, first.message)
+      : log.error({ source: 'console' }, format(first, ...rest));
   // V8 moves objects from allocation sites whose objects often survive a scavenge straight to the old
   // generation. Under load a request's objects are often alive at a scavenge (they wait ~1 ms for the disk
   // flush), so V8 sometimes starts doing that for them, and from then on every request fills the old
@@ -65,7 +72,17 @@ async function main(argv: string[]): Promise<number> {
   // (median 27) with this off against 34-66 ms (median 44) with it on (bench/RESULTS.md). V8 reads the flag
   // when it processes that feedback, so setting it here, before any request, takes effect.
   setFlagsFromString('--no-allocation-site-pretenuring');
-  const service = await startService(config, log);
+  let service: Awaited<ReturnType<typeof startService>>;
+  try {
+    service = await startService(config, log);
+  } catch (err) {
+    // One structured line that says what to fix, not a stack trace from inside a library.
+    if (err instanceof DataDirError) {
+      const { dataDir, reason, details } = err;
+      log.fatal({ dataDir, reason, ...details }, err.message);
+    } else log.fatal({ err }, 'start-up failed');
+    return 1;
+  }
   const onSignal = (signal: string) => {
     log.info({ signal }, 'signal received');
     service.stop().then(

@@ -17,6 +17,7 @@ import { QueueRegistry } from './queue/queue-registry.js';
 import { OutcomeDelivery } from './outcomes/delivery.js';
 import { BrokerConnection } from './outcomes/broker/connection.js';
 import { sinkFactory } from './outcomes/sinks/index.js';
+import { codeOf } from './store/data-dir.js';
 import { LmdbStore } from './store/lmdb-store.js';
 import { ProcessMetrics } from './api/process-metrics.js';
 import type { Store } from './store/store.js';
@@ -69,10 +70,12 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   });
 
   const fatal = (err: unknown) => {
-    log.fatal({ err }, 'store commit failed: stopping so that a restart reloads the durable state');
+    const where = { dataDir: config.data_dir, code: codeOf(err) };
+    log.fatal({ ...where, err }, 'store commit failed: stopping so that a restart reloads the durable state');
     process.exit(1);
   };
   const store = new LmdbStore({ path: config.data_dir, onFatal: fatal });
+  await untilWritable(store, { dataDir: config.data_dir, grpcPort, httpPort }, log);
   const registry = new QueueRegistry(store, log);
   const broker = new BrokerConnection(config, log);
   const delivery = new OutcomeDelivery(store, sinkFactory({ broker, log }), log, config.outcome_retention_secs * 1000);
@@ -136,6 +139,30 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+const PROBE_RETRY_FIRST_MS = 500;
+const PROBE_RETRY_MAX_MS = 5_000;
+
+/**
+ * Start-up waits here until the store can commit (a full disk: lmdb opens and reads, then fails the first
+ * write). Until then nothing is loaded, health stays NOT_SERVING, `/readyz` 503 and every call UNAVAILABLE;
+ * the probe is retried with backoff, so the service turns ready on its own once space is back.
+ */
+async function untilWritable(store: Store, where: { dataDir: string; grpcPort: number; httpPort: number }, log: Logger): Promise<void> {
+  for (let retryInMs = PROBE_RETRY_FIRST_MS, failures = 0; ; retryInMs = Math.min(retryInMs * 2, PROBE_RETRY_MAX_MS)) {
+    try {
+      await store.probeWrite();
+      if (failures > 0) log.info({ dataDir: where.dataDir, failures }, 'store can commit again: starting');
+      return;
+    } catch (err) {
+      failures++;
+      // The errno and lmdb's message (with the page it could not write), in place of its raw stderr line.
+      const reason = err instanceof Error ? err.message : String(err);
+      log.error({ ...where, code: codeOf(err), reason, retryInMs }, 'store cannot commit: not ready, retrying');
+      await sleep(retryInMs);
+    }
+  }
+}
 
 /** After the core has drained, how long the servers get to finish their answers before connections are cut. */
 const CLOSE_GRACE_MS = 500;

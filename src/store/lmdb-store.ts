@@ -2,13 +2,20 @@
 // one event turn into a single transaction and resolves it after the disk flush, which is the group
 // commit CreateTicket relies on: durability costs one flush per batch, not per ticket.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { statfsSync } from 'node:fs';
 import { fromBinary } from '@bufbuild/protobuf';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { DataDirLock } from './data-dir-lock.js';
+import { codeOf, DataDirError, describeError, usableDirectory } from './data-dir.js';
 import { withProducer } from './outcome-record.js';
 import type { OutcomeQuery, ParkedDelivery, QueueSnapshot, Store, StoreChange, StoredBackfill, StoredTicket, TicketRef } from './store.js';
 import { decodeResolution, decodeTicketRecord, encodeResolution, encodeTicketRecord } from './ticket-record.js';
+
+/** Free space (for unprivileged users) the start-up probe asks for before the service reports ready. */
+export const MIN_FREE_BYTES = 4 * 1024 * 1024;
+
+const sleep = (ms: number) => new Promise<undefined>((resolve) => setTimeout(resolve, ms));
 
 // Keys are `${queueId}\u0000${id}`: queue ids never contain NUL, so a queue's records form one key range.
 const SEP = '\u0000';
@@ -33,6 +40,8 @@ export interface LmdbStoreOptions {
 export class LmdbStore implements Store {
   readonly producerId: string;
   private readonly root: RootDatabase;
+  /** This process's hold on the data directory, for the store's life. */
+  private readonly lock: DataDirLock;
   /** queueId\0position -> ticket record (ticket-record.ts). */
   private readonly tickets: Database<Uint8Array, string>;
   /** queueId\0position -> resolution record, for tickets in a committed match. */
@@ -50,34 +59,49 @@ export class LmdbStore implements Store {
   private readonly outcomeListeners: ((queueIds: ReadonlySet<string>) => void)[] = [];
 
   constructor(private readonly options: LmdbStoreOptions) {
-    mkdirSync(options.path, { recursive: true });
-    // overlappingSync off: a commit's promise then resolves only after fdatasync, so an acknowledged write
-    // is on disk, not only in the page cache (with it on, lmdb-js resolves at commit and syncs later).
-    // noSubdir off: lmdb-js otherwise takes a path with a dot in its last part (`./mm.data`) for a file name.
-    this.root = open({ path: options.path, noSubdir: false, maxDbs: 10, noSync: false, overlappingSync: false });
-    this.tickets = this.root.openDB<Uint8Array, string>({ name: 'ticket_records', encoding: 'binary' });
-    this.resolutions = this.root.openDB<Uint8Array, string>({ name: 'ticket_resolutions', encoding: 'binary' });
-    // Builds before ticket records were keyed by position kept tickets in `tickets`: refuse to start
-    // rather than serve without them.
-    for (const _ of this.root.openDB<unknown, string>({ name: 'tickets' }).getKeys({ limit: 1 })) {
-      void this.root.close();
-      throw new Error(
-        `${options.path} holds tickets in an earlier data layout (database "tickets") that this version does not read; drain it with the build that wrote it`,
-      );
+    const { path } = options;
+    usableDirectory(path);
+    // Before lmdb opens anything: a second process must not touch the environment at all.
+    this.lock = DataDirLock.acquire(path);
+    try {
+      // overlappingSync off: a commit's promise then resolves only after fdatasync, so an acknowledged write
+      // is on disk, not only in the page cache (with it on, lmdb-js resolves at commit and syncs later).
+      // noSubdir off: lmdb-js otherwise takes a path with a dot in its last part (`./mm.data`) for a file name.
+      this.root = open({ path, noSubdir: false, maxDbs: 10, noSync: false, overlappingSync: false });
+    } catch (err) {
+      this.lock.release();
+      throw new DataDirError(path, `its store cannot be opened: ${describeError(err)}`, { code: codeOf(err) }, { cause: err });
     }
-    this.backfills = this.root.openDB<StoredBackfill, string>({ name: 'backfills' });
-    this.outcomes = this.root.openDB<Uint8Array, number>({ name: 'outcomes', encoding: 'binary' });
-    this.meta = this.root.openDB<unknown, string>({ name: 'meta' });
-    this.queueIndex = this.root.openDB<number, string>({ name: 'queue_outcomes' });
-    this.delivery = this.root.openDB<DeliveryRecord, string>({ name: 'delivery' });
-    this.consumers = this.root.openDB<string, string>({ name: 'consumers' });
+    try {
+      this.tickets = this.root.openDB<Uint8Array, string>({ name: 'ticket_records', encoding: 'binary' });
+      this.resolutions = this.root.openDB<Uint8Array, string>({ name: 'ticket_resolutions', encoding: 'binary' });
+      // Builds before ticket records were keyed by position kept tickets in `tickets`: refuse to start
+      // rather than serve without them.
+      for (const _ of this.root.openDB<unknown, string>({ name: 'tickets' }).getKeys({ limit: 1 })) {
+        throw new DataDirError(
+          path,
+          'it holds tickets in an earlier data layout (database "tickets") that this version does not read; drain it with the build that wrote it',
+          { code: 'ELAYOUT' },
+        );
+      }
+      this.backfills = this.root.openDB<StoredBackfill, string>({ name: 'backfills' });
+      this.outcomes = this.root.openDB<Uint8Array, number>({ name: 'outcomes', encoding: 'binary' });
+      this.meta = this.root.openDB<unknown, string>({ name: 'meta' });
+      this.queueIndex = this.root.openDB<number, string>({ name: 'queue_outcomes' });
+      this.delivery = this.root.openDB<DeliveryRecord, string>({ name: 'delivery' });
+      this.consumers = this.root.openDB<string, string>({ name: 'consumers' });
 
-    let producerId = this.meta.get('producer_id') as string | undefined;
-    if (!producerId) {
-      producerId = randomUUID();
-      this.meta.putSync('producer_id', producerId);
+      let producerId = this.meta.get('producer_id') as string | undefined;
+      if (!producerId) {
+        producerId = randomUUID();
+        this.meta.putSync('producer_id', producerId);
+      }
+      this.producerId = producerId;
+    } catch (err) {
+      void this.root.close().finally(() => this.lock.release());
+      if (err instanceof DataDirError) throw err;
+      throw new DataDirError(path, `its store cannot be opened: ${describeError(err)}`, { code: codeOf(err) }, { cause: err });
     }
-    this.producerId = producerId;
     // Kept in meta with every commit that records outcomes: the outbox itself may be emptied by retention.
     // (An outbox written before that was kept: continue after its last key.)
     const kept = BigInt((this.meta.get('next_sequence') as string | undefined) ?? '1');
@@ -118,11 +142,32 @@ export class LmdbStore implements Store {
         if (through > this.committedSequence) this.committedSequence = through;
         if (outcomeQueues) for (const listener of this.outcomeListeners) listener(outcomeQueues);
       },
-      (err: unknown) => {
-        this.options.onFatal(err);
-        throw err;
+      async (err: unknown) => {
+        // lmdb-js rejects with "Commit failed (see commitError for details)"; the cause (ENOSPC, EIO, with
+        // the page it could not write) comes in commitError, a promise it rejects right after (not waited
+        // for long: a failure must not hang on it).
+        const commitError = (err as { commitError?: Promise<unknown> }).commitError;
+        const cause = commitError && (await Promise.race([commitError.catch((e: unknown) => e), sleep(100)]));
+        this.options.onFatal(cause ?? err);
+        throw cause ?? err;
       },
     );
+  }
+
+  async probeWrite(): Promise<void> {
+    // A small write can succeed on a full disk (lmdb reuses pages its earlier commits freed), and the next
+    // batch of tickets then fails: ask for room to grow as well.
+    const { bavail, bsize } = statfsSync(this.options.path);
+    if (bavail * bsize < MIN_FREE_BYTES) {
+      throw Object.assign(
+        new Error(`${bavail * bsize} bytes free on its file system, under the ${MIN_FREE_BYTES} the store needs to take writes`),
+        { code: 'ENOSPC' },
+      );
+    }
+    // A synchronous transaction (committed and fsynced before it returns): its failure throws here. A
+    // failed asynchronous write would also reject a promise lmdb-js keeps to itself, unhandled, which ends
+    // the process.
+    this.meta.putSync('write_probe', Date.now());
   }
 
   async whenDurable(): Promise<void> {
@@ -258,5 +303,6 @@ export class LmdbStore implements Store {
   async close(): Promise<void> {
     await this.root.flushed;
     await this.root.close();
+    this.lock.release();
   }
 }

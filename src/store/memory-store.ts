@@ -59,6 +59,11 @@ export class MemoryStore implements Store {
     this.failure = err;
   }
 
+  /** Fails while commits fail (failCommits), as the embedded store's probe does while the disk is full. */
+  async probeWrite(): Promise<void> {
+    if (this.failure) throw this.failure;
+  }
+
   commit(changes: readonly StoreChange[]): Promise<void> {
     // Sequences are taken in call order, as the embedded store takes them when the writes are issued.
     const sequences = changes.map((c) => (c.type === 'outcome.record' ? this.nextSequence++ : 0n));

@@ -98,6 +98,11 @@ export interface Store {
    * reader that saw an in-memory effect of an earlier commit can await this before acknowledging it.
    */
   whenDurable(): Promise<void>;
+  /**
+   * Commits a small durable write outside the commit path (its failure is not fatal) and rejects when the
+   * store cannot write (a full disk): readiness waits for this at start-up.
+   */
+  probeWrite(): Promise<void>;
   /** Everything stored for one queue, for restoring its pool at start. */
   loadQueue(queueId: string): QueueSnapshot;
   /** One ticket's committed record (a change not yet committed is not visible). */

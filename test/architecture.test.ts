@@ -14,7 +14,7 @@ const LAYERS: Record<string, readonly string[]> = {
   engine: ['base', 'config'],
   outcomes: ['base', 'config', 'store'],
   queue: ['base', 'config', 'store', 'engine', 'outcomes'],
-  core: ['base', 'config', 'store', 'engine', 'queue'],
+  core: ['base', 'config', 'store', 'engine', 'outcomes', 'queue'],
   api: ['base', 'config', 'core'],
   root: ['base', 'config', 'store', 'engine', 'outcomes', 'queue', 'core', 'api'],
 };

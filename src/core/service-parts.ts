@@ -1,7 +1,7 @@
 // The parts of a running service the core reads besides the queues' write path: the store, the queue
-// registry and outcome delivery, available once the store is open. Outcome delivery sits beside the queue
-// layer (src/outcomes), which the core does not import: the core names what it needs of it here, and
-// src/server.ts hands in the real one.
+// registry and outcome delivery, available once the store is open. The core names only what it needs of
+// outcome delivery (src/outcomes/delivery.ts) here, so the operator routes and the outcome stream depend on
+// that much; src/server.ts hands in the real one.
 import type { QueueConfig } from '../config/queue-config.js';
 import type { QueueRegistry } from '../queue/queue-registry.js';
 import type { Store } from '../store/store.js';

@@ -49,16 +49,17 @@ export class PoolRebuild {
     // A slice's misfits leave together, committed before the next slice starts.
     const commitEvictions = () => {
       if (evictions.length === 0) return undefined;
-      const applied = q.apply({
+      const record = {
         type: 'tickets.evict',
         evictions,
         atMs: Date.now(),
         operationId: randomUUID(),
         chunkSize: q.config.outcomes.batch_chunk_size,
-      });
+      } as const;
       evictions = [];
-      evicted += applied.result.evicted;
-      return q.store.commit(applied.changes);
+      return q.propose([record]).then(([applied]) => {
+        evicted += applied!.result.evicted;
+      });
     };
     try {
       await timeSliced(
@@ -96,18 +97,14 @@ export class PoolRebuild {
       if (fate.kind !== 'keep') evictions.push({ backfillId, version, eviction: fate });
     }
     if (evictions.length === 0) return undefined;
-    const applied = q.apply({
-      type: 'backfills.evict',
-      evictions,
-      atMs: Date.now(),
-      operationId: randomUUID(),
-      chunkSize: q.config.outcomes.batch_chunk_size,
-    });
+    const proposed = q.propose([
+      { type: 'backfills.evict', evictions, atMs: Date.now(), operationId: randomUUID(), chunkSize: q.config.outcomes.batch_chunk_size },
+    ]);
     q.log.info(
       { queue: q.queueId, backfills: q.state.backfills.size },
       'configuration change: backfill requests that no longer fit left the pool',
     );
-    return q.store.commit(applied.changes);
+    return proposed.then(() => undefined);
   }
 
   /** A stored ticket's row, into `pool`; with `evictions`, only if the configuration still admits it. */

@@ -20,8 +20,13 @@ export interface QueueContext {
   readonly config: QueueConfig;
   /** Whether the queue takes requests and ticks (not starting, retiring or stopped). */
   readonly running: boolean;
-  /** Applies a record to the state and the pool's rows; the caller commits its changes. */
-  apply<R extends QueueRecord>(record: R): Applied<R['type']>;
+  /**
+   * Proposes records for the queue's history. Each is applied in order by QueueState.apply, the pool's rows
+   * follow, and the promise resolves with what each applied once their changes are durable. In the
+   * embedded mode they are applied at once, in this call; a replicated queue applies them when its log
+   * delivers them, on every replica alike.
+   */
+  propose<R extends QueueRecord>(records: readonly R[]): Promise<Applied<R['type']>[]>;
   /** A pooled or resolved ticket's bytes: from memory while its commit is in flight, else from the store. */
   ticketBytes(ticketId: string, position: number): Uint8Array;
 }

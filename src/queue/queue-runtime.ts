@@ -12,14 +12,14 @@ import { failedPrecondition } from '../errors.js';
 import { TicketSchema, type BackfillRequest, type Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { RemovalReason } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { parseTicketEngineInput, type ParsedEngineInput } from '../engine/engine-input.js';
-import type { PoolRow } from '../engine/ticket-pool.js';
+import type { PoolRow, TicketPool } from '../engine/ticket-pool.js';
 import { engineParams, TickRunner } from '../engine/tick-runner.js';
-import type { Store, StoreChange } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { PoolColumns } from './pool-columns.js';
 import { PoolRebuild } from './pool-rebuild.js';
 import { createdAtMs, layoutOf, type QueueContext } from './queue-context.js';
 import { QueueState, type Applied } from './queue-state.js';
-import type { QueueRecord } from './records.js';
+import type { QueueRecord, RecordOf, TicketAt } from './records.js';
 import { Ticker } from './tick.js';
 
 /** Where a queue is in its life: it takes requests only while running. */
@@ -36,6 +36,8 @@ export class QueueRuntime {
   private readonly columns: PoolColumns;
   /** Ticket bytes whose store commit is still in flight (the store only answers for committed records). */
   private readonly pending = new Map<string, Uint8Array>();
+  /** Rows requests prepared (and so checked against the pool's limits) for records not yet applied. */
+  private readonly prepared = new Map<string, { pool: TicketPool; row: PoolRow }>();
   private readonly runner: TickRunner;
   private readonly ticker: Ticker;
   private readonly rebuild: PoolRebuild;
@@ -64,7 +66,7 @@ export class QueueRuntime {
       get running() {
         return runtime.state === 'running';
       },
-      apply: (record) => this.apply(record),
+      propose: (records) => this.propose(records),
       ticketBytes: (ticketId, position) => this.ticketBytes(ticketId, position),
     };
     this.ticker = new Ticker(context, this.runner);
@@ -146,15 +148,11 @@ export class QueueRuntime {
     if (this.queue.knows(ticket.id)) return this.store.whenDurable();
     // Prepared now, against the current pool, so a limit (64 host keys, 64 values per filter) refuses the
     // request before anything is stored.
-    const pool = this.columns.pool;
-    const row = pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket));
-    const applied = this.apply({ type: 'ticket.create', ticketId: ticket.id, ticket: bytes });
-    this.insertRows(pool, applied, new Map([[ticket.id, row]]));
-    this.pending.set(ticket.id, bytes);
+    this.prepare(ticket.id, ticket, input);
     try {
-      await this.store.commit(applied.changes);
+      await this.propose([{ type: 'ticket.create', ticketId: ticket.id, ticket: bytes }]);
     } finally {
-      if (this.pending.get(ticket.id) === bytes) this.pending.delete(ticket.id);
+      this.prepared.delete(ticket.id);
     }
   }
 
@@ -163,12 +161,11 @@ export class QueueRuntime {
    * or removed) is not in matchmaking either, so the call succeeds: a retried cancel is safe.
    */
   async cancelTicket(ticketId: string): Promise<void> {
-    const applied = this.apply({ type: 'ticket.cancel', ticketId });
-    const { matchId } = applied.result;
+    const [applied] = await this.propose([{ type: 'ticket.cancel', ticketId }]);
+    const { matchId } = applied!.result;
     if (matchId !== undefined) {
       throw failedPrecondition(`ticket ${ticketId} is already in committed match ${matchId}; the match outcome will be delivered`);
     }
-    await this.commit(applied.changes);
   }
 
   /** Returns resolved tickets to the pool with their original created_at; answers the ids that could not be. */
@@ -176,49 +173,45 @@ export class QueueRuntime {
     const ids = [...new Set(ticketIds)];
     const resolvedSinceMs = Date.now() - this.config.terminal_retention_ttl_secs * 1000;
     // Rows are prepared first: a ticket that no longer fits the queue (its configuration changed) fails.
-    const pool = this.columns.pool;
-    const rows = new Map<string, PoolRow>();
     const unfit = new Set<string>();
     for (const id of ids) {
       const resolved = this.queue.resolved.get(id);
       if (!resolved || resolved.resolvedAtMs < resolvedSinceMs) continue;
       const ticket = fromBinary(TicketSchema, this.ticketBytes(id, resolved.position));
       try {
-        rows.set(id, pool.prepare(parseTicketEngineInput(ticket.engineInput, id, 'engine_input'), ticket.rulesetIds, createdAtMs(ticket)));
+        this.prepare(id, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input'));
       } catch {
         unfit.add(id);
       }
     }
-    const applied = this.apply({ type: 'tickets.reactivate', ticketIds: ids.filter((id) => !unfit.has(id)), resolvedSinceMs });
-    this.insertRows(pool, applied, rows);
-    const failed = new Set([...unfit, ...applied.result.failedTicketIds]);
-    await this.commit(applied.changes);
+    const proposed = ids.filter((id) => !unfit.has(id));
+    let applied: Applied<'tickets.reactivate'> | undefined;
+    try {
+      [applied] = await this.propose([{ type: 'tickets.reactivate', ticketIds: proposed, resolvedSinceMs }]);
+    } finally {
+      for (const id of proposed) this.prepared.delete(id);
+    }
+    const failed = new Set([...unfit, ...applied!.result.failedTicketIds]);
     return ids.filter((id) => failed.has(id));
   }
 
   /** Adds the request; an open request for the same match_id is cancelled and replaced. */
   async createBackfillRequest(request: BackfillRequest): Promise<void> {
-    await this.commit(this.apply({ type: 'backfill.create', request }).changes);
+    await this.propose([{ type: 'backfill.create', request }]);
   }
 
   /** Hard removal; answers the ids that were not active requests of this queue. */
   async cancelBackfillRequests(backfillIds: readonly string[]): Promise<string[]> {
-    const applied = this.apply({ type: 'backfills.cancel', backfillIds });
-    await this.commit(applied.changes);
-    return applied.result.failedBackfillIds;
+    const [applied] = await this.propose([{ type: 'backfills.cancel', backfillIds }]);
+    return applied!.result.failedBackfillIds;
   }
 
   /** Empties the pool and the backfill requests, recording the removal outcomes in the same commit. */
   async clear(reason: RemovalReason): Promise<ClearResult> {
-    const applied = this.apply({
-      type: 'pool.clear',
-      reason,
-      atMs: Date.now(),
-      operationId: randomUUID(),
-      chunkSize: this.config.outcomes.batch_chunk_size,
-    });
-    await this.commit(applied.changes);
-    return applied.result;
+    const [applied] = await this.propose([
+      { type: 'pool.clear', reason, atMs: Date.now(), operationId: randomUUID(), chunkSize: this.config.outcomes.batch_chunk_size },
+    ]);
+    return applied!.result;
   }
 
   /** The queue file was deleted: refuse new writes, then remove the pool with QUEUE_RETIRED. */
@@ -238,26 +231,64 @@ export class QueueRuntime {
     await this.currentTick;
   }
 
-  /** Applies a record to the queue's state and keeps the pool's columns in step; the caller commits. */
+  /**
+   * The embedded mode's history: records are applied here, in order, and their changes committed together;
+   * the store applies commits in call order, so a record is durable only after every record before it.
+   */
+  private propose<R extends QueueRecord>(records: readonly R[]): Promise<Applied<R['type']>[]> {
+    const applied = records.map((record) => this.apply(record));
+    const changes = applied.flatMap((a) => a.changes);
+    // With nothing to write, answer once what the records saw is durable.
+    const durable = changes.length > 0 ? this.store.commit(changes) : this.store.whenDurable();
+    const created = records.filter((r): r is R & RecordOf<'ticket.create'> => r.type === 'ticket.create');
+    const settled = created.length === 0 ? durable : durable.finally(() => this.forgetPending(created));
+    return settled.then(() => applied);
+  }
+
+  /** Applies a record to the queue's state and keeps the pool's columns in step. */
   private apply<R extends QueueRecord>(record: R): Applied<R['type']> {
     const applied = this.queue.apply(record);
     if (applied.deactivated.length > 0) {
       this.ticker.noteLeft(applied.deactivated);
       this.columns.remove(applied.deactivated);
     }
+    // Until its commit settles the store cannot answer for a new ticket: its bytes are kept here.
+    if (record.type === 'ticket.create' && (applied as Applied<'ticket.create'>).result.created)
+      this.pending.set(record.ticketId, record.ticket);
+    for (const at of applied.activated) this.insertActivated(at);
     return applied;
   }
 
-  /** The rows of tickets a record activated, prepared against `pool` before it was applied. */
-  private insertRows(pool: PoolColumns['pool'], applied: Applied, rows: ReadonlyMap<string, PoolRow>): void {
-    for (const at of applied.activated) {
-      this.columns.insert(pool, at.ticketId, rows.get(at.ticketId)!, () => this.queue.isActiveAt(at));
-    }
+  private forgetPending(created: readonly RecordOf<'ticket.create'>[]): void {
+    for (const { ticketId, ticket } of created) if (this.pending.get(ticketId) === ticket) this.pending.delete(ticketId);
   }
 
-  /** Commits a request's changes; with none, answers once what the request saw is durable. */
-  private commit(changes: readonly StoreChange[]): Promise<void> {
-    return changes.length > 0 ? this.store.commit(changes) : this.store.whenDurable();
+  /** A request's row for a ticket, prepared against the current pool before its record is applied. */
+  private prepare(ticketId: string, ticket: Ticket, input: ParsedEngineInput): void {
+    const pool = this.columns.pool;
+    this.prepared.set(ticketId, { pool, row: pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)) });
+  }
+
+  /** A ticket a record activated goes into the pool: with the row its request prepared, else built from its bytes. */
+  private insertActivated(at: TicketAt): void {
+    const stillActive = () => this.queue.isActiveAt(at);
+    const prepared = this.prepared.get(at.ticketId);
+    if (prepared) {
+      this.prepared.delete(at.ticketId);
+      this.columns.insert(prepared.pool, at.ticketId, prepared.row, stillActive);
+      return;
+    }
+    const pool = this.columns.pool;
+    const ticket = fromBinary(TicketSchema, this.ticketBytes(at.ticketId, at.position));
+    try {
+      const input = parseTicketEngineInput(ticket.engineInput, at.ticketId, 'engine_input');
+      this.columns.insert(pool, at.ticketId, pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)), stillActive);
+    } catch (err) {
+      this.log.error(
+        { queue: this.queueId, ticket: at.ticketId, err: (err as Error).message },
+        'ticket does not fit the pool; it stays stored but cannot match',
+      );
+    }
   }
 
   private ticketBytes(ticketId: string, position: number): Uint8Array {

@@ -11,7 +11,6 @@ import { parseTicketEngineInput } from '../engine/engine-input.js';
 import { buildEngineOutput } from '../engine/engine-output.js';
 import type { PoolRow, TicketPool } from '../engine/ticket-pool.js';
 import type { EngineBackfillRequest, EngineMatch, TickResult, TickRunner } from '../engine/tick-runner.js';
-import type { StoreChange } from '../store/store.js';
 import { engineInputOf } from '../store/ticket-encoding.js';
 import { createdAtMs, type QueueContext } from './queue-context.js';
 import type { QueueRecord, TicketAt } from './records.js';
@@ -130,8 +129,7 @@ export class Ticker {
       records.push({ type: 'backfills.expire', backfills: expiredBackfills, atMs: nowMs, operationId: randomUUID(), chunkSize });
     }
 
-    const changes = records.flatMap((record) => q.apply(record).changes);
-    if (changes.length > 0) void q.store.commit(changes);
+    if (records.length > 0) void q.propose(records);
   }
 
   /** A tick's matches with their rows turned into tickets, in time slices (the columns stay frozen). */
@@ -150,7 +148,7 @@ export class Ticker {
     return formed;
   }
 
-  /** Commits a formed match as a `match.commit` record; answers the commit, or undefined when it is void. */
+  /** Proposes a formed match as a `match.commit` record; answers when it is durable, or undefined when it is void. */
   private commitMatch({ match, tickets }: FormedMatch, pool: TicketPool, config: QueueConfig): Promise<void> | undefined {
     const { q } = this;
     if (!tickets.every((t) => q.state.isActiveAt(t))) {
@@ -163,15 +161,15 @@ export class Ticker {
     const inputs = tickets.map((t) =>
       parseTicketEngineInput(engineInputOf(q.ticketBytes(t.ticketId, t.position)), t.ticketId, 'engine_input'),
     );
-    const applied = q.apply({
+    const record: QueueRecord = {
       type: 'match.commit',
       matchId: randomUUID(),
       tickets,
       rulesetId: config.rulesets[match.rulesetIndex]!.id,
       engineOutput: toBinary(EngineOutputSchema, buildEngineOutput(match, inputs, pool, config)),
       atMs: Date.now(),
-    });
-    return applied.result.committed ? q.store.commit(applied.changes) : undefined;
+    };
+    return q.propose([record]).then(() => undefined);
   }
 
   /**
@@ -198,14 +196,14 @@ export class Ticker {
       () => this.runner.backfill(pool, requests, Date.now()),
       (perRequest) => perRequest.map((rows) => rows.map((row) => pool.ids[row]!)),
     );
-    const changes: StoreChange[] = [];
+    const records: QueueRecord[] = [];
     const atMs = Date.now();
     fills?.forEach((ids, i) => {
       if (ids.length === 0 || ids.some((id) => this.leftDuringTick.has(id) || !q.state.active.has(id))) return;
       const [backfillId, { version }] = open[i]!;
       const tickets = ids.map((ticketId) => ({ ticketId, position: q.state.active.get(ticketId)! }));
-      changes.push(...q.apply({ type: 'backfill.fill', backfill: { backfillId, version }, fillId: randomUUID(), tickets, atMs }).changes);
+      records.push({ type: 'backfill.fill', backfill: { backfillId, version }, fillId: randomUUID(), tickets, atMs });
     });
-    if (changes.length > 0) void q.store.commit(changes);
+    if (records.length > 0) void q.propose(records);
   }
 }

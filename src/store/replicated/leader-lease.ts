@@ -1,0 +1,144 @@
+// A replica's lease on the leadership of one queue, held in the coordination KV bucket. The bucket's TTL is
+// the lease (nats-server 2.9 has no per-key TTL): a key is created by the one replica that wins it, renewed
+// by compare-and-set on its revision well before it ages out, and taken by another replica once it has.
+//
+// The lease gives liveness only. Safety comes from the replication log: a new leader claims a term there,
+// and every record a leader appends carries its term, so a deposed leader's late records are ignored by
+// every replica. The lease still stops acting on its own clock: once a renewal has not been confirmed for
+// (lease - margin) since it was sent, `leading` turns false, before the key can have aged out on the server.
+import type { KV } from '@nats-io/kv';
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import type { Logger } from 'pino';
+
+export interface LeaderLeaseOptions {
+  /** The bucket's TTL: how long a lease lasts without renewal. */
+  leaseMs: number;
+  /** Who holds the lease (stored as the key's value, for operators). */
+  replicaId: string;
+  log: Logger;
+  /** A monotonic clock in milliseconds (tests may drive it). */
+  now?: () => number;
+}
+
+/** The compare-and-set lost: another replica holds the key, or ours moved on. */
+const lostRace = (err: unknown) =>
+  err instanceof JetStreamApiError &&
+  (err.code === JetStreamApiCodes.StreamWrongLastSequence || err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown);
+
+export class LeaderLease {
+  private revision: number | undefined;
+  /** Monotonic time after which this replica no longer counts as leader, renewed or not. */
+  private validUntil = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private expiry: NodeJS.Timeout | undefined;
+  private stopped = true;
+  private wasLeading = false;
+  private readonly listeners: ((leading: boolean) => void)[] = [];
+  private readonly now: () => number;
+  private readonly value: string;
+
+  constructor(
+    private readonly kv: KV,
+    readonly key: string,
+    private readonly options: LeaderLeaseOptions,
+  ) {
+    this.now = options.now ?? (() => performance.now());
+    this.value = JSON.stringify({ replica: options.replicaId });
+  }
+
+  /** Whether this replica leads now: it holds the key and its last confirmed renewal is recent enough. */
+  get leading(): boolean {
+    return this.revision !== undefined && this.now() < this.validUntil;
+  }
+
+  /** Called with true when this replica becomes leader, false when it stops being one. */
+  onChange(listener: (leading: boolean) => void): void {
+    this.listeners.push(listener);
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    void this.step();
+  }
+
+  /** Stops campaigning; a held lease is released at once, so another replica need not wait for it to age out. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    const revision = this.revision;
+    this.lose();
+    if (revision === undefined) return;
+    try {
+      await this.kv.delete(this.key, { previousSeq: revision });
+    } catch (err) {
+      // Someone else holds it already, or the broker is gone: the lease ages out by itself.
+      this.options.log.debug({ key: this.key, err }, 'leader lease not released');
+    }
+  }
+
+  /** Renew well inside the lease; campaign less often, with jitter, so replicas do not collide in step. */
+  private get renewEveryMs(): number {
+    return Math.max(50, Math.floor(this.options.leaseMs / 3));
+  }
+
+  private get campaignEveryMs(): number {
+    return Math.floor(this.options.leaseMs / 2 + Math.random() * (this.options.leaseMs / 4));
+  }
+
+  /** Confirmed renewals count from when they were sent; this much is kept back for clock rate and delays. */
+  private get marginMs(): number {
+    return Math.floor(this.options.leaseMs / 5);
+  }
+
+  private async step(): Promise<void> {
+    if (this.stopped) return;
+    const sentAt = this.now();
+    try {
+      this.revision =
+        this.revision === undefined
+          ? await this.kv.create(this.key, this.value)
+          : await this.kv.update(this.key, this.value, this.revision, this.renewEveryMs);
+      if (this.stopped) return;
+      this.confirm(sentAt);
+    } catch (err) {
+      if (lostRace(err)) {
+        if (this.revision !== undefined) this.options.log.warn({ key: this.key }, 'leader lease lost to another replica');
+        this.lose();
+      } else {
+        this.options.log.warn({ key: this.key, err }, 'leader lease could not be renewed or claimed');
+      }
+    }
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.step(), this.revision === undefined ? this.campaignEveryMs : this.renewEveryMs);
+  }
+
+  private confirm(sentAt: number): void {
+    this.validUntil = sentAt + this.options.leaseMs - this.marginMs;
+    clearTimeout(this.expiry);
+    // Without a confirmed renewal by then, stop leading on our own clock.
+    this.expiry = setTimeout(() => this.expire(), Math.max(0, this.validUntil - this.now()));
+    this.emit();
+  }
+
+  private expire(): void {
+    if (this.revision !== undefined && this.now() >= this.validUntil) {
+      this.options.log.warn({ key: this.key }, 'leader lease expired unrenewed: no longer acting as leader');
+      this.lose();
+    }
+  }
+
+  private lose(): void {
+    this.revision = undefined;
+    this.validUntil = 0;
+    clearTimeout(this.expiry);
+    this.emit();
+  }
+
+  private emit(): void {
+    const leading = this.leading;
+    if (leading === this.wasLeading) return;
+    this.wasLeading = leading;
+    for (const listener of this.listeners) listener(leading);
+  }
+}

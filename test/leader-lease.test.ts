@@ -1,0 +1,104 @@
+// The leader lease on a real nats-server (JetStream KV with a bucket TTL, as nats-server 2.9 offers): one
+// holder at a time, a released lease taken over quickly, a crashed holder's lease taken over once it ages
+// out, and a holder that cannot renew stops leading on its own clock before anyone else can start.
+import { Kvm, type KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/log.js';
+import { LeaderLease } from '../src/store/replicated/leader-lease.js';
+import { natsClient, startNatsServer, type TestNatsServer } from './support/nats.js';
+
+const LEASE_MS = 1_000;
+const log = createLogger('silent');
+
+let server: TestNatsServer;
+let nc: NatsConnection;
+let kv: KV;
+beforeAll(async () => {
+  server = await startNatsServer();
+  nc = await natsClient(server);
+  kv = await new Kvm(nc).create('TEST_LEASES', { history: 1, ttl: LEASE_MS });
+});
+afterAll(async () => {
+  await nc?.close();
+  await server?.dispose();
+});
+
+const until = async (what: string, done: () => boolean, timeoutMs: number): Promise<number> => {
+  const started = Date.now();
+  while (!done()) {
+    if (Date.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return Date.now() - started;
+};
+
+function leases(key: string, n: number): LeaderLease[] {
+  return Array.from({ length: n }, (_, i) => new LeaderLease(kv, key, { leaseMs: LEASE_MS, replicaId: `replica-${i}`, log }));
+}
+
+describe('leader lease', () => {
+  it('has exactly one holder among replicas campaigning at once, and hands over quickly when it is released', async () => {
+    const replicas = leases('leader.one', 3);
+    const changes: string[] = [];
+    replicas.forEach((lease, i) => lease.onChange((leading) => changes.push(`${i}:${leading}`)));
+    for (const lease of replicas) lease.start();
+    await until('a leader', () => replicas.some((l) => l.leading), 3_000);
+    // Several renewals later, still exactly one.
+    await new Promise((resolve) => setTimeout(resolve, 2 * LEASE_MS));
+    expect(replicas.filter((l) => l.leading)).toHaveLength(1);
+    const first = replicas.findIndex((l) => l.leading);
+    expect(changes).toEqual([`${first}:true`]);
+
+    await replicas[first]!.stop();
+    const handover = await until('a new leader', () => replicas.some((l) => l.leading), 3_000);
+    expect(handover).toBeLessThan(LEASE_MS); // released: no need to wait for the key to age out
+    expect(replicas.filter((l) => l.leading)).toHaveLength(1);
+    await Promise.all(replicas.map((l) => l.stop()));
+  });
+
+  it('is taken over after a crashed holder’s lease ages out, and never while it is still valid', async () => {
+    const [crashing, waiting] = leases('leader.crash', 2) as [LeaderLease, LeaderLease];
+    crashing.start();
+    await until('the first leader', () => crashing.leading, 3_000);
+    waiting.start();
+    // A crash: its timers stop and it never renews or releases (no stop()).
+    (crashing as unknown as { stopped: boolean }).stopped = true;
+    const crashedAt = Date.now();
+    const takeover = await until('the takeover', () => waiting.leading, 5 * LEASE_MS);
+    // Not before the old lease could have aged out on the server (it was last renewed at most a third of a lease before the crash).
+    expect(Date.now() - crashedAt).toBeGreaterThanOrEqual((2 / 3) * LEASE_MS - 50);
+    expect(takeover).toBeLessThan(3 * LEASE_MS);
+    // The crashed one stopped counting itself as leader on its own clock before the takeover.
+    expect(crashing.leading).toBe(false);
+    await waiting.stop();
+  });
+
+  it('stops leading on its own clock when it cannot renew, and learns it lost the key when it can again', async () => {
+    const key = 'leader.partitioned';
+    const [paused, other] = leases(key, 2) as [LeaderLease, LeaderLease];
+    const seen: boolean[] = [];
+    paused.onChange((leading) => seen.push(leading));
+    paused.start();
+    await until('the first leader', () => paused.leading, 3_000);
+    // A partition: every KV call of `paused` hangs until it is healed.
+    let heal: () => void = () => undefined;
+    const healed = new Promise<void>((resolve) => (heal = resolve));
+    const stuck = Object.create(kv) as KV;
+    stuck.update = async (...args: Parameters<KV['update']>) => {
+      await healed;
+      return kv.update(...args);
+    };
+    (paused as unknown as { kv: KV }).kv = stuck;
+    await until('the paused leader to stand down', () => !paused.leading, 2 * LEASE_MS);
+    other.start();
+    await until('the other to lead', () => other.leading, 5 * LEASE_MS);
+    heal();
+    // Its late renewal carries a stale revision: refused, and it stays a follower.
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS));
+    expect(paused.leading).toBe(false);
+    expect(other.leading).toBe(true);
+    expect(seen).toEqual([true, false]);
+    await Promise.all([paused.stop(), other.stop()]);
+  });
+});

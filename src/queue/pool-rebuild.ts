@@ -40,8 +40,10 @@ export class PoolRebuild {
    * skipped, one that arrives meanwhile goes straight in, and when another rebuild replaces this pool the
    * rest is left to it. With `admit`, each ticket is first checked against the configuration.
    */
-  async fill(tickets: readonly TicketAt[], done: string, admit: boolean): Promise<void> {
+  async fill(tickets: readonly TicketAt[], done: string, admitWanted: boolean): Promise<void> {
     const { q } = this;
+    // Evictions are a leader's records: a replica that does not act for the queue builds rows only.
+    const admit = admitWanted && q.acting;
     const pool = q.columns.replace(layoutOf(q.config), Math.max(1024, tickets.length));
     const startedMs = Date.now();
     let evictions: TicketEviction[] = [];
@@ -57,9 +59,13 @@ export class PoolRebuild {
         chunkSize: q.config.outcomes.batch_chunk_size,
       } as const;
       evictions = [];
-      return q.propose([record]).then(([applied]) => {
-        evicted += applied!.result.evicted;
-      });
+      return q.propose([record]).then(
+        ([applied]) => {
+          evicted += applied!.result.evicted;
+        },
+        (err: unknown) =>
+          q.log.warn({ queue: q.queueId, err }, 'tickets that no longer fit were not removed: their records were not appended'),
+      );
     };
     try {
       await timeSliced(
@@ -96,7 +102,7 @@ export class PoolRebuild {
       const fate = backfillFate(q.config, request);
       if (fate.kind !== 'keep') evictions.push({ backfillId, version, eviction: fate });
     }
-    if (evictions.length === 0) return undefined;
+    if (evictions.length === 0 || !q.acting) return undefined;
     const proposed = q.propose([
       { type: 'backfills.evict', evictions, atMs: Date.now(), operationId: randomUUID(), chunkSize: q.config.outcomes.batch_chunk_size },
     ]);
@@ -104,7 +110,11 @@ export class PoolRebuild {
       { queue: q.queueId, backfills: q.state.backfills.size },
       'configuration change: backfill requests that no longer fit left the pool',
     );
-    return proposed.then(() => undefined);
+    return proposed.then(
+      () => undefined,
+      (err: unknown) =>
+        q.log.warn({ queue: q.queueId, err }, 'backfill requests that no longer fit were not removed: their records were not appended'),
+    );
   }
 
   /** A stored ticket's row, into `pool`; with `evictions`, only if the configuration still admits it. */

@@ -19,7 +19,8 @@ import { PoolColumns } from './pool-columns.js';
 import { PoolRebuild } from './pool-rebuild.js';
 import { createdAtMs, layoutOf, type QueueContext } from './queue-context.js';
 import { QueueState, type Applied } from './queue-state.js';
-import type { QueueRecord, RecordOf, TicketAt } from './records.js';
+import { EmbeddedHistory, isCreate, type HistoryFactory, type QueueApplier, type QueueHistory } from './queue-history.js';
+import type { QueueRecord, TicketAt } from './records.js';
 import { Ticker } from './tick.js';
 
 /** Where a queue is in its life: it takes requests only while running. */
@@ -41,14 +42,17 @@ export class QueueRuntime {
   private readonly runner: TickRunner;
   private readonly ticker: Ticker;
   private readonly rebuild: PoolRebuild;
+  private readonly history: QueueHistory;
   private timer: NodeJS.Timeout | undefined;
   private currentTick: Promise<void> = Promise.resolve();
 
+  /** `history`: where the queue's records go; by default the embedded store, this process the only copy. */
   constructor(
     readonly queueId: string,
     private configValue: QueueConfig,
     private readonly store: Store,
     private readonly log: Logger,
+    history?: HistoryFactory,
   ) {
     this.queue = new QueueState(queueId, (ticketId, position) => this.ticketBytes(ticketId, position));
     this.columns = new PoolColumns(layoutOf(configValue), log, queueId);
@@ -66,11 +70,16 @@ export class QueueRuntime {
       get running() {
         return runtime.state === 'running';
       },
-      propose: (records) => this.propose(records),
+      get acting() {
+        return runtime.history.acting;
+      },
+      propose: (records) => this.history.propose(records),
       ticketBytes: (ticketId, position) => this.ticketBytes(ticketId, position),
     };
     this.ticker = new Ticker(context, this.runner);
     this.rebuild = new PoolRebuild(context);
+    const applier: QueueApplier = { apply: (record) => this.apply(record), committed: (records) => this.forgetPending(records) };
+    this.history = history ? history(queueId, applier) : new EmbeddedHistory(applier, store);
   }
 
   get config(): QueueConfig {
@@ -97,6 +106,19 @@ export class QueueRuntime {
    * reload, rather than staying in a pool it can never match in), and the engine runs once that is done.
    */
   start(): void {
+    if (this.history.replicated) {
+      // A replicated queue's state is its log's: it takes requests once it has applied the log so far.
+      this.history.start().then(
+        () => {
+          if (this.state !== 'starting') return;
+          this.state = 'running';
+          this.log.info({ queue: this.queueId, tickets: this.queue.active.size }, 'queue caught up with its replication log');
+          this.schedule();
+        },
+        (err: unknown) => this.log.error({ queue: this.queueId, err }, 'queue could not follow its replication log'),
+      );
+      return;
+    }
     const active = this.queue.restore(this.store.loadQueue(this.queueId));
     this.state = 'running';
     this.log.info(
@@ -150,7 +172,7 @@ export class QueueRuntime {
     // request before anything is stored.
     this.prepare(ticket.id, ticket, input);
     try {
-      await this.propose([{ type: 'ticket.create', ticketId: ticket.id, ticket: bytes }]);
+      await this.history.propose([{ type: 'ticket.create', ticketId: ticket.id, ticket: bytes }]);
     } finally {
       this.prepared.delete(ticket.id);
     }
@@ -161,7 +183,7 @@ export class QueueRuntime {
    * or removed) is not in matchmaking either, so the call succeeds: a retried cancel is safe.
    */
   async cancelTicket(ticketId: string): Promise<void> {
-    const [applied] = await this.propose([{ type: 'ticket.cancel', ticketId }]);
+    const [applied] = await this.history.propose([{ type: 'ticket.cancel', ticketId }]);
     const { matchId } = applied!.result;
     if (matchId !== undefined) {
       throw failedPrecondition(`ticket ${ticketId} is already in committed match ${matchId}; the match outcome will be delivered`);
@@ -187,7 +209,7 @@ export class QueueRuntime {
     const proposed = ids.filter((id) => !unfit.has(id));
     let applied: Applied<'tickets.reactivate'> | undefined;
     try {
-      [applied] = await this.propose([{ type: 'tickets.reactivate', ticketIds: proposed, resolvedSinceMs }]);
+      [applied] = await this.history.propose([{ type: 'tickets.reactivate', ticketIds: proposed, resolvedSinceMs }]);
     } finally {
       for (const id of proposed) this.prepared.delete(id);
     }
@@ -197,18 +219,18 @@ export class QueueRuntime {
 
   /** Adds the request; an open request for the same match_id is cancelled and replaced. */
   async createBackfillRequest(request: BackfillRequest): Promise<void> {
-    await this.propose([{ type: 'backfill.create', request }]);
+    await this.history.propose([{ type: 'backfill.create', request }]);
   }
 
   /** Hard removal; answers the ids that were not active requests of this queue. */
   async cancelBackfillRequests(backfillIds: readonly string[]): Promise<string[]> {
-    const [applied] = await this.propose([{ type: 'backfills.cancel', backfillIds }]);
+    const [applied] = await this.history.propose([{ type: 'backfills.cancel', backfillIds }]);
     return applied!.result.failedBackfillIds;
   }
 
   /** Empties the pool and the backfill requests, recording the removal outcomes in the same commit. */
   async clear(reason: RemovalReason): Promise<ClearResult> {
-    const [applied] = await this.propose([
+    const [applied] = await this.history.propose([
       { type: 'pool.clear', reason, atMs: Date.now(), operationId: randomUUID(), chunkSize: this.config.outcomes.batch_chunk_size },
     ]);
     return applied!.result;
@@ -229,20 +251,7 @@ export class QueueRuntime {
     this.state = 'stopped';
     this.stopTicking();
     await this.currentTick;
-  }
-
-  /**
-   * The embedded mode's history: records are applied here, in order, and their changes committed together;
-   * the store applies commits in call order, so a record is durable only after every record before it.
-   */
-  private propose<R extends QueueRecord>(records: readonly R[]): Promise<Applied<R['type']>[]> {
-    const applied = records.map((record) => this.apply(record));
-    const changes = applied.flatMap((a) => a.changes);
-    // With nothing to write, answer once what the records saw is durable.
-    const durable = changes.length > 0 ? this.store.commit(changes) : this.store.whenDurable();
-    const created = records.filter((r): r is R & RecordOf<'ticket.create'> => r.type === 'ticket.create');
-    const settled = created.length === 0 ? durable : durable.finally(() => this.forgetPending(created));
-    return settled.then(() => applied);
+    await this.history.stop();
   }
 
   /** Applies a record to the queue's state and keeps the pool's columns in step. */
@@ -259,8 +268,11 @@ export class QueueRuntime {
     return applied;
   }
 
-  private forgetPending(created: readonly RecordOf<'ticket.create'>[]): void {
-    for (const { ticketId, ticket } of created) if (this.pending.get(ticketId) === ticket) this.pending.delete(ticketId);
+  /** The store now answers for these records' new tickets: their bytes need not be kept here any longer. */
+  private forgetPending(records: readonly QueueRecord[]): void {
+    for (const record of records) {
+      if (isCreate(record) && this.pending.get(record.ticketId) === record.ticket) this.pending.delete(record.ticketId);
+    }
   }
 
   /** A request's row for a ticket, prepared against the current pool before its record is applied. */

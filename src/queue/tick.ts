@@ -54,7 +54,20 @@ export class Ticker {
     if (this.inProgress) for (const id of ticketIds) this.leftDuringTick.add(id);
   }
 
+  /** One tick, by the copy of the queue that acts for it (the leader); a failed proposal is logged, not thrown. */
   async tick(): Promise<void> {
+    if (!this.q.acting) return;
+    try {
+      await this.run();
+    } catch (err) {
+      this.q.log.warn({ queue: this.q.queueId, err }, 'tick failed: its records were not all appended');
+    } finally {
+      this.inProgress = false;
+      this.leftDuringTick.clear();
+    }
+  }
+
+  private async run(): Promise<void> {
     this.expire(Date.now());
     const { q } = this;
     if (q.columns.pool.count === 0 || !q.running || !q.columns.ready) return;
@@ -86,8 +99,6 @@ export class Ticker {
         () => sliceCommit,
       );
     }
-    this.inProgress = false;
-    this.leftDuringTick.clear();
     q.log.debug({ queue: q.queueId, matches: formed?.length ?? 0, pool: q.columns.pool.count, ms: Date.now() - startedMs }, 'tick');
   }
 
@@ -129,7 +140,14 @@ export class Ticker {
       records.push({ type: 'backfills.expire', backfills: expiredBackfills, atMs: nowMs, operationId: randomUUID(), chunkSize });
     }
 
-    if (records.length > 0) void q.propose(records);
+    if (records.length > 0) this.proposeInBackground(records);
+  }
+
+  /** Records whose answer the tick does not wait for (expiry, fills); their failure is only logged. */
+  private proposeInBackground(records: QueueRecord[]): void {
+    this.q
+      .propose(records)
+      .catch((err: unknown) => this.q.log.warn({ queue: this.q.queueId, err }, 'records of the tick were not appended'));
   }
 
   /** A tick's matches with their rows turned into tickets, in time slices (the columns stay frozen). */
@@ -204,6 +222,6 @@ export class Ticker {
       const tickets = ids.map((ticketId) => ({ ticketId, position: q.state.active.get(ticketId)! }));
       records.push({ type: 'backfill.fill', backfill: { backfillId, version }, fillId: randomUUID(), tickets, atMs });
     });
-    if (records.length > 0) void q.propose(records);
+    if (records.length > 0) this.proposeInBackground(records);
   }
 }

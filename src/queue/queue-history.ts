@@ -1,0 +1,60 @@
+// Where a queue's records go: its history. The embedded history applies a record at once and commits its
+// changes to the local store; a replicated history (replicated-history.ts) appends it to the queue's
+// replication log and applies it when the log delivers it, as every replica does. The queue runtime is the
+// same over both: it proposes records and is told what each applied.
+import type { Store } from '../store/store.js';
+import type { Applied } from './queue-state.js';
+import type { QueueRecord, RecordOf } from './records.js';
+
+/** What a history calls on its queue. */
+export interface QueueApplier {
+  /** Applies one record to the queue's state and pool, in history order. */
+  apply<R extends QueueRecord>(record: R): Applied<R['type']>;
+  /** The local store has committed the changes of these records. */
+  committed(records: readonly QueueRecord[]): void;
+}
+
+export interface QueueHistory {
+  /** Whether the queue's state comes from a replicated log (else from the local store, at start). */
+  readonly replicated: boolean;
+  /** Whether this copy of the queue may append a leader's records (ticks, expiry, evictions) now. */
+  readonly acting: boolean;
+  /** Resolves once the copy has caught up with the history and may answer requests. */
+  start(): Promise<void>;
+  /** Proposes records; answers what each applied once they are durable. */
+  propose<R extends QueueRecord>(records: readonly R[]): Promise<Applied<R['type']>[]>;
+  stop(): Promise<void>;
+}
+
+/** Makes a queue's history, given the queue to apply records to. */
+export type HistoryFactory = (queueId: string, applier: QueueApplier) => QueueHistory;
+
+/**
+ * The single-process history on the embedded store: records are applied here, in order, and their changes
+ * committed together; the store applies commits in call order, so a record is durable only after every
+ * record before it. This process is the only copy, so it always acts.
+ */
+export class EmbeddedHistory implements QueueHistory {
+  readonly replicated = false;
+  readonly acting = true;
+
+  constructor(
+    private readonly applier: QueueApplier,
+    private readonly store: Store,
+  ) {}
+
+  async start(): Promise<void> {}
+
+  propose<R extends QueueRecord>(records: readonly R[]): Promise<Applied<R['type']>[]> {
+    const applied = records.map((record) => this.applier.apply(record));
+    const changes = applied.flatMap((a) => a.changes);
+    // With nothing to write, answer once what the records saw is durable.
+    const durable = changes.length > 0 ? this.store.commit(changes) : this.store.whenDurable();
+    const settled = records.some((r) => r.type === 'ticket.create') ? durable.finally(() => this.applier.committed(records)) : durable;
+    return settled.then(() => applied);
+  }
+
+  async stop(): Promise<void> {}
+}
+
+export const isCreate = (record: QueueRecord): record is RecordOf<'ticket.create'> => record.type === 'ticket.create';

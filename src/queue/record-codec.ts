@@ -1,0 +1,80 @@
+// The wire form of a queue's replicated log (proto/matchmaker/replication/v1/log.proto): a log entry is
+// either a batch of records (records.ts) with the appending replica and its term, or a term claim.
+// Converting is pure and exact: decodeLogEntry(encodeLogEntry(e)) equals e. Each replica applies the
+// decoded records with QueueState.apply, so anything the codec cannot convert exactly is refused loudly.
+// Encoding a record that cannot be written exactly throws LogEncodeError (a bug in whoever made the record).
+// Decoding throws LogDecodeError for anything malformed: the replica must stop, not skip the entry and
+// diverge. The records' own conversions are in record-wire.ts.
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { LogEntrySchema, QueueRecordSchema, type LogEntry as WireLogEntry } from '../gen/matchmaker/replication/v1/log_pb.js';
+import { known, LogDecodeError, LogEncodeError, num, recordFromWire, recordToWire, text, whole } from './record-wire.js';
+import type { QueueRecord, RecordType } from './records.js';
+
+export { LogDecodeError, LogEncodeError } from './record-wire.js';
+
+/** A log entry: records in apply order, or a replica's claim to lead. */
+export type LogEntry =
+  | {
+      kind: 'records';
+      /** The replica that appended the entry. */
+      replicaId: string;
+      /** 0 when it holds only request records; else the appending leader's term, which fences it. */
+      term: number;
+      records: readonly QueueRecord[];
+    }
+  | { kind: 'claim'; replicaId: string; incarnation: string };
+
+/** Records only a leader appends: an entry holding one must carry the leader's term (never 0). */
+export const LEADER_RECORD_TYPES: ReadonlySet<RecordType> = new Set<RecordType>([
+  'match.commit',
+  'backfill.fill',
+  'tickets.expire',
+  'backfills.expire',
+  'tickets.evict',
+  'backfills.evict',
+  'resolved.forget',
+]);
+
+export function encodeLogEntry(entry: LogEntry): Uint8Array {
+  const replicaId = text(entry.replicaId, 'replica_id');
+  if (replicaId === '') throw new LogEncodeError('replica_id', 'is empty');
+  if (entry.kind === 'claim') {
+    const incarnation = text(entry.incarnation, 'claim.incarnation');
+    if (incarnation === '') throw new LogEncodeError('claim.incarnation', 'is empty');
+    return toBinary(LogEntrySchema, create(LogEntrySchema, { replicaId, body: { case: 'claim', value: { incarnation } } }));
+  }
+  const term = whole(entry.term, 'term', 0);
+  const records = entry.records.map((rec, i) => {
+    if (term === 0n && LEADER_RECORD_TYPES.has(rec.type)) throw new LogEncodeError('term', `is 0 but records[${i}] is ${rec.type}`);
+    return create(QueueRecordSchema, { record: recordToWire(rec, `records[${i}]`) });
+  });
+  return toBinary(LogEntrySchema, create(LogEntrySchema, { replicaId, term, body: { case: 'records', value: { records } } }));
+}
+
+export function decodeLogEntry(bytes: Uint8Array): LogEntry {
+  let wire: WireLogEntry;
+  try {
+    wire = fromBinary(LogEntrySchema, bytes);
+  } catch (err) {
+    throw new LogDecodeError('entry', `is not a LogEntry (${(err as Error).message})`, { cause: err });
+  }
+  known(wire, 'entry');
+  const replicaId = wire.replicaId;
+  if (replicaId === '') throw new LogDecodeError('replica_id', 'is missing');
+  const term = num(wire.term, 'term', 0n);
+  const { body } = wire;
+  if (body.case === 'claim') {
+    known(body.value, 'claim');
+    if (term !== 0) throw new LogDecodeError('term', `is ${term} on a claim (a claim carries none)`);
+    if (body.value.incarnation === '') throw new LogDecodeError('claim.incarnation', 'is missing');
+    return { kind: 'claim', replicaId, incarnation: body.value.incarnation };
+  }
+  if (body.case !== 'records') throw new LogDecodeError('body', 'is missing (neither records nor claim)');
+  known(body.value, 'records');
+  const records = body.value.records.map((wireRec, i) => {
+    const rec = recordFromWire(wireRec, `records[${i}]`);
+    if (term === 0 && LEADER_RECORD_TYPES.has(rec.type)) throw new LogDecodeError('term', `is 0 but records[${i}] is ${rec.type}`);
+    return rec;
+  });
+  return { kind: 'records', replicaId, term, records };
+}

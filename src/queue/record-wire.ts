@@ -1,0 +1,354 @@
+// A record of records.ts and its message in log.proto, both ways (record-codec.ts frames them into log
+// entries). Each direction checks what the other relies on: the encoder refuses a value it cannot write
+// exactly, the decoder refuses a missing, out-of-range or unknown field, naming it by its path in the entry.
+import { create, fromBinary, type Message, type MessageInitShape } from '@bufbuild/protobuf';
+import { TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
+import { RemovalReason, RemovalReasonSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import {
+  BackfillAtSchema,
+  EvictionSchema,
+  type QueueRecordSchema,
+  TicketAtSchema,
+  type BackfillAt as WireBackfillAt,
+  type Eviction as WireEviction,
+  type QueueRecord as WireRecord,
+  type TicketAt as WireTicketAt,
+} from '../gen/matchmaker/replication/v1/log_pb.js';
+import type { BackfillAt, Eviction, QueueRecord, TicketAt } from './records.js';
+
+/** A log entry that is not what log.proto says: the replica reading it must stop. `field` is its path in the entry. */
+export class LogDecodeError extends Error {
+  constructor(
+    readonly field: string,
+    problem: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(`corrupt log entry: ${field} ${problem}`, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'LogDecodeError';
+  }
+}
+
+/** A record that cannot be written exactly: the caller made it wrong. */
+export class LogEncodeError extends Error {
+  constructor(
+    readonly field: string,
+    problem: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(`cannot encode log entry: ${field} ${problem}`, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'LogEncodeError';
+  }
+}
+
+// ---- TypeScript record -> wire ----------------------------------------------------------------------------
+
+type WireCase = NonNullable<MessageInitShape<typeof QueueRecordSchema>['record']>;
+
+export function recordToWire(rec: QueueRecord, path: string): WireCase {
+  switch (rec.type) {
+    case 'ticket.create': {
+      const p = `${path}.ticket_create.ticket`;
+      const id = ticketIdOf(rec.ticket, (problem, cause) => new LogEncodeError(p, problem, { cause }));
+      if (id !== rec.ticketId)
+        throw new LogEncodeError(p, `holds ticket id ${JSON.stringify(id)}, not the record's ${JSON.stringify(rec.ticketId)}`);
+      return { case: 'ticketCreate', value: { ticket: rec.ticket } };
+    }
+    case 'ticket.cancel':
+      return { case: 'ticketCancel', value: { ticketId: text(rec.ticketId, `${path}.ticket_cancel.ticket_id`) } };
+    case 'tickets.reactivate': {
+      const p = `${path}.tickets_reactivate`;
+      return {
+        case: 'ticketsReactivate',
+        value: {
+          ticketIds: texts(rec.ticketIds, `${p}.ticket_ids`),
+          resolvedSinceMs: whole(rec.resolvedSinceMs, `${p}.resolved_since_ms`),
+        },
+      };
+    }
+    case 'backfill.create':
+      return { case: 'backfillCreate', value: { request: rec.request } };
+    case 'backfills.cancel':
+      return { case: 'backfillsCancel', value: { backfillIds: texts(rec.backfillIds, `${path}.backfills_cancel.backfill_ids`) } };
+    case 'pool.clear': {
+      const p = `${path}.pool_clear`;
+      return { case: 'poolClear', value: { reason: reason(rec.reason, `${p}.reason`), ...chunked(rec, p) } };
+    }
+    case 'match.commit': {
+      const p = `${path}.match_commit`;
+      return {
+        case: 'matchCommit',
+        value: {
+          matchId: text(rec.matchId, `${p}.match_id`),
+          tickets: rec.tickets.map((t, i) => wireTicketAt(t, `${p}.tickets[${i}]`)),
+          rulesetId: text(rec.rulesetId, `${p}.ruleset_id`),
+          engineOutput: rec.engineOutput,
+          atMs: whole(rec.atMs, `${p}.at_ms`),
+        },
+      };
+    }
+    case 'backfill.fill': {
+      const p = `${path}.backfill_fill`;
+      return {
+        case: 'backfillFill',
+        value: {
+          backfill: wireBackfillAt(rec.backfill, `${p}.backfill`),
+          fillId: text(rec.fillId, `${p}.fill_id`),
+          tickets: rec.tickets.map((t, i) => wireTicketAt(t, `${p}.tickets[${i}]`)),
+          atMs: whole(rec.atMs, `${p}.at_ms`),
+        },
+      };
+    }
+    case 'tickets.expire': {
+      const p = `${path}.tickets_expire`;
+      return {
+        case: 'ticketsExpire',
+        value: { tickets: rec.tickets.map((t, i) => wireTicketAt(t, `${p}.tickets[${i}]`)), ...chunked(rec, p) },
+      };
+    }
+    case 'backfills.expire': {
+      const p = `${path}.backfills_expire`;
+      return {
+        case: 'backfillsExpire',
+        value: { backfills: rec.backfills.map((b, i) => wireBackfillAt(b, `${p}.backfills[${i}]`)), ...chunked(rec, p) },
+      };
+    }
+    case 'tickets.evict': {
+      const p = `${path}.tickets_evict`;
+      const evictions = rec.evictions.map((e, i) => ({
+        ticket: wireTicketAt(e, `${p}.evictions[${i}].ticket`),
+        eviction: wireEviction(e.eviction, `${p}.evictions[${i}].eviction`),
+      }));
+      return { case: 'ticketsEvict', value: { evictions, ...chunked(rec, p) } };
+    }
+    case 'backfills.evict': {
+      const p = `${path}.backfills_evict`;
+      const evictions = rec.evictions.map((e, i) => ({
+        backfill: wireBackfillAt(e, `${p}.evictions[${i}].backfill`),
+        eviction: wireEviction(e.eviction, `${p}.evictions[${i}].eviction`),
+      }));
+      return { case: 'backfillsEvict', value: { evictions, ...chunked(rec, p) } };
+    }
+    case 'resolved.forget': {
+      const p = `${path}.resolved_forget.tickets`;
+      const tickets = rec.tickets.map((t, i) => ({
+        ticketId: text(t.ticketId, `${p}[${i}].ticket_id`),
+        matchId: text(t.matchId, `${p}[${i}].match_id`),
+      }));
+      return { case: 'resolvedForget', value: { tickets } };
+    }
+  }
+}
+
+const wireTicketAt = (t: TicketAt, path: string) =>
+  create(TicketAtSchema, { ticketId: text(t.ticketId, `${path}.ticket_id`), position: whole(t.position, `${path}.position`, 0) });
+
+const wireBackfillAt = (b: BackfillAt, path: string) =>
+  create(BackfillAtSchema, { backfillId: text(b.backfillId, `${path}.backfill_id`), version: whole(b.version, `${path}.version`, 0) });
+
+function wireEviction(e: Eviction, path: string): WireEviction {
+  return create(
+    EvictionSchema,
+    e.kind === 'orphaned'
+      ? { kind: { case: 'orphanedRulesetId', value: text(e.rulesetId, `${path}.orphaned_ruleset_id`) } }
+      : { kind: { case: 'removedReason', value: reason(e.reason, `${path}.removed_reason`) } },
+  );
+}
+
+function chunked(rec: { atMs: number; operationId: string; chunkSize: number }, path: string) {
+  if (!Number.isInteger(rec.chunkSize) || rec.chunkSize < 1 || rec.chunkSize > 0xffff_ffff) {
+    throw new LogEncodeError(`${path}.chunk_size`, `${rec.chunkSize} is not an integer in 1..2^32-1`);
+  }
+  return { atMs: whole(rec.atMs, `${path}.at_ms`), operationId: text(rec.operationId, `${path}.operation_id`), chunkSize: rec.chunkSize };
+}
+
+/** A safe integer (at least `min` when given) as an int64. */
+export function whole(value: number, path: string, min?: number): bigint {
+  if (!Number.isSafeInteger(value)) throw new LogEncodeError(path, `${value} is not a whole number within ±(2^53-1)`);
+  if (min !== undefined && value < min) throw new LogEncodeError(path, `${value} is below ${min}`);
+  return BigInt(value);
+}
+
+// A lone surrogate has no UTF-8 form: the encoder would write U+FFFD and the record would change on the way.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+export function text(value: string, path: string): string {
+  if (typeof value !== 'string' || LONE_SURROGATE.test(value)) throw new LogEncodeError(path, 'is not a well-formed string');
+  return value;
+}
+
+const texts = (values: readonly string[], path: string) => values.map((v, i) => text(v, `${path}[${i}]`));
+
+function reason(value: RemovalReason, path: string): RemovalReason {
+  if (value === RemovalReason.REMOVAL_REASON_UNSPECIFIED || RemovalReasonSchema.value[value] === undefined) {
+    throw new LogEncodeError(path, `${value} is not a removal reason`);
+  }
+  return value;
+}
+
+// ---- wire -> TypeScript record ----------------------------------------------------------------------------
+
+export function recordFromWire(wire: WireRecord, path: string): QueueRecord {
+  known(wire, path);
+  const { record } = wire;
+  if (record.case === undefined) throw new LogDecodeError(path, 'has no record (an unknown record case, or none)');
+  const p = `${path}.${snake(record.case)}`;
+  const v = record.value;
+  known(v, p);
+  switch (record.case) {
+    case 'ticketCreate': {
+      const ticket = copy(present(record.value.ticket, `${p}.ticket`));
+      const ticketId = ticketIdOf(ticket, (problem, cause) => new LogDecodeError(`${p}.ticket`, problem, { cause }));
+      return { type: 'ticket.create', ticketId, ticket };
+    }
+    case 'ticketCancel':
+      return { type: 'ticket.cancel', ticketId: present(record.value.ticketId, `${p}.ticket_id`) };
+    case 'ticketsReactivate':
+      return {
+        type: 'tickets.reactivate',
+        ticketIds: record.value.ticketIds,
+        resolvedSinceMs: num(record.value.resolvedSinceMs, `${p}.resolved_since_ms`),
+      };
+    case 'backfillCreate':
+      return { type: 'backfill.create', request: present(record.value.request, `${p}.request`) };
+    case 'backfillsCancel':
+      return { type: 'backfills.cancel', backfillIds: record.value.backfillIds };
+    case 'poolClear':
+      return { type: 'pool.clear', reason: tsReason(record.value.reason, `${p}.reason`), ...tsChunked(record.value, p) };
+    case 'matchCommit': {
+      const m = record.value;
+      return {
+        type: 'match.commit',
+        matchId: present(m.matchId, `${p}.match_id`),
+        tickets: m.tickets.map((t, i) => tsTicketAt(t, `${p}.tickets[${i}]`)),
+        rulesetId: present(m.rulesetId, `${p}.ruleset_id`),
+        engineOutput: copy(present(m.engineOutput, `${p}.engine_output`)),
+        atMs: num(m.atMs, `${p}.at_ms`),
+      };
+    }
+    case 'backfillFill': {
+      const f = record.value;
+      return {
+        type: 'backfill.fill',
+        backfill: tsBackfillAt(present(f.backfill, `${p}.backfill`), `${p}.backfill`),
+        fillId: present(f.fillId, `${p}.fill_id`),
+        tickets: f.tickets.map((t, i) => tsTicketAt(t, `${p}.tickets[${i}]`)),
+        atMs: num(f.atMs, `${p}.at_ms`),
+      };
+    }
+    case 'ticketsExpire':
+      return {
+        type: 'tickets.expire',
+        tickets: record.value.tickets.map((t, i) => tsTicketAt(t, `${p}.tickets[${i}]`)),
+        ...tsChunked(record.value, p),
+      };
+    case 'backfillsExpire':
+      return {
+        type: 'backfills.expire',
+        backfills: record.value.backfills.map((b, i) => tsBackfillAt(b, `${p}.backfills[${i}]`)),
+        ...tsChunked(record.value, p),
+      };
+    case 'ticketsEvict': {
+      const evictions = record.value.evictions.map((e, i) => {
+        const q = `${p}.evictions[${i}]`;
+        known(e, q);
+        return {
+          ...tsTicketAt(present(e.ticket, `${q}.ticket`), `${q}.ticket`),
+          eviction: tsEviction(present(e.eviction, `${q}.eviction`), `${q}.eviction`),
+        };
+      });
+      return { type: 'tickets.evict', evictions, ...tsChunked(record.value, p) };
+    }
+    case 'backfillsEvict': {
+      const evictions = record.value.evictions.map((e, i) => {
+        const q = `${p}.evictions[${i}]`;
+        known(e, q);
+        return {
+          ...tsBackfillAt(present(e.backfill, `${q}.backfill`), `${q}.backfill`),
+          eviction: tsEviction(present(e.eviction, `${q}.eviction`), `${q}.eviction`),
+        };
+      });
+      return { type: 'backfills.evict', evictions, ...tsChunked(record.value, p) };
+    }
+    case 'resolvedForget': {
+      const tickets = record.value.tickets.map((t, i) => {
+        const q = `${p}.tickets[${i}]`;
+        known(t, q);
+        return { ticketId: present(t.ticketId, `${q}.ticket_id`), matchId: present(t.matchId, `${q}.match_id`) };
+      });
+      return { type: 'resolved.forget', tickets };
+    }
+  }
+}
+
+function tsTicketAt(t: WireTicketAt, path: string): TicketAt {
+  known(t, path);
+  return { ticketId: present(t.ticketId, `${path}.ticket_id`), position: num(t.position, `${path}.position`, 0n) };
+}
+
+function tsBackfillAt(b: WireBackfillAt, path: string): BackfillAt {
+  known(b, path);
+  return { backfillId: present(b.backfillId, `${path}.backfill_id`), version: num(b.version, `${path}.version`, 0n) };
+}
+
+function tsEviction(e: WireEviction, path: string): Eviction {
+  known(e, path);
+  switch (e.kind.case) {
+    case 'orphanedRulesetId':
+      return { kind: 'orphaned', rulesetId: e.kind.value };
+    case 'removedReason':
+      return { kind: 'removed', reason: tsReason(e.kind.value, `${path}.removed_reason`) };
+    default:
+      throw new LogDecodeError(path, 'is missing its kind (orphaned_ruleset_id or removed_reason)');
+  }
+}
+
+function tsChunked(w: { atMs?: bigint; operationId?: string; chunkSize?: number }, path: string) {
+  const chunkSize = present(w.chunkSize, `${path}.chunk_size`);
+  if (chunkSize < 1) throw new LogDecodeError(`${path}.chunk_size`, 'is 0 (at least 1)');
+  return { atMs: num(w.atMs, `${path}.at_ms`), operationId: present(w.operationId, `${path}.operation_id`), chunkSize };
+}
+
+function present<T>(value: T | undefined, path: string): T {
+  if (value === undefined) throw new LogDecodeError(path, 'is missing');
+  return value;
+}
+
+const MAX = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** A present int64 within ±(2^53-1) (and at least `min`), as a number. */
+export function num(value: bigint | undefined, path: string, min = -MAX): number {
+  const v = present(value, path);
+  if (v < min || v > MAX) throw new LogDecodeError(path, `${v} is out of range (${min}..2^53-1)`);
+  return Number(v);
+}
+
+function tsReason(value: RemovalReason, path: string): RemovalReason {
+  if (value === RemovalReason.REMOVAL_REASON_UNSPECIFIED) throw new LogDecodeError(path, 'is missing');
+  if (RemovalReasonSchema.value[value] === undefined) throw new LogDecodeError(path, `${value} is not a known removal reason`);
+  return value;
+}
+
+/** Refuses fields this build does not know: applying a record without them could diverge from a replica that knows them. */
+export function known(msg: Message, path: string): void {
+  const unknown = msg.$unknown;
+  if (unknown !== undefined && unknown.length > 0) {
+    throw new LogDecodeError(path, `has fields this version does not know (numbers ${unknown.map((f) => f.no).join(', ')})`);
+  }
+}
+
+/** The ticket id inside serialized Ticket bytes: the wire carries it once, there. */
+function ticketIdOf(ticket: Uint8Array, fail: (problem: string, cause?: unknown) => Error): string {
+  let id: string;
+  try {
+    id = fromBinary(TicketSchema, ticket).id;
+  } catch (err) {
+    throw fail('is not a Ticket', err);
+  }
+  if (id === '') throw fail('is a Ticket without an id');
+  return id;
+}
+
+/** Decoded bytes are views of the entry's buffer: a copy keeps a record from pinning the whole entry. */
+const copy = (bytes: Uint8Array): Uint8Array => new Uint8Array(bytes);
+
+const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

@@ -6,6 +6,7 @@
 // Decoding throws LogDecodeError for anything malformed: the replica must stop, not skip the entry and
 // diverge. The records' own conversions are in record-wire.ts.
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { clip } from '../errors.js';
 import { LogEntrySchema, QueueRecordSchema, type LogEntry as WireLogEntry } from '../gen/matchmaker/replication/v1/log_pb.js';
 import { known, LogDecodeError, LogEncodeError, num, recordFromWire, recordToWire, text, whole } from './record-wire.js';
 import type { QueueRecord, RecordType } from './records.js';
@@ -56,7 +57,7 @@ export function decodeLogEntry(bytes: Uint8Array): LogEntry {
   try {
     wire = fromBinary(LogEntrySchema, bytes);
   } catch (err) {
-    throw new LogDecodeError('entry', `is not a LogEntry (${(err as Error).message})`, { cause: err });
+    throw new LogDecodeError('entry', `is not a LogEntry (${clip(String((err as Error).message))})`, { cause: err });
   }
   known(wire, 'entry');
   const replicaId = wire.replicaId;

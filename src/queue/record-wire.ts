@@ -2,6 +2,7 @@
 // entries). Each direction checks what the other relies on: the encoder refuses a value it cannot write
 // exactly, the decoder refuses a missing, out-of-range or unknown field, naming it by its path in the entry.
 import { create, fromBinary, type Message, type MessageInitShape } from '@bufbuild/protobuf';
+import { quote } from '../errors.js';
 import { TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { RemovalReason, RemovalReasonSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import {
@@ -49,8 +50,7 @@ export function recordToWire(rec: QueueRecord, path: string): WireCase {
     case 'ticket.create': {
       const p = `${path}.ticket_create.ticket`;
       const id = ticketIdOf(rec.ticket, (problem, cause) => new LogEncodeError(p, problem, { cause }));
-      if (id !== rec.ticketId)
-        throw new LogEncodeError(p, `holds ticket id ${JSON.stringify(id)}, not the record's ${JSON.stringify(rec.ticketId)}`);
+      if (id !== rec.ticketId) throw new LogEncodeError(p, `holds ticket id ${quote(id)}, not the record's ${quote(rec.ticketId)}`);
       return { case: 'ticketCreate', value: { ticket: rec.ticket } };
     }
     case 'ticket.cancel':

@@ -61,7 +61,8 @@ export class PoolRebuild {
       evictions = [];
       return q.propose([record]).then(
         ([applied]) => {
-          evicted += applied!.result.evicted;
+          // No result when a replicated log skipped the entry (a new leader had claimed the queue).
+          evicted += applied?.result.evicted ?? 0;
         },
         (err: unknown) =>
           q.log.warn({ queue: q.queueId, err }, 'tickets that no longer fit were not removed: their records were not appended'),

@@ -248,18 +248,24 @@ describe('a replication stream fits when', () => {
     max_msgs_per_subject: -1,
     num_replicas: 3,
   };
-  const want = { filter: 'p.*.eu', others: [{ queueId: 'eu.ranked', filter: 'p.*.eu.ranked' }], replicas: 3 };
+  const want = {
+    filter: 'p.*.eu',
+    subjects: ['p.req.eu', 'p.term.eu', 'p.lead.eu'],
+    others: [{ queueId: 'eu.ranked', filter: 'p.*.eu.ranked' }],
+    replicas: 3,
+  };
   const kinds = (config: object, w: typeof want | Omit<typeof want, 'replicas'> = want) =>
     logStreamProblems({ ...fitting, ...config }, w).map((p) => p.kind);
 
   it('it captures the queue, keeps every record and has the replicas asked for', () => {
     expect(kinds({})).toEqual([]);
     expect(kinds({ subjects: ['p.>'] }, { ...want, others: [] })).toEqual([]);
-    expect(kinds({ num_replicas: 1 }, { filter: want.filter, others: want.others })).toEqual([]);
+    expect(kinds({ subjects: ['p.req.eu', 'p.term.eu', 'p.lead.eu'] })).toEqual([]);
+    expect(kinds({ num_replicas: 1 }, { filter: want.filter, subjects: want.subjects, others: want.others })).toEqual([]);
   });
 
   it.each([
-    [{ subjects: ['p.req.eu'] }, 'subjects', 'do not cover "p.*.eu"'],
+    [{ subjects: ['p.req.eu'] }, 'subjects', 'do not cover "p.term.eu", "p.lead.eu" (capture "p.*.eu")'],
     [{ subjects: ['p.>'] }, 'subjects', 'also captures queue "eu.ranked"'],
     [{ retention: RetentionPolicy.Workqueue }, 'retention', 'workqueue'],
     [{ max_age: nanos(60_000) }, 'limits', 'max_age 60000 ms'],

@@ -20,7 +20,8 @@ export interface TestNatsCluster {
   /** SIGKILL node `node`, like a crash; resolves once the process exited. */
   kill(node: number): Promise<void>;
   /** Starts node `node` again (killing it first if it runs) on the same ports and store directory; resolves
-   *  once it accepts clients and answers JetStream requests. */
+   *  once it accepts clients and answers JetStream requests (after a kill of the meta leader that waits for
+   *  the election of the next one: a few seconds). */
   restart(node: number): Promise<void>;
   /** Kills every node and removes the directories. */
   dispose(): Promise<void>;
@@ -90,8 +91,9 @@ export function clusterClient(cluster: TestNatsCluster): Promise<NatsConnection>
 
 /**
  * Resolves once the cluster can place a stream on `replicas` nodes: the routes are up and JetStream has a
- * meta leader that knows every peer. Until then stream creation fails ("insufficient resources", "JetStream
- * system temporarily unavailable") or times out, so a probe stream is created (and deleted) until it works.
+ * meta leader that knows every peer. Until then a JetStream request goes unanswered (or fails: "insufficient
+ * resources"), so a probe stream is created (and deleted) until it works. The short request timeout matters:
+ * the first request usually goes unanswered, and the cluster is ready about half a second later.
  */
 async function untilJetStreamClustered(servers: readonly string[], replicas: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -100,7 +102,7 @@ async function untilJetStreamClustered(servers: readonly string[], replicas: num
     for (let attempt = 0; ; attempt++) {
       const name = `HARNESS_PROBE_${attempt}`;
       try {
-        const jsm = await jetstreamManager(nc, { timeout: 2000 });
+        const jsm = await jetstreamManager(nc, { timeout: 500 });
         await jsm.streams.add({ name, subjects: [`harness.probe.${attempt}`], num_replicas: replicas, storage: StorageType.Memory });
         await jsm.streams.delete(name);
         return;
@@ -121,7 +123,7 @@ async function untilJetStreamAnswers(server: string, timeoutMs: number): Promise
   try {
     for (;;) {
       try {
-        const jsm = await jetstreamManager(nc, { timeout: 2000 });
+        const jsm = await jetstreamManager(nc, { timeout: 500 });
         await jsm.getAccountInfo();
         return;
       } catch (err) {

@@ -168,6 +168,7 @@ export async function ensureQueueLog(
 ): Promise<void> {
   const want = {
     filter: plan.filter,
+    subjects: Object.values(plan.subjects),
     others: all.filter((p) => p.queueId !== plan.queueId),
     replicas: settings.mode === 'create' ? settings.replicas : undefined,
   };

@@ -17,6 +17,9 @@ export interface StreamProblem {
 export interface LogStreamExpectation {
   /** The queue's subject filter, `<prefix>.*.<queue_id>`. */
   filter: string;
+  /** The subjects the queue's records are published on (one per kind): each must be captured. A stream may
+   *  capture them with the filter or list them one by one. */
+  subjects: readonly string[];
   /** The filters of the other configured queues, which the stream must not capture. */
   others: readonly { queueId: string; filter: string }[];
   /** Replicas the stream must have (create mode); undefined: any (bind mode, the operator's choice). */
@@ -27,8 +30,12 @@ export interface LogStreamExpectation {
 export function logStreamProblems(config: Partial<StreamConfig>, want: LogStreamExpectation): StreamProblem[] {
   const problems: StreamProblem[] = [];
   const subjects = config.subjects ?? [];
-  if (!subjects.some((s) => subjectCovers(s, want.filter))) {
-    problems.push({ kind: 'subjects', detail: `its subjects ${JSON.stringify(subjects)} do not cover "${want.filter}"` });
+  const uncovered = want.subjects.filter((wanted) => !subjects.some((s) => subjectCovers(s, wanted)));
+  if (uncovered.length > 0) {
+    problems.push({
+      kind: 'subjects',
+      detail: `its subjects ${JSON.stringify(subjects)} do not cover ${uncovered.map((s) => `"${s}"`).join(', ')} (capture "${want.filter}")`,
+    });
   }
   for (const other of want.others) {
     const capturing = subjects.find((s) => subjectsOverlap(s, other.filter));

@@ -95,9 +95,12 @@ describe('BROKER_URL with the cluster', () => {
 describe('create mode', () => {
   it('makes R3 resources for each queue, and a second run changes nothing', async () => {
     const s = settings('create');
-    const queues = [queue('eu.ranked'), queue('duel')];
+    // A queue id long enough that its stream name is cut to the 255 characters nats-server allows.
+    const long = `${'q'.repeat(240)}.x`;
+    const queues = [queue('eu.ranked'), queue('duel'), queue(long)];
     const first = await ensureReplicationResources(nc, s, queues);
 
+    expect(first.queues.get(long)?.stream).toHaveLength(255);
     const eu = first.queues.get('eu.ranked')!;
     expect(eu.stream).toBe(replicationStreamName(s.streamPrefix, 'eu.ranked'));
     expect(eu.stream).toMatch(/^REPL_T\d+_eu_ranked_[0-9a-f]{8}$/);

@@ -3,6 +3,10 @@ import { z } from 'zod';
 
 /** Queue ids are dot-separated tokens, so that broker subjects and namespace subscriptions (`ns.>`) work. */
 export const QUEUE_ID_PATTERN = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+/** A JetStream stream name (at most STREAM_NAME_MAX_BYTES): no whitespace, control characters, `.`, `*`, `>`
+ *  or path separators (nats-server refuses them). */
+export const STREAM_NAME_PATTERN = /^[^\s\p{Cc}.*>/\\]+$/u;
+export const STREAM_NAME_MAX_BYTES = 255;
 /** The engine keeps ruleset membership as a 32-bit mask. */
 export const MAX_RULESETS = 32;
 
@@ -92,6 +96,23 @@ const outcomes = z
     }
   });
 
+const replication = z
+  .object({
+    /** Pre-provisioned resources (BROKER_RESOURCE_MODE=bind); in create mode the service names its own. */
+    binding: z
+      .object({
+        /** The queue's replication stream; required in bind mode with POOL_REPLICATION_BACKEND=broker. */
+        stream_name: z
+          .string()
+          .regex(STREAM_NAME_PATTERN, 'not a valid JetStream stream name (no whitespace, ".", "*", ">", "/" or "\\")')
+          .refine((s) => Buffer.byteLength(s) <= STREAM_NAME_MAX_BYTES, `longer than ${STREAM_NAME_MAX_BYTES} bytes`)
+          .optional(),
+      })
+      .strict()
+      .default({}),
+  })
+  .strict();
+
 const limits = z
   .object({
     max_engine_input_bytes: z
@@ -133,6 +154,8 @@ export const queueConfigSchema = z
     engine: engine.default({}),
     rulesets: z.array(ruleset).min(1).max(MAX_RULESETS),
     outcomes: outcomes.default({}),
+    /** The broker-backed replication of the pool (POOL_REPLICATION_BACKEND=broker). */
+    replication: replication.default({}),
   })
   .strict()
   .superRefine((c, ctx) => {

@@ -4,6 +4,24 @@ import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const ms = z.coerce.number().int().min(0);
+/** A JetStream stream name prefix: the characters JetStream recommends (a name may not hold `.`, `*`, `>`,
+ *  whitespace or path separators), leaving room for the queue part within the 255 characters of a name. */
+const streamPrefix = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9_-]+$/, 'must be letters, digits, "_" and "-"');
+/** A KV bucket or object store name, as nats.js accepts it. */
+const bucketName = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[-\w]+$/, 'must be letters, digits, "_" and "-"');
+/** A subject prefix: dot-separated tokens without whitespace or wildcards. */
+const subjectPrefix = z
+  .string()
+  .min(1)
+  .regex(/^[^\s.*>]+(\.[^\s.*>]+)*$/, 'must be dot-separated tokens without spaces or wildcards');
 
 export const serviceConfigSchema = z.object({
   /** Directory of queue files, one YAML file per queue. Flag --config, env QUEUE_CONFIG_DIR. */
@@ -46,8 +64,14 @@ export const serviceConfigSchema = z.object({
     .int()
     .min(1)
     .default(7 * 24 * 3600),
-  /** NATS server of the broker sink. Env BROKER_URL. */
-  broker_url: z.string().min(1).default('nats://127.0.0.1:4222'),
+  /** NATS server(s) of the broker sink and replication: a comma-separated list names a cluster's servers.
+   *  Env BROKER_URL. */
+  broker_url: z
+    .string()
+    .min(1)
+    // An empty list would let the client fall back to its own default server.
+    .refine((v) => v.split(',').some((s) => s.trim() !== ''), 'must name at least one server')
+    .default('nats://127.0.0.1:4222'),
   /** NATS credentials file (JWT + nkey seed). Env BROKER_CREDENTIALS_FILE. */
   broker_credentials_file: z.string().default(''),
   /** NATS nkey seed (SU...), instead of a credentials file. Env BROKER_NKEY. */
@@ -58,6 +82,27 @@ export const serviceConfigSchema = z.object({
   broker_subject_prefix_outcomes: z.string().min(1).default('svc.match.outcomes'),
   /** JetStream stream holding every outcome. Env BROKER_STREAM_OUTCOMES. */
   broker_stream_outcomes: z.string().min(1).default('SVC_MATCH_OUTCOMES'),
+  /** embedded: one process owns the pools (lmdb); broker: replicas share them through per-queue
+   *  replication streams on the broker. Env POOL_REPLICATION_BACKEND. */
+  pool_replication_backend: z.enum(['embedded', 'broker']).default('embedded'),
+  /** Replicas of every stream, KV bucket and object store the service creates (3 in a three-node cluster).
+   *  Env BROKER_STREAM_REPLICAS. */
+  broker_stream_replicas: z.coerce.number().int().min(1).max(5).default(1),
+  /** Replication subjects are <prefix>.<kind>.<queue_id>. Env BROKER_SUBJECT_PREFIX_REPLICATION. */
+  broker_subject_prefix_replication: subjectPrefix.default('svc.match.replication'),
+  /** Replication streams made in create mode are <prefix>_<queue id>_<hash>. Env BROKER_STREAM_REPLICATION_PREFIX. */
+  broker_stream_replication_prefix: streamPrefix.default('SVC_MATCH_REPLICATION'),
+  /** KV bucket of the leader leases. Env BROKER_KV_COORDINATION. */
+  broker_kv_coordination: bucketName.default('SVC_MATCH_COORDINATION'),
+  /** Object store of the pool checkpoints. Env BROKER_OBJECT_STORE_CHECKPOINTS. */
+  broker_object_store_checkpoints: bucketName.default('SVC_MATCH_CHECKPOINTS'),
+  /** A queue leader's lease: the TTL of the coordination bucket. Below 1 s a GC pause or a stream leader
+   *  election would depose leaders. Env LEADER_LEASE_MS. */
+  leader_lease_ms: z.coerce.number().int().min(1000).default(6000),
+  /** A checkpoint is taken after this many replication records. Env CHECKPOINT_INTERVAL_RECORDS. */
+  checkpoint_interval_records: z.coerce.number().int().min(1).default(100_000),
+  /** ... or after this long, whichever comes first. Env CHECKPOINT_INTERVAL_SECS. */
+  checkpoint_interval_secs: z.coerce.number().int().min(1).default(300),
   /** WebSocket stream: ping interval; a client that has not answered the previous ping is disconnected. Env WEBSOCKET_HEARTBEAT_MS. */
   websocket_heartbeat_ms: z.coerce.number().int().min(100).default(15_000),
   /** pino log level. Env LOG_LEVEL. */
@@ -88,6 +133,15 @@ export const serviceConfigEnv: Record<keyof ServiceConfig, string> = {
   broker_resource_mode: 'BROKER_RESOURCE_MODE',
   broker_subject_prefix_outcomes: 'BROKER_SUBJECT_PREFIX_OUTCOMES',
   broker_stream_outcomes: 'BROKER_STREAM_OUTCOMES',
+  pool_replication_backend: 'POOL_REPLICATION_BACKEND',
+  broker_stream_replicas: 'BROKER_STREAM_REPLICAS',
+  broker_subject_prefix_replication: 'BROKER_SUBJECT_PREFIX_REPLICATION',
+  broker_stream_replication_prefix: 'BROKER_STREAM_REPLICATION_PREFIX',
+  broker_kv_coordination: 'BROKER_KV_COORDINATION',
+  broker_object_store_checkpoints: 'BROKER_OBJECT_STORE_CHECKPOINTS',
+  leader_lease_ms: 'LEADER_LEASE_MS',
+  checkpoint_interval_records: 'CHECKPOINT_INTERVAL_RECORDS',
+  checkpoint_interval_secs: 'CHECKPOINT_INTERVAL_SECS',
   websocket_heartbeat_ms: 'WEBSOCKET_HEARTBEAT_MS',
   log_level: 'LOG_LEVEL',
 };

@@ -44,6 +44,67 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** One nats-server process, started with the same arguments every time: it can be killed and started again. */
+export interface NatsProcess {
+  /** Whether the process is currently running. */
+  readonly running: boolean;
+  /** Starts the process; resolves once it accepts clients ("Server is ready"). Retries a few times, as a
+   *  port may still be held for a moment after a kill. */
+  start(): Promise<void>;
+  /** SIGKILL: the server vanishes without a goodbye, like a crash. Resolves once the process exited. */
+  kill(): Promise<void>;
+}
+
+export function natsProcess(args: readonly string[], what: string): NatsProcess {
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  const running = () => child !== undefined && child.exitCode === null && child.signalCode === null;
+  return {
+    get running() {
+      return running();
+    },
+    async start() {
+      for (let attempt = 0; ; attempt++) {
+        const proc = spawn(NATS_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        const gone = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+        const ready = await new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(false), 10_000);
+          proc.stderr!.on('data', (d: Buffer) => {
+            stderr += d.toString();
+            if (stderr.includes('Server is ready')) {
+              clearTimeout(timer);
+              resolve(true);
+            }
+          });
+          void gone.then(() => {
+            clearTimeout(timer);
+            resolve(false);
+          });
+          proc.once('error', () => resolve(false));
+        });
+        if (ready) {
+          // Keep draining stderr so the pipe never fills up.
+          proc.stderr!.removeAllListeners('data');
+          proc.stderr!.resume();
+          child = proc;
+          exited = gone.then(() => undefined);
+          return;
+        }
+        proc.kill('SIGKILL');
+        await gone;
+        if (attempt >= 4) throw new Error(`nats-server did not start (${what}): ${stderr}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    },
+    async kill() {
+      if (!running()) return;
+      child!.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
 export async function startNatsServer(options: NatsServerOptions = {}): Promise<TestNatsServer> {
   const port = await freePort();
   const dir = tempDir('nats');
@@ -54,64 +115,22 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     writeFileSync(file, options.config);
     args.push('-c', file);
   }
-  let child: ChildProcess | undefined;
-  let exited: Promise<void> = Promise.resolve();
-
-  const launch = async () => {
-    // The port may still be held for a moment after a kill: retry a few times.
-    for (let attempt = 0; ; attempt++) {
-      const proc = spawn(NATS_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-      let stderr = '';
-      const gone = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-      const ready = await new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => resolve(false), 10_000);
-        proc.stderr!.on('data', (d: Buffer) => {
-          stderr += d.toString();
-          if (stderr.includes('Server is ready')) {
-            clearTimeout(timer);
-            resolve(true);
-          }
-        });
-        void gone.then(() => {
-          clearTimeout(timer);
-          resolve(false);
-        });
-        proc.once('error', () => resolve(false));
-      });
-      if (ready) {
-        // Keep draining stderr so the pipe never fills up.
-        proc.stderr!.resume();
-        child = proc;
-        exited = gone.then(() => undefined);
-        return;
-      }
-      proc.kill('SIGKILL');
-      await gone;
-      if (attempt >= 4) throw new Error(`nats-server did not start on port ${port}: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  };
-
-  await launch();
-  const kill = async () => {
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGKILL');
-    await exited;
-  };
+  const server = natsProcess(args, `port ${port}`);
+  await server.start();
   return {
     port,
     url: `nats://127.0.0.1:${port}`,
     storeDir,
     get running() {
-      return child !== undefined && child.exitCode === null && child.signalCode === null;
+      return server.running;
     },
-    kill,
+    kill: () => server.kill(),
     async restart() {
-      await kill();
-      await launch();
+      await server.kill();
+      await server.start();
     },
     async dispose() {
-      await kill();
+      await server.kill();
       removeDirs(dir);
     },
   };

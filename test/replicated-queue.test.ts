@@ -3,32 +3,28 @@
 // a cancel wins for everyone alike, and a deposed leader's records take no effect. (Separate processes on a
 // three-node cluster come with the service wiring; this pins down the protocol.)
 import { randomUUID } from 'node:crypto';
-import { create, toBinary } from '@bufbuild/protobuf';
-import { timestampNow } from '@bufbuild/protobuf/wkt';
-import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { parse } from 'yaml';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { queueFileSchema } from '../src/config/queue-config.js';
-import { parseTicketEngineInput } from '../src/engine/engine-input.js';
 import { ServiceError } from '../src/errors.js';
-import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
-import type { Outcome } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { createLogger } from '../src/log.js';
 import { encodeLogEntry } from '../src/queue/record-codec.js';
-import { QueueRuntime } from '../src/queue/queue-runtime.js';
-import { ReplicatedHistory } from '../src/queue/replicated-history.js';
-import { LeaderLease } from '../src/store/replicated/leader-lease.js';
-import { ReplicationLog, type LogSubjects } from '../src/store/replicated/replication-log.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import { engineInput, uuid } from './support/fixtures.js';
+import { uuid } from './support/fixtures.js';
 import { natsClient, startNatsServer, type TestNatsServer } from './support/nats.js';
 import { duelQueue } from './support/queues.js';
+import {
+  createTicket,
+  leaderOf,
+  matchedIds,
+  matchesOf,
+  startReplica as startReplicaOf,
+  until,
+  type QueueLog,
+  type Replica,
+} from './support/replicas.js';
 
 const LEASE_MS = 1_000;
 const BUCKET = 'TEST_REPLICATION_COORD';
-const log = createLogger('silent');
 
 let server: TestNatsServer;
 let admin: NatsConnection;
@@ -42,23 +38,13 @@ afterAll(async () => {
   await server?.dispose();
 });
 
-interface Replica {
-  name: string;
-  runtime: QueueRuntime;
-  store: MemoryStore;
-  history: ReplicatedHistory;
-  log: ReplicationLog;
-  nc: NatsConnection;
-  stop(): Promise<void>;
-}
-
 const replicas: Replica[] = [];
 afterEach(async () => {
   await Promise.all(replicas.splice(0).map((r) => r.stop()));
 });
 
 /** A fresh queue with its own log stream. */
-async function newQueue(): Promise<{ queueId: string; stream: string; subjects: LogSubjects }> {
+async function newQueue(): Promise<QueueLog> {
   const n = randomUUID().slice(0, 8);
   const queueId = `repl.q${n}`;
   const subjects = { req: `test.repl.req.${queueId}`, lead: `test.repl.lead.${queueId}`, term: `test.repl.term.${queueId}` };
@@ -74,62 +60,12 @@ async function newQueue(): Promise<{ queueId: string; stream: string; subjects: 
   return { queueId, stream, subjects };
 }
 
-async function startReplica(name: string, q: { queueId: string; stream: string; subjects: LogSubjects }, yaml: string): Promise<Replica> {
+async function startReplica(name: string, queue: QueueLog, yaml: string): Promise<Replica> {
   const nc = await natsClient(server);
-  const replicationLog = new ReplicationLog(jetstream(nc), await jetstreamManager(nc), q.stream, q.subjects, log);
-  const kv = await new Kvm(nc).open(BUCKET);
-  const lease = new LeaderLease(kv, `leader.${q.queueId}`, { leaseMs: LEASE_MS, replicaId: name, log });
-  const store = new MemoryStore({ producerId: `producer-${q.queueId}` });
-  let history: ReplicatedHistory | undefined;
-  const config = queueFileSchema.parse(parse(yaml)).config;
-  const runtime = new QueueRuntime(q.queueId, config, store, log, (queueId, applier) => {
-    history = new ReplicatedHistory(applier, { queueId, replicaId: name, log: replicationLog, lease, store, logger: log });
-    return history;
-  });
-  runtime.start();
-  await until(`${name} caught up`, () => runtime.state === 'running', 10_000);
-  const replica = {
-    name,
-    runtime,
-    store,
-    history: history!,
-    log: replicationLog,
-    nc,
-    async stop() {
-      await runtime.stop();
-      await nc.close();
-    },
-  };
+  const replica = await startReplicaOf({ name, queue, yaml, nc, kv: await new Kvm(nc).open(BUCKET), leaseMs: LEASE_MS });
   replicas.push(replica);
   return replica;
 }
-
-async function until(what: string, done: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const started = Date.now();
-  while (!done()) {
-    if (Date.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-function createTicket(replica: Replica, id = uuid()): Promise<void> {
-  const ticket = create(TicketSchema, {
-    id,
-    queueId: replica.runtime.queueId,
-    createdAt: timestampNow(),
-    engineInput: engineInput({ players: [{ playerId: `p-${id}`, mmr: 0.5 }] }),
-  });
-  return replica.runtime.createTicket(
-    ticket,
-    toBinary(TicketSchema, ticket),
-    parseTicketEngineInput(ticket.engineInput, id, 'engine_input'),
-  );
-}
-
-const matchesOf = (replica: Replica): Outcome[] =>
-  replica.store.queueOutcomes(replica.runtime.queueId, 0n, 10_000).filter((o) => o.kind === 'match.created');
-const matchedIds = (o: Outcome) => (o.payload.case === 'matchCreated' ? o.payload.value.match!.tickets.map((t) => t.id) : []);
-const leaderOf = (group: Replica[]) => group.find((r) => r.history.acting);
 
 describe('a replicated queue', () => {
   it('holds the same pool on every replica, one entry per ticket id whichever replica took the create', async () => {

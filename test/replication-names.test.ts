@@ -22,7 +22,7 @@ import {
 } from '../src/store/replicated/names.js';
 import { planQueueLogs, replicationSettings, type ReplicatedQueue } from '../src/store/replicated/resources.js';
 import { logStreamProblems } from '../src/store/replicated/stream-checks.js';
-import { subjectCovers, subjectsOverlap } from '../src/store/replicated/subjects.js';
+import { subjectCovers, subjectsOverlap } from '../src/store/nats-subjects.js';
 
 const PREFIX = 'svc.match.replication';
 const STREAM_PREFIX = 'SVC_MATCH_REPLICATION';

@@ -13,6 +13,7 @@ import {
 } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { subjectCovers } from '../../store/nats-subjects.js';
 import { BrokerError, findCause } from './broker-error.js';
 
 /** JetStream dedupe window of a stream created by the service (create mode). */
@@ -21,25 +22,6 @@ export const DUPLICATE_WINDOW_MS = 2 * 60_000;
 export const STREAM_MAX_AGE_MS = 7 * 24 * 3600_000;
 
 const TOKEN = /^[^\s.*>]+$/;
-
-/**
- * Whether every subject matched by `subject` is also matched by `filter` (NATS wildcards: `*` one token,
- * `>` one or more trailing tokens).
- */
-export function subjectCovers(filter: string, subject: string): boolean {
-  const f = filter.split('.');
-  const s = subject.split('.');
-  for (let i = 0; i < f.length; i++) {
-    const ft = f[i]!;
-    if (ft === '>') return s.length > i;
-    if (i >= s.length) return false;
-    const st = s[i]!;
-    if (st === '>') return false;
-    if (ft === '*') continue;
-    if (st === '*' || ft !== st) return false;
-  }
-  return f.length === s.length;
-}
 
 export interface OutcomeStreamSettings {
   /** BROKER_STREAM_OUTCOMES */

@@ -1,6 +1,6 @@
 // NATS subject patterns compared token by token (`*` one token, `>` one or more trailing tokens), to check
-// what a stream captures without asking the server. Shared by the replication resources and usable by the
-// outcome stream's check (src/outcomes/broker/stream.ts has its own copy of subjectCovers).
+// what a stream captures without asking the server: the outcome stream's check and the replication
+// resources' both use them.
 
 /** Whether every subject matched by `subject` is also matched by `filter`. */
 export function subjectCovers(filter: string, subject: string): boolean {

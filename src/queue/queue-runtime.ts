@@ -1,9 +1,11 @@
 // One queue's runtime: its lifecycle and the request path. Every change to the queue is a record
-// (records.ts) applied by one deterministic function (queue-state.ts) in the same synchronous step that
-// issues its store commit; the store applies commits in call order, so anything later derived from the pool
-// (a match, a removal) is never durable before what it depends on, and callers are answered once their own
-// commit is durable. The tick (tick.ts) and the pool rebuild (pool-rebuild.ts) change the queue the same
-// way; the engine's columns (pool-columns.ts) follow what each record says left and entered the pool.
+// (records.ts) proposed to the queue's history (queue-history.ts) and applied by one deterministic function
+// (queue-state.ts). The embedded history applies it at once and commits its changes; the store applies
+// commits in call order, so anything later derived from the pool (a match, a removal) is never durable
+// before what it depends on. A replicated history applies it when the queue's log delivers it, on every
+// replica alike. Callers are answered once their record is durable. The tick (tick.ts) and the pool rebuild
+// (pool-rebuild.ts) propose records the same way; the engine's columns (pool-columns.ts) follow what each
+// applied record says left and entered the pool.
 import { randomUUID } from 'node:crypto';
 import { fromBinary } from '@bufbuild/protobuf';
 import type { Logger } from 'pino';

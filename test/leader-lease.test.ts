@@ -6,6 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { LeaderLease } from '../src/store/replicated/leader-lease.js';
+import { LeadershipShare } from '../src/store/replicated/leadership-share.js';
 import { natsClient, startNatsServer, type TestNatsServer } from './support/nats.js';
 
 const LEASE_MS = 1_000;
@@ -102,4 +103,45 @@ describe('leader lease', () => {
     expect(seen).toEqual([true, false]);
     await Promise.all([paused.stop(), other.stop()]);
   });
+});
+
+describe('leadership of many queues', () => {
+  /** A replica campaigning for every queue, with its share of their leadership. */
+  function replica(bucket: KV, name: string, queues: string[]) {
+    const share = new LeadershipShare(bucket, name, LEASE_MS, log);
+    const leases = queues.map((q) => new LeaderLease(bucket, `leader.${q}`, { leaseMs: LEASE_MS, replicaId: name, log, share }));
+    share.start();
+    for (const lease of leases) lease.start();
+    return {
+      leading: () => leases.filter((l) => l.leading).length,
+      leases,
+      stop: async () => {
+        await Promise.all(leases.map((l) => l.stop()));
+        await share.stop();
+      },
+    };
+  }
+
+  it('spreads over the replicas, also to one that joins late, and every queue keeps a leader', async () => {
+    const bucket = await new Kvm(nc).create('TEST_SHARES', { history: 1, ttl: LEASE_MS });
+    const queues = Array.from({ length: 6 }, (_, i) => `share.q${i}`);
+    const first = replica(bucket, 'a', queues);
+    // Alone, it leads everything: a queue is never left without a leader for fairness.
+    await until('one replica leading all six', () => first.leading() === 6, 5 * LEASE_MS);
+    const second = replica(bucket, 'b', queues);
+    const third = replica(bucket, 'c', queues);
+    const group = [first, second, third];
+    const spread = () => group.map((r) => r.leading());
+    await until('two queues each', () => spread().every((n) => n === 2), 20 * LEASE_MS);
+    // And it stays so: no churn once each has its share.
+    await new Promise((resolve) => setTimeout(resolve, 2 * LEASE_MS));
+    expect(spread()).toEqual([2, 2, 2]);
+    // Every queue has exactly one leader.
+    for (let q = 0; q < queues.length; q++) expect(group.filter((r) => r.leases[q]!.leading)).toHaveLength(1);
+
+    // One leaves: the others take its queues.
+    await third.stop();
+    await until('three queues each for the two left', () => [first, second].every((r) => r.leading() === 3), 10 * LEASE_MS);
+    await Promise.all([first.stop(), second.stop()]);
+  }, 60_000);
 });

@@ -9,6 +9,7 @@
 import type { KV } from '@nats-io/kv';
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
+import type { LeaseShare } from './leadership-share.js';
 
 export interface LeaderLeaseOptions {
   /** The bucket's TTL: how long a lease lasts without renewal. */
@@ -18,6 +19,8 @@ export interface LeaderLeaseOptions {
   log: Logger;
   /** A monotonic clock in milliseconds (tests may drive it). */
   now?: () => number;
+  /** The replica's share of its queues' leadership (leadership-share.ts); without it, every lease campaigns alike. */
+  share?: LeaseShare;
 }
 
 /** The compare-and-set lost: another replica holds the key, or ours moved on. */
@@ -33,6 +36,10 @@ export class LeaderLease {
   private expiry: NodeJS.Timeout | undefined;
   private stopped = true;
   private wasLeading = false;
+  /** Campaigns skipped because the replica leads its share already. */
+  private deferred = 0;
+  /** After handing the lease over, this replica does not campaign for it again before then. */
+  private holdOffUntil = 0;
   private readonly listeners: ((leading: boolean) => void)[] = [];
   private readonly now: () => number;
   private readonly value: string;
@@ -59,13 +66,21 @@ export class LeaderLease {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.options.share?.campaigning(true);
     void this.step();
   }
 
   /** Stops campaigning; a held lease is released at once, so another replica need not wait for it to age out. */
   async stop(): Promise<void> {
+    if (this.stopped) return;
     this.stopped = true;
     clearTimeout(this.timer);
+    this.options.share?.campaigning(false);
+    await this.release();
+  }
+
+  /** Gives the key up at once, so another replica need not wait for it to age out. */
+  private async release(): Promise<void> {
     const revision = this.revision;
     this.lose();
     if (revision === undefined) return;
@@ -93,6 +108,19 @@ export class LeaderLease {
 
   private async step(): Promise<void> {
     if (this.stopped) return;
+    const { share } = this.options;
+    if (this.revision === undefined && (this.now() < this.holdOffUntil || (share && !share.mayCampaign(this.deferred)))) {
+      this.deferred++;
+      this.timer = setTimeout(() => void this.step(), this.campaignEveryMs);
+      return;
+    }
+    if (this.revision !== undefined && share?.shouldRelease()) {
+      this.options.log.info({ key: this.key }, 'leader lease handed over: this replica leads more than its share of queues');
+      this.holdOffUntil = this.now() + 2 * this.options.leaseMs;
+      await this.release();
+      if (!this.stopped) this.timer = setTimeout(() => void this.step(), this.campaignEveryMs);
+      return;
+    }
     const sentAt = this.now();
     try {
       this.revision =
@@ -100,6 +128,7 @@ export class LeaderLease {
           ? await this.kv.create(this.key, this.value)
           : await this.kv.update(this.key, this.value, this.revision, this.renewEveryMs);
       if (this.stopped) return;
+      this.deferred = 0;
       this.confirm(sentAt);
     } catch (err) {
       if (lostRace(err)) {
@@ -139,6 +168,7 @@ export class LeaderLease {
     const leading = this.leading;
     if (leading === this.wasLeading) return;
     this.wasLeading = leading;
+    this.options.share?.changed(leading);
     for (const listener of this.listeners) listener(leading);
   }
 }

@@ -60,9 +60,9 @@ async function newQueue(): Promise<QueueLog> {
   return { queueId, stream, subjects };
 }
 
-async function startReplica(name: string, queue: QueueLog, yaml: string): Promise<Replica> {
+async function startReplica(name: string, queue: QueueLog, yaml: string, applyTimeoutMs?: number): Promise<Replica> {
   const nc = await natsClient(server);
-  const replica = await startReplicaOf({ name, queue, yaml, nc, kv: await new Kvm(nc).open(BUCKET), leaseMs: LEASE_MS });
+  const replica = await startReplicaOf({ name, queue, yaml, nc, kv: await new Kvm(nc).open(BUCKET), leaseMs: LEASE_MS, applyTimeoutMs });
   replicas.push(replica);
   return replica;
 }
@@ -168,5 +168,22 @@ describe('a replicated queue', () => {
     const late = await startReplica('b', q, duelQueue(3_600_000));
     expect(late.runtime.activeTicketCount).toBe(50);
     for (const id of ids) expect(late.runtime.lookupTicket(id)?.state).toBe('active');
+  });
+
+  it('answers UNAVAILABLE when it cannot apply what it appended, and the request still takes effect', async () => {
+    const q = await newQueue();
+    const stuck = await startReplica('a', q, duelQueue(3_600_000), 300);
+    const other = await startReplica('b', q, duelQueue(3_600_000));
+    // Its log reader stops: it can append but no longer apply.
+    await (stuck.history as unknown as { reader: { stop(): Promise<void> } }).reader.stop();
+    const id = uuid();
+    const started = Date.now();
+    const answer = await createTicket(stuck, id).then(
+      () => 'OK',
+      (err: unknown) => (err instanceof ServiceError ? err.code : String(err)),
+    );
+    expect(answer).toBe('UNAVAILABLE');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await until('the ticket on the other replica', () => other.runtime.lookupTicket(id)?.state === 'active');
   });
 });

@@ -27,7 +27,12 @@ export interface ReplicatedHistoryOptions {
   /** The replica's own copy of the queue's stored state and outbox, written in log order. */
   store: Store;
   logger: Logger;
+  /** How long to wait to apply an entry this replica appended before answering UNAVAILABLE (default 10 s). */
+  applyTimeoutMs?: number;
 }
+
+/** How long a replica waits to apply an entry it appended before it answers UNAVAILABLE. */
+const APPLY_TIMEOUT_MS = 10_000;
 
 /** Request records proposed in one event turn, appended as one entry. */
 interface Batched {
@@ -129,7 +134,24 @@ export class ReplicatedHistory implements QueueHistory {
       // Not stored, or not known to be: the caller retries (a CreateTicket retry is idempotent by its id).
       throw unavailable(`the replication log of queue "${this.options.queueId}" did not store the request; retry with backoff`, err);
     }
-    return applied;
+    // Stored: this replica applies it as soon as its reader gets there. A reader that cannot (the broker
+    // gone right after the append) must not hold the caller forever; the record takes effect regardless.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        this.waiting.delete(msgId);
+        reject(
+          unavailable(
+            `queue "${this.options.queueId}": the request was stored but this replica has not applied it yet; retry with backoff`,
+          ),
+        );
+      }, this.options.applyTimeoutMs ?? APPLY_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([applied, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** One log entry, in order: a claim moves the term; records apply unless fenced out by it. */

@@ -48,6 +48,8 @@ export interface ReplicaOptions {
   /** The coordination bucket, opened on `nc`. */
   kv: KV;
   leaseMs: number;
+  /** ReplicatedHistory's applyTimeoutMs. */
+  applyTimeoutMs?: number;
 }
 
 /** Starts a replica and resolves once it has caught up with the log. */
@@ -59,7 +61,15 @@ export async function startReplica(options: ReplicaOptions): Promise<Replica> {
   let history: ReplicatedHistory | undefined;
   const config = queueFileSchema.parse(parse(options.yaml)).config;
   const runtime = new QueueRuntime(queue.queueId, config, store, log, (queueId, applier) => {
-    history = new ReplicatedHistory(applier, { queueId, replicaId: name, log: replicationLog, lease, store, logger: log });
+    history = new ReplicatedHistory(applier, {
+      queueId,
+      replicaId: name,
+      log: replicationLog,
+      lease,
+      store,
+      logger: log,
+      applyTimeoutMs: options.applyTimeoutMs,
+    });
     return history;
   });
   runtime.start();

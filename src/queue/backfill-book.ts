@@ -14,7 +14,12 @@ export class BackfillBook {
   private readonly byId = new Map<string, OpenBackfill>();
   /** match_id -> backfill id. */
   private readonly byMatch = new Map<string, string>();
-  private nextVersion = 1;
+  private next = 1;
+
+  /** The version the next posting gets (a checkpoint carries it). */
+  get nextVersion(): number {
+    return this.next;
+  }
 
   get size(): number {
     return this.byId.size;
@@ -39,7 +44,7 @@ export class BackfillBook {
 
   /** Opens `request` (its engine_input was validated when it was accepted). */
   add(request: BackfillRequest): OpenBackfill {
-    const open = { request, input: parseBackfillEngineInput(request.engineInput, 'engine_input'), version: this.nextVersion++ };
+    const open = { request, input: parseBackfillEngineInput(request.engineInput, 'engine_input'), version: this.next++ };
     this.byId.set(request.id, open);
     this.byMatch.set(request.matchId, request.id);
     return open;
@@ -51,6 +56,20 @@ export class BackfillBook {
     this.byId.delete(backfillId);
     if (this.byMatch.get(open.request.matchId) === backfillId) this.byMatch.delete(open.request.matchId);
     return open;
+  }
+
+  /**
+   * Replaces the book with requests as a checkpoint holds them: each at its posting version, in the given
+   * (opening) order, later postings numbered from `nextVersion`. A fill records the version it saw, so the
+   * versions must be the ones the log's records were made against.
+   */
+  load(requests: readonly { request: BackfillRequest; version: number }[], nextVersion: number): void {
+    this.clear();
+    for (const { request, version } of requests) {
+      this.byId.set(request.id, { request, input: parseBackfillEngineInput(request.engineInput, 'engine_input'), version });
+      this.byMatch.set(request.matchId, request.id);
+    }
+    this.next = nextVersion;
   }
 
   clear(): void {

@@ -26,6 +26,7 @@ import {
 } from '../outcomes/outcome-factory.js';
 import type { QueueSnapshot, StoreChange, TicketRef } from '../store/store.js';
 import { BackfillBook } from './backfill-book.js';
+import type { QueueSnapshotData } from './queue-snapshot.js';
 import type { Eviction, QueueRecord, RecordOf, RecordResults, RecordType, TicketAt } from './records.js';
 
 export interface ResolvedTicket {
@@ -81,6 +82,36 @@ export class QueueState {
     }
     for (const stored of snapshot.backfills) this.backfills.add(fromBinary(BackfillRequestSchema, stored.request));
     return active;
+  }
+
+  /**
+   * The state as data (queue-snapshot.ts), with the bytes of every ticket it holds. Synchronous, so it is
+   * taken between two records, never in the middle of one.
+   */
+  snapshot(): QueueSnapshotData {
+    const bytes = (ticketId: string, position: number) => this.readTicket(ticketId, position);
+    return {
+      active: this.activeInArrivalOrder().map((t) => ({ ...t, ticket: bytes(t.ticketId, t.position) })),
+      resolved: Array.from(this.resolved, ([ticketId, r]) => ({ ticketId, ...r, ticket: bytes(ticketId, r.position) })),
+      backfills: Array.from(this.backfills.entries(), ([, open]) => ({ request: open.request, version: open.version })),
+      nextBackfillVersion: this.backfills.nextVersion,
+      nextPosition: this.nextPosition,
+    };
+  }
+
+  /**
+   * A state as a snapshot holds it. `readTicket` must answer for its tickets: commit
+   * `snapshotStoreChanges` of the same data to the store it reads before applying records.
+   */
+  static fromSnapshot(queueId: string, readTicket: TicketReader, data: QueueSnapshotData): QueueState {
+    const state = new QueueState(queueId, readTicket);
+    for (const t of data.active) state.active.set(t.ticketId, t.position);
+    for (const t of data.resolved) {
+      state.resolved.set(t.ticketId, { position: t.position, matchId: t.matchId, resolvedAtMs: t.resolvedAtMs });
+    }
+    state.backfills.load(data.backfills, data.nextBackfillVersion);
+    state.nextPosition = data.nextPosition;
+    return state;
   }
 
   /** Whether the ticket is still active where a record saw it. */

@@ -1,0 +1,202 @@
+// The wire form of a queue's checkpoint (proto/matchmaker/replication/v1/checkpoint.proto): a snapshot of
+// its state (queue-snapshot.ts) with the log position it was taken at and the term then. Converting is pure
+// and exact: decodeCheckpoint(encodeCheckpoint(c)) equals c. A replica restores the decoded state and
+// applies the log after it, so, as with the log (record-codec.ts), anything that cannot be converted
+// exactly is refused loudly: encoding throws CheckpointEncodeError (a bug in whoever made the snapshot),
+// decoding throws CheckpointDecodeError naming the field (the caller falls back to an older checkpoint or
+// to the log's start). Besides each field, the decoder checks what the state relies on: no ticket id or
+// position twice, positions below next_position, backfill versions below next_backfill_version, one open
+// request per match. Outcomes are not in a checkpoint (queue-snapshot.ts says why).
+import { create, fromBinary, type Message, toBinary } from '@bufbuild/protobuf';
+import { clip, quote } from '../errors.js';
+import { TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
+import { QueueCheckpointSchema, type QueueCheckpoint as WireCheckpoint } from '../gen/matchmaker/replication/v1/checkpoint_pb.js';
+import type { QueueSnapshotData, SnapshotBackfill, SnapshotResolvedTicket, SnapshotTicket } from './queue-snapshot.js';
+
+/** A queue's state at a log position. */
+export interface Checkpoint {
+  queueId: string;
+  /** The log position of the last entry applied into `state`. */
+  appliedSeq: number;
+  /** The term at `appliedSeq`: the position of the last claim applied (0 before any). */
+  term: number;
+  state: QueueSnapshotData;
+}
+
+/** A checkpoint that is not what checkpoint.proto says. `field` is its path in the checkpoint. */
+export class CheckpointDecodeError extends Error {
+  constructor(
+    readonly field: string,
+    problem: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(`corrupt checkpoint: ${field} ${problem}`, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'CheckpointDecodeError';
+  }
+}
+
+/** A snapshot that cannot be written exactly: the caller made it wrong. */
+export class CheckpointEncodeError extends Error {
+  constructor(
+    readonly field: string,
+    problem: string,
+  ) {
+    super(`cannot encode checkpoint: ${field} ${problem}`);
+    this.name = 'CheckpointEncodeError';
+  }
+}
+
+// ---- encode -----------------------------------------------------------------------------------------------
+
+export function encodeCheckpoint(checkpoint: Checkpoint): Uint8Array {
+  const { state } = checkpoint;
+  const queueId = text(checkpoint.queueId, 'queue_id');
+  if (queueId === '') throw new CheckpointEncodeError('queue_id', 'is empty');
+  const ticket = (t: SnapshotTicket, path: string) => {
+    const id = ticketIdOf(t.ticket, (problem) => new CheckpointEncodeError(`${path}.ticket`, problem));
+    if (id !== t.ticketId) throw new CheckpointEncodeError(`${path}.ticket`, `holds ticket id ${quote(id)}, not ${quote(t.ticketId)}`);
+    return { ticket: t.ticket, position: whole(t.position, `${path}.position`, 1) };
+  };
+  const wire = create(QueueCheckpointSchema, {
+    queueId,
+    appliedSeq: whole(checkpoint.appliedSeq, 'applied_seq', 0),
+    term: whole(checkpoint.term, 'term', 0),
+    state: {
+      nextPosition: whole(state.nextPosition, 'state.next_position', 1),
+      nextBackfillVersion: whole(state.nextBackfillVersion, 'state.next_backfill_version', 1),
+      active: state.active.map((t, i) => ticket(t, `state.active[${i}]`)),
+      resolved: state.resolved.map((t, i) => {
+        const p = `state.resolved[${i}]`;
+        return { ...ticket(t, p), matchId: text(t.matchId, `${p}.match_id`), resolvedAtMs: whole(t.resolvedAtMs, `${p}.resolved_at_ms`) };
+      }),
+      backfills: state.backfills.map((b, i) => ({ request: b.request, version: whole(b.version, `state.backfills[${i}].version`, 1) })),
+    },
+  });
+  return toBinary(QueueCheckpointSchema, wire);
+}
+
+function whole(value: number, path: string, min?: number): bigint {
+  if (!Number.isSafeInteger(value)) throw new CheckpointEncodeError(path, `${value} is not a whole number within ±(2^53-1)`);
+  if (min !== undefined && value < min) throw new CheckpointEncodeError(path, `${value} is below ${min}`);
+  return BigInt(value);
+}
+
+// A lone surrogate has no UTF-8 form: the encoder would write U+FFFD and the value would change on the way.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function text(value: string, path: string): string {
+  if (typeof value !== 'string' || LONE_SURROGATE.test(value)) throw new CheckpointEncodeError(path, 'is not a well-formed string');
+  return value;
+}
+
+// ---- decode -----------------------------------------------------------------------------------------------
+
+/** Decodes a checkpoint; with `queueId`, also refuses one of another queue. */
+export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoint {
+  let wire: WireCheckpoint;
+  try {
+    wire = fromBinary(QueueCheckpointSchema, bytes);
+  } catch (err) {
+    throw new CheckpointDecodeError('checkpoint', `is not a QueueCheckpoint (${clip(String((err as Error).message))})`, { cause: err });
+  }
+  known(wire, 'checkpoint');
+  const id = present(wire.queueId, 'queue_id');
+  if (id === '') throw new CheckpointDecodeError('queue_id', 'is empty');
+  if (queueId !== undefined && id !== queueId) throw new CheckpointDecodeError('queue_id', `is ${quote(id)}, not ${quote(queueId)}`);
+  const appliedSeq = num(wire.appliedSeq, 'applied_seq', 0n);
+  const term = num(wire.term, 'term', 0n);
+  if (term > appliedSeq) throw new CheckpointDecodeError('term', `${term} is after applied_seq ${appliedSeq}`);
+  const s = present(wire.state, 'state');
+  known(s, 'state');
+  const nextPosition = num(s.nextPosition, 'state.next_position', 1n);
+  const nextBackfillVersion = num(s.nextBackfillVersion, 'state.next_backfill_version', 1n);
+
+  const ids = new Set<string>();
+  const positions = new Set<number>();
+  const ticket = (t: { ticket?: Uint8Array; position?: bigint } & Message, path: string): SnapshotTicket => {
+    known(t, path);
+    const bytes = copy(present(t.ticket, `${path}.ticket`));
+    const ticketId = ticketIdOf(bytes, (problem, cause) => new CheckpointDecodeError(`${path}.ticket`, problem, { cause }));
+    const position = num(t.position, `${path}.position`, 1n);
+    if (position >= nextPosition)
+      throw new CheckpointDecodeError(`${path}.position`, `${position} is not below next_position ${nextPosition}`);
+    if (ids.has(ticketId)) throw new CheckpointDecodeError(`${path}.ticket`, `holds ticket id ${quote(ticketId)} a second time`);
+    if (positions.has(position)) throw new CheckpointDecodeError(`${path}.position`, `${position} is held by another ticket`);
+    ids.add(ticketId);
+    positions.add(position);
+    return { ticketId, position, ticket: bytes };
+  };
+
+  let last = 0;
+  const active = s.active.map((t, i) => {
+    const at = ticket(t, `state.active[${i}]`);
+    if (at.position < last) throw new CheckpointDecodeError(`state.active[${i}].position`, `${at.position} is out of arrival order`);
+    last = at.position;
+    return at;
+  });
+  const resolved = s.resolved.map((t, i): SnapshotResolvedTicket => {
+    const p = `state.resolved[${i}]`;
+    return {
+      ...ticket(t, p),
+      matchId: present(t.matchId, `${p}.match_id`),
+      resolvedAtMs: num(t.resolvedAtMs, `${p}.resolved_at_ms`),
+    };
+  });
+  const backfillIds = new Set<string>();
+  const matches = new Set<string>();
+  const backfills = s.backfills.map((b, i): SnapshotBackfill => {
+    const p = `state.backfills[${i}]`;
+    known(b, p);
+    const request = present(b.request, `${p}.request`);
+    if (request.id === '') throw new CheckpointDecodeError(`${p}.request.id`, 'is empty');
+    if (backfillIds.has(request.id)) throw new CheckpointDecodeError(`${p}.request.id`, `${quote(request.id)} is open twice`);
+    if (matches.has(request.matchId)) {
+      throw new CheckpointDecodeError(`${p}.request.match_id`, `${quote(request.matchId)} has another open request`);
+    }
+    backfillIds.add(request.id);
+    matches.add(request.matchId);
+    const version = num(b.version, `${p}.version`, 1n);
+    if (version >= nextBackfillVersion) {
+      throw new CheckpointDecodeError(`${p}.version`, `${version} is not below next_backfill_version ${nextBackfillVersion}`);
+    }
+    return { request, version };
+  });
+  return { queueId: id, appliedSeq, term, state: { active, resolved, backfills, nextBackfillVersion, nextPosition } };
+}
+
+function present<T>(value: T | undefined, path: string): T {
+  if (value === undefined) throw new CheckpointDecodeError(path, 'is missing');
+  return value;
+}
+
+const MAX = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** A present int64 within `min`..2^53-1, as a number. */
+function num(value: bigint | undefined, path: string, min = -MAX): number {
+  const v = present(value, path);
+  if (v < min || v > MAX) throw new CheckpointDecodeError(path, `${v} is out of range (${min}..2^53-1)`);
+  return Number(v);
+}
+
+/** Refuses fields this build does not know: a state restored without them could diverge. */
+function known(msg: Message, path: string): void {
+  const unknown = msg.$unknown;
+  if (unknown !== undefined && unknown.length > 0) {
+    throw new CheckpointDecodeError(path, `has fields this version does not know (numbers ${unknown.map((f) => f.no).join(', ')})`);
+  }
+}
+
+/** The ticket id inside serialized Ticket bytes: the checkpoint carries it once, there. */
+function ticketIdOf(ticket: Uint8Array, fail: (problem: string, cause?: unknown) => Error): string {
+  let id: string;
+  try {
+    id = fromBinary(TicketSchema, ticket).id;
+  } catch (err) {
+    throw fail('is not a Ticket', err);
+  }
+  if (id === '') throw fail('is a Ticket without an id');
+  return id;
+}
+
+/** Decoded bytes are views of the object's buffer: a copy keeps a ticket from pinning the whole checkpoint. */
+const copy = (bytes: Uint8Array): Uint8Array => new Uint8Array(bytes);

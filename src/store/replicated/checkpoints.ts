@@ -1,0 +1,76 @@
+// Checkpoints of a queue's state in the JetStream object store: one object per checkpoint, named
+// `<queue_id>@<seq>` (names.ts), `seq` being the log position of the last entry it includes. The bytes are
+// opaque here (the codec is src/queue/checkpoint-codec.ts). Each object's metadata carries its sequence and
+// a sha256 of its bytes, checked on reading: a checkpoint that does not verify is skipped for the next older
+// one, since a replica can always fall back further, down to the log's start.
+import { createHash } from 'node:crypto';
+import type { ObjectInfo, ObjectStore } from '@nats-io/obj';
+import type { Logger } from 'pino';
+import { checkpointObjectName, parseCheckpointObjectName } from './names.js';
+
+const SEQ_KEY = 'seq';
+const SHA256_KEY = 'sha256';
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/** Saves a checkpoint taken at log position `seq`; answers its object's info. */
+export function saveCheckpoint(os: ObjectStore, queueId: string, seq: number, bytes: Uint8Array): Promise<ObjectInfo> {
+  const name = checkpointObjectName(queueId, seq);
+  return os.putBlob({ name, metadata: { [SEQ_KEY]: String(seq), [SHA256_KEY]: sha256(bytes) } }, bytes);
+}
+
+/** The queue's stored checkpoints, newest (highest sequence) first. */
+async function checkpointsOf(os: ObjectStore, queueId: string): Promise<{ info: ObjectInfo; seq: number }[]> {
+  const found: { info: ObjectInfo; seq: number }[] = [];
+  for (const info of await os.list()) {
+    if (info.deleted) continue;
+    const parsed = parseCheckpointObjectName(info.name);
+    // `eu` and `eu@x` are different queues only by name: compare the whole queue id.
+    if (parsed?.queueId !== queueId || parsed.sequence > BigInt(Number.MAX_SAFE_INTEGER)) continue;
+    found.push({ info, seq: Number(parsed.sequence) });
+  }
+  return found.sort((a, b) => b.seq - a.seq);
+}
+
+/**
+ * The newest checkpoint of the queue whose bytes verify (sequence and sha256 as its metadata says), or
+ * undefined when there is none. One that does not verify or cannot be read is skipped with a log line.
+ */
+export async function latestCheckpoint(
+  os: ObjectStore,
+  queueId: string,
+  log: Logger,
+): Promise<{ seq: number; bytes: Uint8Array } | undefined> {
+  for (const { info, seq } of await checkpointsOf(os, queueId)) {
+    const skip = (problem: string, err?: unknown) =>
+      log.warn({ queue: queueId, object: info.name, seq, err }, `checkpoint skipped: ${problem}; trying the next older one`);
+    if (info.metadata?.[SEQ_KEY] !== String(seq)) {
+      skip(`its metadata names sequence ${info.metadata?.[SEQ_KEY] ?? '(none)'}`);
+      continue;
+    }
+    let bytes: Uint8Array | null;
+    try {
+      bytes = await os.getBlob(info.name);
+    } catch (err) {
+      skip('it could not be read', err);
+      continue;
+    }
+    if (bytes === null) {
+      skip('it is gone');
+      continue;
+    }
+    if (sha256(bytes) !== info.metadata?.[SHA256_KEY]) {
+      skip('its bytes do not match their sha256');
+      continue;
+    }
+    return { seq, bytes };
+  }
+  return undefined;
+}
+
+/** Deletes all but the `keep` newest checkpoints of the queue; answers the sequences deleted. */
+export async function pruneCheckpoints(os: ObjectStore, queueId: string, keep = 2): Promise<number[]> {
+  const old = (await checkpointsOf(os, queueId)).slice(Math.max(0, keep));
+  for (const { info } of old) await os.delete(info.name);
+  return old.map((c) => c.seq);
+}

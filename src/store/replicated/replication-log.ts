@@ -1,7 +1,14 @@
 // One queue's replication stream as a log of opaque entries: append (acknowledged once JetStream has stored
 // the entry), a compare-and-set append for leadership claims, and an ordered read from any sequence. The
 // stream's sequence is the log position; one stream gives one total order across its subjects.
-import { DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 
 /** The log's subjects: request records any replica appends, a leader's records, and leadership claims. */
@@ -17,6 +24,10 @@ export interface LogReader {
 }
 
 const PUBLISH_TIMEOUT_MS = 5_000;
+/** How long a reader whose consumer ended waits before it opens a new one. */
+const REOPEN_AFTER_MS = 200;
+/** How often a reader checks that it is not stalled behind the log. */
+const STALL_CHECK_MS = 1_000;
 /** The header JetStream deduplicates on; readers use it to tell their own appends. */
 const MSG_ID_HEADER = 'Nats-Msg-Id';
 
@@ -69,31 +80,74 @@ export class ReplicationLog {
 
   /**
    * Reads the log in order from `fromSeq`, calling `onEntry` for each entry (with the id it was appended
-   * with) and waiting for it before the next. An ordered consumer: it recreates itself after a broker failure and resumes where it was.
+   * with) and waiting for it before the next. An ordered consumer; when it ends or fails (a broker node
+   * lost, a stream leader election) the reader opens a new one from the entry after the last it applied.
+   * An entry that cannot be applied stops the reader for good: this replica cannot follow the log past it.
    */
   async read(
     fromSeq: number,
     onEntry: (seq: number, entry: Uint8Array, msgId: string | undefined) => Promise<void> | void,
   ): Promise<LogReader> {
-    const consumer = await this.js.consumers.get(this.stream, {
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: Math.max(1, fromSeq),
-    });
-    const messages = await consumer.consume();
+    let next = Math.max(1, fromSeq);
+    let stopped = false;
+    const open = async () => {
+      const consumer = await this.js.consumers.get(this.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next });
+      return consumer.consume();
+    };
+    let messages: ConsumerMessages = await open();
+    // A consumer can stall without ending or failing (seen after a node of the cluster is killed): when the
+    // log holds entries past the last one read and nothing came for a while, the stalled one is replaced.
+    let progressAt = next;
+    const watchdog = setInterval(() => {
+      if (stopped) return;
+      const stalledAt = next;
+      if (stalledAt !== progressAt) {
+        progressAt = stalledAt;
+        return;
+      }
+      this.lastSeq().then(
+        (last) => {
+          if (!stopped && last >= stalledAt && next === stalledAt) {
+            this.log.warn({ stream: this.stream, next, last }, 'replication log reader stalled; reopening');
+            messages.stop();
+          }
+        },
+        () => undefined,
+      );
+    }, STALL_CHECK_MS);
     const done = (async () => {
-      for await (const msg of messages) {
+      while (!stopped) {
         try {
-          await onEntry(msg.seq, msg.data, msg.headers?.get(MSG_ID_HEADER) || undefined);
+          for await (const msg of messages) {
+            try {
+              await onEntry(msg.seq, msg.data, msg.headers?.get(MSG_ID_HEADER) || undefined);
+            } catch (err) {
+              this.log.fatal({ stream: this.stream, seq: msg.seq, err }, 'replication log entry could not be applied');
+              stopped = true;
+              messages.stop();
+              throw err;
+            }
+            next = msg.seq + 1;
+          }
         } catch (err) {
-          // A corrupt entry or a failed local commit: this replica cannot follow the log any further.
-          this.log.fatal({ stream: this.stream, seq: msg.seq, err }, 'replication log entry could not be applied');
-          messages.stop();
-          throw err;
+          if (stopped) throw err;
+          this.log.warn({ stream: this.stream, next, err }, 'replication log reader failed; reading on');
+        }
+        while (!stopped) {
+          await new Promise((resolve) => setTimeout(resolve, REOPEN_AFTER_MS));
+          try {
+            messages = await open();
+            break;
+          } catch (err) {
+            this.log.warn({ stream: this.stream, next, err }, 'replication log reader could not reopen; retrying');
+          }
         }
       }
     })();
     return {
       stop: async () => {
+        stopped = true;
+        clearInterval(watchdog);
         messages.stop();
         await done.catch(() => undefined);
       },

@@ -9,9 +9,9 @@
 // request per match. Outcomes are not in a checkpoint (queue-snapshot.ts says why).
 import { create, fromBinary, type Message, toBinary } from '@bufbuild/protobuf';
 import { clip, quote } from '../errors.js';
-import { TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { QueueCheckpointSchema, type QueueCheckpoint as WireCheckpoint } from '../gen/matchmaker/replication/v1/checkpoint_pb.js';
 import type { QueueSnapshotData, SnapshotBackfill, SnapshotResolvedTicket, SnapshotTicket } from './queue-snapshot.js';
+import { copy, known as knownFields, ticketIdOf } from './record-wire.js';
 
 /** A queue's state at a log position. */
 export interface Checkpoint {
@@ -179,24 +179,4 @@ function num(value: bigint | undefined, path: string, min = -MAX): number {
 }
 
 /** Refuses fields this build does not know: a state restored without them could diverge. */
-function known(msg: Message, path: string): void {
-  const unknown = msg.$unknown;
-  if (unknown !== undefined && unknown.length > 0) {
-    throw new CheckpointDecodeError(path, `has fields this version does not know (numbers ${unknown.map((f) => f.no).join(', ')})`);
-  }
-}
-
-/** The ticket id inside serialized Ticket bytes: the checkpoint carries it once, there. */
-function ticketIdOf(ticket: Uint8Array, fail: (problem: string, cause?: unknown) => Error): string {
-  let id: string;
-  try {
-    id = fromBinary(TicketSchema, ticket).id;
-  } catch (err) {
-    throw fail('is not a Ticket', err);
-  }
-  if (id === '') throw fail('is a Ticket without an id');
-  return id;
-}
-
-/** Decoded bytes are views of the object's buffer: a copy keeps a ticket from pinning the whole checkpoint. */
-const copy = (bytes: Uint8Array): Uint8Array => new Uint8Array(bytes);
+const known = (msg: Message, path: string) => knownFields(msg, path, (at, problem) => new CheckpointDecodeError(at, problem));

@@ -328,16 +328,23 @@ function tsReason(value: RemovalReason, path: string): RemovalReason {
   return value;
 }
 
-/** Refuses fields this build does not know: applying a record without them could diverge from a replica that knows them. */
-export function known(msg: Message, path: string): void {
+/**
+ * Refuses fields this build does not know: applying a record (or restoring a state) without them could
+ * diverge from a replica that knows them. `fail` makes the caller's typed error.
+ */
+export function known(
+  msg: Message,
+  path: string,
+  fail: (path: string, problem: string) => Error = (at, problem) => new LogDecodeError(at, problem),
+): void {
   const unknown = msg.$unknown;
   if (unknown !== undefined && unknown.length > 0) {
-    throw new LogDecodeError(path, `has fields this version does not know (numbers ${unknown.map((f) => f.no).join(', ')})`);
+    throw fail(path, `has fields this version does not know (numbers ${unknown.map((f) => f.no).join(', ')})`);
   }
 }
 
 /** The ticket id inside serialized Ticket bytes: the wire carries it once, there. */
-function ticketIdOf(ticket: Uint8Array, fail: (problem: string, cause?: unknown) => Error): string {
+export function ticketIdOf(ticket: Uint8Array, fail: (problem: string, cause?: unknown) => Error): string {
   let id: string;
   try {
     id = fromBinary(TicketSchema, ticket).id;
@@ -348,7 +355,7 @@ function ticketIdOf(ticket: Uint8Array, fail: (problem: string, cause?: unknown)
   return id;
 }
 
-/** Decoded bytes are views of the entry's buffer: a copy keeps a record from pinning the whole entry. */
-const copy = (bytes: Uint8Array): Uint8Array => new Uint8Array(bytes);
+/** Decoded bytes are views of the message's buffer: a copy keeps a record from pinning the whole entry. */
+export const copy = (bytes: Uint8Array): Uint8Array => new Uint8Array(bytes);
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

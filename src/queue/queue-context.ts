@@ -5,14 +5,12 @@ import type { QueueConfig } from '../config/queue-config.js';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { BackfillRequest, Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import type { PoolLayout } from '../engine/ticket-pool.js';
-import type { Store } from '../store/store.js';
 import type { PoolColumns } from './pool-columns.js';
 import type { Applied, QueueState } from './queue-state.js';
 import type { QueueRecord } from './records.js';
 
 export interface QueueContext {
   readonly queueId: string;
-  readonly store: Store;
   readonly log: Logger;
   readonly state: QueueState;
   readonly columns: PoolColumns;

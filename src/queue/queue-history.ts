@@ -6,6 +6,9 @@ import type { Store } from '../store/store.js';
 import type { Applied } from './queue-state.js';
 import type { QueueRecord, RecordOf } from './records.js';
 
+/** Whether a record creates a ticket (its bytes are kept in memory until the store answers for them). */
+export const isCreate = (record: QueueRecord): record is RecordOf<'ticket.create'> => record.type === 'ticket.create';
+
 /** What a history calls on its queue. */
 export interface QueueApplier {
   /** Applies one record to the queue's state and pool, in history order. */
@@ -50,11 +53,9 @@ export class EmbeddedHistory implements QueueHistory {
     const changes = applied.flatMap((a) => a.changes);
     // With nothing to write, answer once what the records saw is durable.
     const durable = changes.length > 0 ? this.store.commit(changes) : this.store.whenDurable();
-    const settled = records.some((r) => r.type === 'ticket.create') ? durable.finally(() => this.applier.committed(records)) : durable;
+    const settled = records.some(isCreate) ? durable.finally(() => this.applier.committed(records)) : durable;
     return settled.then(() => applied);
   }
 
   async stop(): Promise<void> {}
 }
-
-export const isCreate = (record: QueueRecord): record is RecordOf<'ticket.create'> => record.type === 'ticket.create';

@@ -62,7 +62,6 @@ export class QueueRuntime {
     const runtime = this;
     const context: QueueContext = {
       queueId,
-      store,
       log,
       state: this.queue,
       columns: this.columns,

@@ -59,19 +59,24 @@ async function recordOutcome(service: TestService): Promise<void> {
 
 const failures = (service: TestService) => service.logs.filter((l) => l.msg === 'outcome delivery failed; retrying');
 
+/** Waits until the service has logged at least three failed deliveries (their lines are what is checked). */
+async function untilFailures(service: TestService): Promise<void> {
+  expect(
+    await pollUntil(
+      async () => failures(service).length,
+      (n) => n >= 3,
+      20_000,
+    ),
+  ).toBeGreaterThanOrEqual(3);
+}
+
 describe('broker credentials in the log', () => {
   it('masks the password of every URL in BROKER_URL while NATS is unreachable, keeping host and port', async () => {
     const [p1, p2] = [await freePort(), await freePort()];
     const { service, text } = await serve(`nats://someuser:${SECRET}@127.0.0.1:${p1}, nats://someuser:${SECRET}@127.0.0.1:${p2}`);
     const notReady = await service.waitForLog((l) => l.msg === 'outcome broker not ready');
     await recordOutcome(service);
-    expect(
-      await pollUntil(
-        async () => failures(service).length,
-        (n) => n >= 3,
-        20_000,
-      ),
-    ).toBeGreaterThanOrEqual(3);
+    await untilFailures(service);
     expect(text()).not.toContain(SECRET);
     expect(String(notReady.url)).toContain(`nats://someuser:***@127.0.0.1:${p1}`);
     expect(String(notReady.url)).toContain(`nats://someuser:***@127.0.0.1:${p2}`);
@@ -92,13 +97,7 @@ describe('broker credentials in the log', () => {
       const notReady = await service.waitForLog((l) => l.msg === 'outcome broker not ready');
       expect(String(notReady.err)).toContain('Authorization Violation');
       await recordOutcome(service);
-      expect(
-        await pollUntil(
-          async () => failures(service).length,
-          (n) => n >= 3,
-          20_000,
-        ),
-      ).toBeGreaterThanOrEqual(3);
+      await untilFailures(service);
       expect(text()).not.toContain(SECRET);
       expect(String(failures(service)[0]!.err)).toContain(`nats://someuser:***@127.0.0.1:${nats.port}`);
     }, 45_000);

@@ -205,6 +205,19 @@ export class QueueState {
         }
         return { forgotten };
       }
+      // The outbox's delivery state: every replica holds it, so whichever delivers next resumes from it.
+      case 'delivery.advance':
+        out.changes.push({ type: 'delivery.advance', queueId: this.queueId, sequence: rec.sequence });
+        return undefined;
+      case 'delivery.park':
+        out.changes.push({ type: 'delivery.park', queueId: this.queueId, parked: { ...rec.parked } });
+        return undefined;
+      case 'delivery.release':
+        out.changes.push({ type: 'delivery.park', queueId: this.queueId, parked: undefined });
+        return undefined;
+      case 'consumer.advance':
+        out.changes.push({ type: 'consumer.advance', consumer: rec.consumer, sequence: rec.sequence });
+        return undefined;
     }
   }
 

@@ -34,6 +34,8 @@ export const LEADER_RECORD_TYPES: ReadonlySet<RecordType> = new Set<RecordType>(
   'tickets.evict',
   'backfills.evict',
   'resolved.forget',
+  'delivery.advance',
+  'delivery.park',
 ]);
 
 export function encodeLogEntry(entry: LogEntry): Uint8Array {

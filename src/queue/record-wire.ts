@@ -136,6 +136,26 @@ export function recordToWire(rec: QueueRecord, path: string): WireCase {
       }));
       return { case: 'resolvedForget', value: { tickets } };
     }
+    case 'delivery.advance':
+      return { case: 'deliveryAdvance', value: { sequence: rec.sequence } };
+    case 'delivery.park': {
+      const p = `${path}.delivery_park`;
+      const { sequence, attempts, lastError, parkedAtMs } = rec.parked;
+      if (!Number.isInteger(attempts) || attempts < 0 || attempts > 0xffff_ffff) {
+        throw new LogEncodeError(`${p}.attempts`, `${attempts} is not an integer in 0..2^32-1`);
+      }
+      return {
+        case: 'deliveryPark',
+        value: { sequence, attempts, lastError: text(lastError, `${p}.last_error`), parkedAtMs: whole(parkedAtMs, `${p}.parked_at_ms`) },
+      };
+    }
+    case 'delivery.release':
+      return { case: 'deliveryRelease', value: {} };
+    case 'consumer.advance':
+      return {
+        case: 'consumerAdvance',
+        value: { consumer: text(rec.consumer, `${path}.consumer_advance.consumer`), sequence: rec.sequence },
+      };
   }
 }
 
@@ -277,6 +297,28 @@ export function recordFromWire(wire: WireRecord, path: string): QueueRecord {
       });
       return { type: 'resolved.forget', tickets };
     }
+    case 'deliveryAdvance':
+      return { type: 'delivery.advance', sequence: present(record.value.sequence, `${p}.sequence`) };
+    case 'deliveryPark': {
+      const v = record.value;
+      return {
+        type: 'delivery.park',
+        parked: {
+          sequence: present(v.sequence, `${p}.sequence`),
+          attempts: present(v.attempts, `${p}.attempts`),
+          lastError: present(v.lastError, `${p}.last_error`),
+          parkedAtMs: num(v.parkedAtMs, `${p}.parked_at_ms`),
+        },
+      };
+    }
+    case 'deliveryRelease':
+      return { type: 'delivery.release' };
+    case 'consumerAdvance':
+      return {
+        type: 'consumer.advance',
+        consumer: present(record.value.consumer, `${p}.consumer`),
+        sequence: present(record.value.sequence, `${p}.sequence`),
+      };
   }
 }
 

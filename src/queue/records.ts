@@ -6,6 +6,7 @@
 // ticks (the embedded mode) or, later, from a replicated log.
 import type { BackfillRequest } from '../gen/matchmaker/core/v1/resources_pb.js';
 import type { RemovalReason } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import type { ParkedDelivery } from '../store/store.js';
 
 /** A ticket where a record saw it: a record about it applies only while it is still there. */
 export interface TicketAt {
@@ -63,7 +64,15 @@ export type QueueRecord =
   /** Backfill requests the queue's configuration no longer admits. */
   | ({ type: 'backfills.evict'; evictions: readonly (BackfillAt & { eviction: Eviction })[] } & Chunked)
   /** Resolved tickets past terminal_retention_ttl_secs: forgotten (no longer reactivatable). */
-  | { type: 'resolved.forget'; tickets: readonly { ticketId: string; matchId: string }[] };
+  | { type: 'resolved.forget'; tickets: readonly { ticketId: string; matchId: string }[] }
+  /** The queue's push sink acknowledged its outcomes through `sequence` (appended by the delivering leader). */
+  | { type: 'delivery.advance'; sequence: bigint }
+  /** The queue's delivery ran out of retries: later outcomes wait until it is released. */
+  | { type: 'delivery.park'; parked: ParkedDelivery }
+  /** An operator released the queue's parked delivery. */
+  | { type: 'delivery.release' }
+  /** A named WebSocket stream consumer acknowledged the queue's outcomes through `sequence`. */
+  | { type: 'consumer.advance'; consumer: string; sequence: bigint };
 
 export type RecordType = QueueRecord['type'];
 export type RecordOf<T extends RecordType> = Extract<QueueRecord, { type: T }>;
@@ -84,4 +93,8 @@ export interface RecordResults {
   'tickets.evict': { evicted: number };
   'backfills.evict': { evicted: number };
   'resolved.forget': { forgotten: number };
+  'delivery.advance': undefined;
+  'delivery.park': undefined;
+  'delivery.release': undefined;
+  'consumer.advance': undefined;
 }

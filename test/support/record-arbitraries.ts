@@ -18,6 +18,8 @@ const reason = fc.constantFrom(
   RemovalReason.QUEUE_RETIRED,
   RemovalReason.RULESET_PARAMS_CHANGED,
 );
+/** A producer_sequence: uint64. */
+const sequence = fc.oneof(fc.bigInt({ min: 0n, max: 1000n }), fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }));
 const chunked = { atMs: ms, operationId: text, chunkSize: fc.integer({ min: 1, max: 0xffff_ffff }) };
 const ticketAt = fc.record({ ticketId: text, position });
 const backfillAt = fc.record({ backfillId: text, version: position });
@@ -87,6 +89,13 @@ export const recordArbs: { [T in QueueRecord['type']]: fc.Arbitrary<Extract<Queu
     type: fc.constant('resolved.forget' as const),
     tickets: fc.array(fc.record({ ticketId: text, matchId: fc.oneof(text, fc.constant('')) }), { maxLength: 4 }),
   }),
+  'delivery.advance': fc.record({ type: fc.constant('delivery.advance' as const), sequence }),
+  'delivery.park': fc.record({
+    type: fc.constant('delivery.park' as const),
+    parked: fc.record({ sequence, attempts: fc.nat({ max: 0xffff_ffff }), lastError: text, parkedAtMs: ms }),
+  }),
+  'delivery.release': fc.record({ type: fc.constant('delivery.release' as const) }),
+  'consumer.advance': fc.record({ type: fc.constant('consumer.advance' as const), consumer: text, sequence }),
 };
 export const recordArb: fc.Arbitrary<QueueRecord> = fc.oneof(...Object.values(recordArbs));
 

@@ -15,6 +15,7 @@ import { OutcomeFeed } from './core/outcome-feed.js';
 import { engineVersion } from './engine/native.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { OutcomeDelivery } from './outcomes/delivery.js';
+import { storeOutboxes } from './outcomes/outbox.js';
 import { BrokerConnection } from './outcomes/broker/connection.js';
 import { sinkFactory } from './outcomes/sinks/index.js';
 import { codeOf } from './store/data-dir.js';
@@ -78,7 +79,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   await untilWritable(store, { dataDir: config.data_dir, grpcPort, httpPort }, log);
   const registry = new QueueRegistry(store, log);
   const broker = new BrokerConnection(config, log);
-  const delivery = new OutcomeDelivery(store, sinkFactory({ broker, log }), log, config.outcome_retention_secs * 1000);
+  const delivery = new OutcomeDelivery(storeOutboxes(store), sinkFactory({ broker, log }), log, config.outcome_retention_secs * 1000);
   // Every queue known this run, retired ones included: their last outcomes still go out.
   const follow = (scan: DirectoryScan) => {
     registry.applyScan(scan);

@@ -6,6 +6,7 @@ import type { QueueConfig } from '../config/queue-config.js';
 import { timestampMs } from '@bufbuild/protobuf/wkt';
 import type { Store, StoreChange } from '../store/store.js';
 import { QueueDispatcher } from './dispatcher.js';
+import type { Outboxes } from './outbox.js';
 import type { OutcomeSink } from './sink.js';
 
 export type OutcomesConfig = QueueConfig['outcomes'];
@@ -30,12 +31,12 @@ export class OutcomeDelivery {
   private configuring: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly store: Store,
+    private readonly outboxes: Outboxes,
     private readonly createSink: SinkFactory,
     private readonly log: Logger,
     private readonly retentionMs: number,
   ) {
-    store.onOutcomesCommitted((queueIds) => {
+    outboxes.onOutcomesCommitted((queueIds) => {
       for (const id of queueIds) this.dispatchers.get(id)?.dispatcher.notify();
       for (const listener of this.streamListeners) listener(queueIds);
     });
@@ -53,26 +54,31 @@ export class OutcomeDelivery {
    * undelivered outcome is never dropped), for the websocket sink regardless of consumers. Answers how many.
    */
   async sweepRetention(nowMs: number, maxDeletes = 10_000): Promise<number> {
-    const cutoffMs = nowMs - this.retentionMs;
+    let swept = 0;
+    for (const store of this.outboxes.stores()) swept += await this.sweepStore(store, nowMs - this.retentionMs, maxDeletes - swept);
+    if (swept > 0) this.log.info({ outcomes: swept }, 'outcomes past the retention window forgotten');
+    return swept;
+  }
+
+  private async sweepStore(store: Store, cutoffMs: number, maxDeletes: number): Promise<number> {
     const deletes: StoreChange[] = [];
     let after = 0n;
     scan: for (;;) {
-      const page = this.store.listOutcomes({ afterSequence: after, limit: 1000 });
+      if (deletes.length >= maxDeletes) break;
+      const page = store.listOutcomes({ afterSequence: after, limit: 1000 });
       if (page.length === 0) break;
       for (const outcome of page) {
         after = outcome.producerSequence;
         if (!outcome.occurredAt || timestampMs(outcome.occurredAt) >= cutoffMs) break scan; // sequence order is time order
         const sink = this.sinks.get(outcome.queueId);
-        const delivered = sink === 'websocket' || outcome.producerSequence <= this.store.deliveryCursor(outcome.queueId);
+        const delivered = sink === 'websocket' || outcome.producerSequence <= store.deliveryCursor(outcome.queueId);
         if (!delivered) continue;
         deletes.push({ type: 'outcome.delete', queueId: outcome.queueId, sequence: outcome.producerSequence });
         if (deletes.length >= maxDeletes) break scan;
       }
     }
-    if (deletes.length > 0) {
-      await this.store.commit(deletes);
-      this.log.info({ outcomes: deletes.length }, 'outcomes past the retention window forgotten');
-    }
+    // Local housekeeping, not a record: in the replicated mode each replica forgets on its own clock.
+    if (deletes.length > 0) await store.commit(deletes);
     return deletes.length;
   }
 
@@ -107,20 +113,20 @@ export class OutcomeDelivery {
       }
       const sink = this.createSink(queueId, config);
       if (!sink) continue;
-      this.dispatchers.set(queueId, { settings, dispatcher: new QueueDispatcher(queueId, sink, this.store, this.log) });
+      this.dispatchers.set(queueId, { settings, dispatcher: new QueueDispatcher(queueId, sink, this.outboxes.of(queueId), this.log) });
       this.log.info({ queue: queueId, sink: sink.kind }, current ? 'outcome sink reconfigured' : 'outcome sink started');
     }
   }
 
   status(): DeliveryStatus[] {
-    const last = String(this.store.lastSequence());
     return [...this.sinks].map(([queueId, sink]) => {
-      const parked = this.store.parkedDelivery(queueId);
+      const { store } = this.outboxes.of(queueId);
+      const parked = store.parkedDelivery(queueId);
       return {
         queueId,
         sink,
-        deliveredThrough: String(this.store.deliveryCursor(queueId)),
-        lastRecorded: last,
+        deliveredThrough: String(store.deliveryCursor(queueId)),
+        lastRecorded: String(store.lastSequence()),
         ...(parked ? { parked: { ...parked, sequence: String(parked.sequence) } } : {}),
       };
     });
@@ -130,8 +136,9 @@ export class OutcomeDelivery {
   async release(queueId: string): Promise<boolean> {
     const dispatcher = this.dispatchers.get(queueId)?.dispatcher;
     if (dispatcher) return dispatcher.release();
-    if (!this.store.parkedDelivery(queueId)) return false;
-    await this.store.commit([{ type: 'delivery.park', queueId, parked: undefined }]);
+    const outbox = this.outboxes.of(queueId);
+    if (!outbox.store.parkedDelivery(queueId)) return false;
+    await outbox.release();
     return true;
   }
 

@@ -1,10 +1,15 @@
 // Delivers one queue's outcomes through its push sink, at least once and in occurrence order: it reads the
 // outbox after the queue's durable cursor, hands a batch to the sink, and advances the cursor only once the
 // sink acknowledged. A failure is retried with backoff; once the sink's retry budget is spent the delivery
-// is parked (recorded, counted, listed) and holds back the queue's later outcomes until released.
+// is parked (recorded, counted, listed) and holds back the queue's later outcomes until released. It
+// delivers only while its outbox says this process delivers (in the replicated mode: while it leads the
+// queue), and on taking over resumes from the outbox's cursor, wherever another process left it.
 import type { Logger } from 'pino';
-import type { Store } from '../store/store.js';
+import type { QueueOutbox } from './outbox.js';
 import type { OutcomeSink } from './sink.js';
+
+/** How often a process that does not deliver the queue checks whether it has started to. */
+const STANDBY_CHECK_MS = 250;
 
 export class QueueDispatcher {
   private cursor: bigint;
@@ -17,10 +22,10 @@ export class QueueDispatcher {
   constructor(
     readonly queueId: string,
     readonly sink: OutcomeSink,
-    private readonly store: Store,
+    private readonly outbox: QueueOutbox,
     private readonly log: Logger,
   ) {
-    this.cursor = store.deliveryCursor(queueId);
+    this.cursor = outbox.store.deliveryCursor(queueId);
     this.done = this.loop();
   }
 
@@ -32,8 +37,8 @@ export class QueueDispatcher {
 
   /** Releases a parked delivery: it is attempted again with a fresh retry budget. */
   async release(): Promise<boolean> {
-    if (!this.store.parkedDelivery(this.queueId)) return false;
-    await this.store.commit([{ type: 'delivery.park', queueId: this.queueId, parked: undefined }]);
+    if (!this.outbox.store.parkedDelivery(this.queueId)) return false;
+    await this.outbox.release();
     this.attempts = 0;
     this.notify();
     return true;
@@ -48,8 +53,22 @@ export class QueueDispatcher {
   }
 
   private async loop(): Promise<void> {
+    let delivering = false;
     while (this.running) {
-      const batch = this.store.parkedDelivery(this.queueId) ? [] : this.store.queueOutcomes(this.queueId, this.cursor, this.sink.batchSize);
+      if (!this.outbox.delivering) {
+        delivering = false;
+        await this.idle(STANDBY_CHECK_MS);
+        continue;
+      }
+      const { store } = this.outbox;
+      if (!delivering) {
+        // Taking over: another process may have delivered further meanwhile. A cursor of our own that is
+        // further still (its record fenced out when we lost the queue) is of outcomes we did deliver.
+        delivering = true;
+        const recorded = store.deliveryCursor(this.queueId);
+        if (recorded > this.cursor) this.cursor = recorded;
+      }
+      const batch = store.parkedDelivery(this.queueId) ? [] : store.queueOutcomes(this.queueId, this.cursor, this.sink.batchSize);
       if (batch.length === 0) {
         await this.idle();
         continue;
@@ -62,7 +81,14 @@ export class QueueDispatcher {
       }
       this.attempts = 0;
       this.cursor = batch[batch.length - 1]!.producerSequence;
-      await this.store.commit([{ type: 'delivery.advance', queueId: this.queueId, sequence: this.cursor }]);
+      try {
+        await this.outbox.advance(this.cursor);
+      } catch (err) {
+        // Delivered but not recorded (the queue's log unavailable, or leadership lost): whoever delivers
+        // next resends from the recorded cursor, which at-least-once delivery allows.
+        this.log.warn({ queue: this.queueId, sequence: String(this.cursor), err }, 'delivery progress not recorded');
+        await this.idle(STANDBY_CHECK_MS, false);
+      }
     }
   }
 
@@ -75,13 +101,12 @@ export class QueueDispatcher {
         { queue: this.queueId, sink: this.sink.kind, sequence: String(sequence), attempts: this.attempts, err: message },
         'outcome delivery parked: retries exhausted',
       );
-      await this.store.commit([
-        {
-          type: 'delivery.park',
-          queueId: this.queueId,
-          parked: { sequence, attempts: this.attempts, lastError: message, parkedAtMs: Date.now() },
-        },
-      ]);
+      try {
+        await this.outbox.park({ sequence, attempts: this.attempts, lastError: message, parkedAtMs: Date.now() });
+      } catch (err) {
+        this.log.warn({ queue: this.queueId, err }, 'parked delivery not recorded; retrying');
+        await this.idle(STANDBY_CHECK_MS, false);
+      }
       return;
     }
     const delay = Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (this.attempts - 1));

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { createGrpcServer } from './api/grpc.js';
 import { createHttpServer } from './api/http.js';
 import { attachOutcomeStream } from './api/outcome-stream.js';
-import { scanQueueDirectory, watchQueueDirectory, type DirectoryScan } from './config/queue-files.js';
+import { scanQueueDirectory, watchQueueDirectory, type DirectoryScan, type QueueFile } from './config/queue-files.js';
 import type { ServiceConfig } from './config/service-config.js';
 import { MatchmakerCore } from './core/matchmaker-core.js';
 import { Operator } from './core/operator.js';
@@ -15,7 +15,8 @@ import { OutcomeFeed } from './core/outcome-feed.js';
 import { engineVersion } from './engine/native.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { OutcomeDelivery } from './outcomes/delivery.js';
-import { storeOutboxes } from './outcomes/outbox.js';
+import { storeOutboxes, type Outboxes } from './outcomes/outbox.js';
+import { openReplicatedMode, type ReplicatedMode } from './replicated-mode.js';
 import { BrokerConnection } from './outcomes/broker/connection.js';
 import { sinkFactory } from './outcomes/sinks/index.js';
 import { codeOf } from './store/data-dir.js';
@@ -75,23 +76,45 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     log.fatal({ ...where, err }, 'store commit failed: stopping so that a restart reloads the durable state');
     process.exit(1);
   };
-  const store = new LmdbStore({ path: config.data_dir, onFatal: fatal });
-  await untilWritable(store, { dataDir: config.data_dir, grpcPort, httpPort }, log);
-  const registry = new QueueRegistry(store, log);
+  let registry: QueueRegistry | undefined;
+  let files: ReadonlyMap<string, QueueFile> = new Map();
+  let store: Store;
+  let outboxes: Outboxes;
+  let replicated: ReplicatedMode | undefined;
+  if (config.pool_replication_backend === 'broker') {
+    // The queue files are read first: their streams are made sure of before anything is served.
+    files = scanQueueDirectory(config.queue_config_dir).queues;
+    replicated = await openReplicatedMode(
+      config,
+      log,
+      () => registry?.current ?? files,
+      (queueId) => registry?.get(queueId),
+    );
+    store = replicated.store;
+    outboxes = replicated.outboxes;
+    registry = new QueueRegistry(store, log, replicated.backing);
+  } else {
+    const lmdb = new LmdbStore({ path: config.data_dir, onFatal: fatal });
+    await untilWritable(lmdb, { dataDir: config.data_dir, grpcPort, httpPort }, log);
+    store = lmdb;
+    outboxes = storeOutboxes(store);
+    registry = new QueueRegistry(store, log);
+  }
+  const queues = registry;
   const broker = new BrokerConnection(config, log);
-  const delivery = new OutcomeDelivery(storeOutboxes(store), sinkFactory({ broker, log }), log, config.outcome_retention_secs * 1000);
+  const delivery = new OutcomeDelivery(outboxes, sinkFactory({ broker, log }), log, config.outcome_retention_secs * 1000);
   // Every queue known this run, retired ones included: their last outcomes still go out.
   const follow = (scan: DirectoryScan) => {
-    registry.applyScan(scan);
-    return delivery.configure(new Map(registry.all().map((q) => [q.queueId, q.config.outcomes])));
+    queues.applyScan(scan);
+    return delivery.configure(new Map(queues.all().map((q) => [q.queueId, q.config.outcomes])));
   };
-  opened = { store, registry, delivery };
+  opened = { store, registry: queues, delivery };
   await follow(scanQueueDirectory(config.queue_config_dir));
-  const dormant = registry.dormantQueueIds();
+  const dormant = queues.dormantQueueIds();
   if (dormant.length > 0) log.warn({ queues: dormant }, 'stored tickets of queues with no queue file are kept until the file returns');
   const watcher = watchQueueDirectory(config.queue_config_dir, config.config_reload_debounce_ms, () => {
     try {
-      follow(scanQueueDirectory(config.queue_config_dir, registry.current)).catch((err: unknown) =>
+      follow(scanQueueDirectory(config.queue_config_dir, queues.current)).catch((err: unknown) =>
         log.error({ err }, 'outcome sinks could not follow the queue directory'),
       );
     } catch (err) {
@@ -99,10 +122,16 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     }
   });
 
-  core.serve(registry);
+  core.serve(queues);
   setHealth('SERVING');
   log.info(
-    { grpcPort, httpPort, queues: [...registry.current.keys()], engine: engineVersion(), producerId: store.producerId },
+    {
+      grpcPort,
+      httpPort,
+      queues: [...queues.current.keys()],
+      engine: engineVersion(),
+      ...(replicated ? { replica: config.replica_id, mode: 'replicated' } : { producerId: store.producerId }),
+    },
     'listening',
   );
 
@@ -126,11 +155,12 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       // too: close them with it.
       await Promise.all([closeGrpc(grpcServer, CLOSE_GRACE_MS), stream.close(), closeHttp(httpServer, CLOSE_GRACE_MS)]);
       phases.mark('transports');
-      await registry.stopAll();
+      await queues.stopAll();
       phases.mark('queues');
       await delivery.stop();
       await broker.close();
       phases.mark('delivery');
+      await replicated?.stop();
       await store.close();
       phases.mark('store');
       processMetrics.stop();

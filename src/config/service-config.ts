@@ -1,5 +1,6 @@
 // The service's own settings: one schema, every key with its default. Each key can come from a
 // command-line flag or an environment variable (flags win). Units are in the names.
+import { hostname } from 'node:os';
 import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -85,6 +86,14 @@ export const serviceConfigSchema = z.object({
   /** embedded: one process owns the pools (lmdb); broker: replicas share them through per-queue
    *  replication streams on the broker. Env POOL_REPLICATION_BACKEND. */
   pool_replication_backend: z.enum(['embedded', 'broker']).default('embedded'),
+  /** This replica's id in the replicated mode: unique among the replicas (its leases name it, and its presence
+   *  key counts it). Defaults to the host name and process id. Env REPLICA_ID. */
+  replica_id: z
+    .string()
+    .min(1)
+    .max(200)
+    .regex(/^[A-Za-z0-9_-]+$/, 'must be letters, digits, "_" and "-"')
+    .default(() => `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`),
   /** Replicas of every stream, KV bucket and object store the service creates (3 in a three-node cluster).
    *  Env BROKER_STREAM_REPLICAS. */
   broker_stream_replicas: z.coerce.number().int().min(1).max(5).default(1),
@@ -134,6 +143,7 @@ export const serviceConfigEnv: Record<keyof ServiceConfig, string> = {
   broker_subject_prefix_outcomes: 'BROKER_SUBJECT_PREFIX_OUTCOMES',
   broker_stream_outcomes: 'BROKER_STREAM_OUTCOMES',
   pool_replication_backend: 'POOL_REPLICATION_BACKEND',
+  replica_id: 'REPLICA_ID',
   broker_stream_replicas: 'BROKER_STREAM_REPLICAS',
   broker_subject_prefix_replication: 'BROKER_SUBJECT_PREFIX_REPLICATION',
   broker_stream_replication_prefix: 'BROKER_STREAM_REPLICATION_PREFIX',

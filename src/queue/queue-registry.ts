@@ -3,7 +3,18 @@
 import type { Logger } from 'pino';
 import type { DirectoryScan, QueueFile } from '../config/queue-files.js';
 import type { Store } from '../store/store.js';
+import type { HistoryFactory } from './queue-history.js';
 import { QueueRuntime } from './queue-runtime.js';
+
+/** What a queue runs on: the store it reads (and, embedded, commits to) and where its records go. */
+export interface QueueBacking {
+  store: Store;
+  /** Absent: the embedded history on `store`. */
+  history?: HistoryFactory;
+}
+
+/** Makes the backing of a queue each time its runtime starts. */
+export type QueueBackingFactory = (queueId: string, file: QueueFile) => QueueBacking;
 
 export class QueueRegistry {
   private readonly runtimes = new Map<string, QueueRuntime>();
@@ -11,9 +22,11 @@ export class QueueRegistry {
   /** Last error reported per file, so an unchanged bad file is not reported again on every rescan. */
   private reportedErrors = new Map<string, string>();
 
+  /** `store`: the embedded store, which every queue shares unless `backing` gives a queue its own. */
   constructor(
     private readonly store: Store,
     private readonly log: Logger,
+    private readonly backing: QueueBackingFactory = () => ({ store }),
   ) {}
 
   get(queueId: string): QueueRuntime | undefined {
@@ -40,7 +53,10 @@ export class QueueRegistry {
       const runtime = this.runtimes.get(queueId);
       if (!runtime || runtime.state === 'retired' || runtime.state === 'retiring') {
         if (runtime?.state === 'retiring') continue; // re-added while its pool is being removed: next scan starts it
-        const fresh = new QueueRuntime(queueId, file.config, this.store, this.log);
+        // A retired replicated queue may still hold its lease (to deliver its last outcomes): let it go.
+        if (runtime) void runtime.stop();
+        const { store, history } = this.backing(queueId, file);
+        const fresh = new QueueRuntime(queueId, file.config, store, this.log, history);
         this.runtimes.set(queueId, fresh);
         fresh.start();
       } else if (JSON.stringify(runtime.config) !== JSON.stringify(file.config)) {

@@ -22,7 +22,7 @@ import { PoolRebuild } from './pool-rebuild.js';
 import { createdAtMs, layoutOf, type QueueContext } from './queue-context.js';
 import { QueueState, type Applied } from './queue-state.js';
 import { EmbeddedHistory, isCreate, type HistoryFactory, type QueueApplier, type QueueHistory } from './queue-history.js';
-import type { QueueRecord, TicketAt } from './records.js';
+import type { QueueRecord, RecordOf, TicketAt } from './records.js';
 import { Ticker } from './tick.js';
 
 /** Where a queue is in its life: it takes requests only while running. */
@@ -85,6 +85,19 @@ export class QueueRuntime {
 
   get config(): QueueConfig {
     return this.configValue;
+  }
+
+  /** Whether this copy of the queue leads it (always, embedded): it ticks, expires, and delivers outcomes. */
+  get leading(): boolean {
+    return this.history.acting;
+  }
+
+  /**
+   * Records a change of the queue's outbox (delivery progress, a parked delivery, a stream consumer's
+   * position) through the queue's history: in the replicated mode every replica then holds it.
+   */
+  async recordOutbox(record: RecordOf<'delivery.advance' | 'delivery.park' | 'delivery.release' | 'consumer.advance'>): Promise<void> {
+    await this.history.propose([record]);
   }
 
   get activeTicketCount(): number {
@@ -242,6 +255,16 @@ export class QueueRuntime {
     this.state = 'retiring';
     this.stopTicking();
     await this.currentTick;
+    if (this.history.replicated && !this.history.acting) {
+      // Another replica leads the queue and its file governs removals (docs/replication.md, queue files in
+      // a cluster): this copy only stops. The last replica to drop the file leads by then and clears it.
+      await this.history.stop();
+      this.state = 'retired';
+      this.log.info({ queue: this.queueId }, 'queue file removed: this replica stopped serving the queue');
+      return;
+    }
+    // A leader keeps its history (and its lease) after the clear, so that it still delivers the removal
+    // outcomes; it stops with the process, or when the queue's file returns.
     const result = await this.clear(RemovalReason.QUEUE_RETIRED);
     this.state = 'retired';
     this.log.info({ queue: this.queueId, ...result }, 'queue retired');

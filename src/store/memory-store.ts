@@ -38,7 +38,7 @@ export interface MemoryStoreOptions {
 }
 
 export class MemoryStore implements Store {
-  readonly producerId: string;
+  private producer: string;
   private readonly queues = new Map<string, QueueRecords>();
   private readonly outcomes = new Map<bigint, Uint8Array>();
   private readonly cursors = new Map<string, { cursor: bigint; parked?: ParkedDelivery }>();
@@ -51,7 +51,20 @@ export class MemoryStore implements Store {
   private failure: Error | undefined;
 
   constructor(private readonly options: MemoryStoreOptions = {}) {
-    this.producerId = options.producerId ?? randomUUID();
+    this.producer = options.producerId ?? randomUUID();
+  }
+
+  get producerId(): string {
+    return this.producer;
+  }
+
+  /**
+   * Names the producer of the outcomes this store numbers from now on. Only before it has numbered any:
+   * a replicated queue's copy learns its producer id from the queue's stream once that is made sure of.
+   */
+  adoptProducerId(producerId: string): void {
+    if (this.nextSequence !== 1n) throw new Error('a store that has numbered outcomes keeps its producer id');
+    this.producer = producerId;
   }
 
   /** From now on every commit fails with `err` (a full disk, say); undefined heals the store. */

@@ -158,14 +158,14 @@ export async function ensureReplicationResources(
 
 /**
  * Makes sure of one queue's replication stream (e.g. for a queue added by a reload); `all` are every
- * configured queue's plans, whose subjects the stream must not capture.
+ * configured queue's plans, whose subjects the stream must not capture. Answers the stream's info.
  */
 export async function ensureQueueLog(
   jsm: JetStreamManager,
   settings: ReplicationSettings,
   plan: QueueLogResources,
   all: readonly QueueLogResources[],
-): Promise<void> {
+): Promise<StreamInfo> {
   const want = {
     filter: plan.filter,
     subjects: Object.values(plan.subjects),
@@ -188,7 +188,7 @@ export async function ensureQueueLog(
     deny_purge: false,
     duplicate_window: nanos(REPLICATION_DUPLICATE_WINDOW_MS),
   };
-  await ensure(jsm, settings.mode, {
+  return ensure(jsm, settings.mode, {
     resource: { type: 'stream', name: plan.stream },
     queueId: plan.queueId,
     what: `replication stream "${plan.stream}" of queue "${plan.queueId}"`,

@@ -1,0 +1,171 @@
+// The queues of a replica in the replicated mode (POOL_REPLICATION_BACKEND=broker). Each queue runs on its
+// own replication log (replicated-history.ts) and keeps a local copy of its state and outbox in memory, one
+// MemoryStore per queue written in log order: every replica numbers the queue's outcomes alike, so
+// producer_sequence is per queue and gap-free whichever replica leads. Leadership of the queues spreads over
+// the replicas (leadership-share.ts); only a queue's leader delivers its outcomes, recording its progress in
+// the queue's log so that the next leader resumes from it.
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { Logger } from 'pino';
+import type { QueueFile } from '../config/queue-files.js';
+import type { Outboxes, QueueOutbox } from '../outcomes/outbox.js';
+import { derivedUuid } from '../outcomes/outcome-factory.js';
+import { MemoryStore } from '../store/memory-store.js';
+import { LeaderLease } from '../store/replicated/leader-lease.js';
+import { LeadershipShare } from '../store/replicated/leadership-share.js';
+import { leaderLeaseKey } from '../store/replicated/names.js';
+import { ReplicationLog } from '../store/replicated/replication-log.js';
+import { ensureQueueLog, planQueueLogs, type ReplicationResources, type ReplicationSettings } from '../store/replicated/resources.js';
+import type { Store } from '../store/store.js';
+import type { QueueApplier, QueueHistory } from './queue-history.js';
+import type { QueueBacking } from './queue-registry.js';
+import type { QueueRuntime } from './queue-runtime.js';
+import { ReplicatedHistory } from './replicated-history.js';
+
+export interface ReplicatedQueuesOptions {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  settings: ReplicationSettings;
+  resources: ReplicationResources;
+  /** This replica's id: unique among the replicas (its lease value and presence key). */
+  replicaId: string;
+  log: Logger;
+  /** The queue files in force, for the subjects a new queue's stream must not capture. */
+  files: () => ReadonlyMap<string, QueueFile>;
+  /** The queue's current runtime, for its leadership and its outbox records. */
+  runtime: (queueId: string) => QueueRuntime | undefined;
+}
+
+export class ReplicatedQueues {
+  private readonly stores = new Map<string, MemoryStore>();
+  private readonly outcomeListeners: ((queueIds: ReadonlySet<string>) => void)[] = [];
+  private readonly share: LeadershipShare;
+
+  constructor(private readonly options: ReplicatedQueuesOptions) {
+    const { resources, replicaId, settings, log } = options;
+    this.share = new LeadershipShare(resources.kv, replicaId, settings.leaderLeaseMs, log);
+    this.share.start();
+  }
+
+  /** Each queue's current local copy. */
+  currentStores(): ReadonlyMap<string, Store> {
+    return this.stores;
+  }
+
+  /** A queue's backing each time its runtime starts: a fresh local copy, rebuilt from the log. */
+  backing(queueId: string, file: QueueFile): QueueBacking {
+    const { js, jsm, settings, resources, replicaId, log } = this.options;
+    const store = new MemoryStore();
+    store.onOutcomesCommitted((queueIds) => {
+      for (const listener of this.outcomeListeners) listener(queueIds);
+    });
+    this.stores.set(queueId, store);
+    const [plan] = planQueueLogs(settings, [file]);
+    const replicationLog = new ReplicationLog(js, jsm, plan!.stream, plan!.subjects, log);
+    const lease = new LeaderLease(resources.kv, leaderLeaseKey(queueId), {
+      leaseMs: settings.leaderLeaseMs,
+      replicaId,
+      log,
+      share: this.share,
+    });
+    const provision = async () => {
+      // A queue added by a reload has no stream yet (create mode) or must find it (bind mode).
+      const others = planQueueLogs(
+        settings,
+        [...this.options.files().values()].filter((f) => f.queueId !== queueId),
+      );
+      const info = await ensureQueueLog(jsm, settings, plan!, others);
+      // A stream made again starts its sequences again: its producer is another one.
+      store.adoptProducerId(derivedUuid(`${plan!.stream}@${info.created}`, 0));
+    };
+    return {
+      store,
+      history: (id: string, applier: QueueApplier) =>
+        new ProvisionedHistory(
+          new ReplicatedHistory(applier, { queueId: id, replicaId, log: replicationLog, lease, store, logger: log }),
+          provision,
+          (err, retryInMs) =>
+            log.error({ queue: id, stream: plan!.stream, err, retryInMs }, 'replication stream not usable; the queue waits for it'),
+        ),
+    };
+  }
+
+  /** Where outcome delivery finds each queue's outbox: its local copy, delivered by its leader. */
+  outboxes(): Outboxes {
+    const { runtime } = this.options;
+    const storeOf = (queueId: string): Store => this.stores.get(queueId) ?? EMPTY;
+    const recording = (queueId: string) => {
+      const queue = runtime(queueId);
+      if (!queue) throw new Error(`queue "${queueId}" is not running on this replica`);
+      return queue;
+    };
+    return {
+      of: (queueId): QueueOutbox => ({
+        get store() {
+          return storeOf(queueId);
+        },
+        get delivering() {
+          return runtime(queueId)?.leading ?? false;
+        },
+        advance: (sequence) => recording(queueId).recordOutbox({ type: 'delivery.advance', sequence }),
+        park: (parked) => recording(queueId).recordOutbox({ type: 'delivery.park', parked }),
+        release: () => recording(queueId).recordOutbox({ type: 'delivery.release' }),
+      }),
+      stores: () => this.stores.values(),
+      onOutcomesCommitted: (listener) => {
+        this.outcomeListeners.push(listener);
+      },
+    };
+  }
+
+  async stop(): Promise<void> {
+    await this.share.stop();
+  }
+}
+
+/** Stands in for a queue this replica has no copy of: nothing recorded. */
+const EMPTY = new MemoryStore({ producerId: '' });
+
+const PROVISION_RETRY_FIRST_MS = 500;
+const PROVISION_RETRY_MAX_MS = 15_000;
+
+/**
+ * A replicated history whose stream is made sure of first, when its queue starts; until then (NATS
+ * unreachable, a bind-mode stream not provisioned yet) the queue stays `starting` and answers UNAVAILABLE,
+ * and the attempt is repeated with backoff.
+ */
+class ProvisionedHistory implements QueueHistory {
+  readonly replicated = true;
+  private stopped = false;
+
+  constructor(
+    private readonly inner: QueueHistory,
+    private readonly provision: () => Promise<void>,
+    private readonly failed: (err: unknown, retryInMs: number) => void,
+  ) {}
+
+  get acting(): boolean {
+    return this.inner.acting;
+  }
+
+  async start(): Promise<void> {
+    for (let retryInMs = PROVISION_RETRY_FIRST_MS; ; retryInMs = Math.min(retryInMs * 2, PROVISION_RETRY_MAX_MS)) {
+      try {
+        await this.provision();
+        break;
+      } catch (err) {
+        if (this.stopped) throw err;
+        this.failed(err, retryInMs);
+        await new Promise((resolve) => setTimeout(resolve, retryInMs));
+      }
+    }
+    if (this.stopped) throw new Error('stopped before it started');
+    await this.inner.start();
+  }
+
+  propose: QueueHistory['propose'] = (records) => this.inner.propose(records);
+
+  stop(): Promise<void> {
+    this.stopped = true;
+    return this.inner.stop();
+  }
+}

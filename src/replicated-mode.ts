@@ -1,0 +1,104 @@
+// The replicated mode's start-up (POOL_REPLICATION_BACKEND=broker): connect to the NATS cluster, make sure
+// of the replication resources, and hand the queue registry a backing per queue (replicated-queues.ts).
+// Until NATS answers, the service stays NOT_SERVING and retries; a resource that is missing (bind mode) or
+// does not fit is a start-up error naming it, and the process exits.
+import { jetstream } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import type { QueueFile } from './config/queue-files.js';
+import type { ServiceConfig } from './config/service-config.js';
+import { brokerTarget } from './outcomes/broker/auth.js';
+import { describeError } from './outcomes/broker/broker-error.js';
+import type { Outboxes } from './outcomes/outbox.js';
+import type { QueueBackingFactory } from './queue/queue-registry.js';
+import type { QueueRuntime } from './queue/queue-runtime.js';
+import { ReplicatedQueues } from './queue/replicated-queues.js';
+import { QueueStores } from './store/queue-stores.js';
+import { ReplicationResourceError } from './store/replicated/errors.js';
+import { ensureReplicationResources, replicationSettings, type ReplicationResources } from './store/replicated/resources.js';
+
+export interface ReplicatedMode {
+  /** Every queue's local copy, as one store for the operator routes, /metrics and the outcome stream. */
+  store: QueueStores;
+  backing: QueueBackingFactory;
+  outboxes: Outboxes;
+  stop(): Promise<void>;
+}
+
+const RETRY_FIRST_MS = 500;
+const RETRY_MAX_MS = 5_000;
+/** How long one JetStream API request or append waits for its answer. */
+const REQUEST_TIMEOUT_MS = 5_000;
+
+/**
+ * Connects and makes sure of the resources for the queues of `files`. Retries while NATS is unreachable;
+ * throws a ReplicationResourceError for a resource that is missing or misconfigured.
+ */
+export async function openReplicatedMode(
+  config: ServiceConfig,
+  log: Logger,
+  files: () => ReadonlyMap<string, QueueFile>,
+  runtime: (queueId: string) => QueueRuntime | undefined,
+): Promise<ReplicatedMode> {
+  const nc = await connectUntilReachable(config, log);
+  const settings = replicationSettings(config, REQUEST_TIMEOUT_MS);
+  let resources: ReplicationResources | undefined;
+  for (let retryInMs = RETRY_FIRST_MS; !resources; retryInMs = Math.min(retryInMs * 2, RETRY_MAX_MS)) {
+    try {
+      resources = await ensureReplicationResources(nc, settings, files().values());
+    } catch (err) {
+      // A resource that is missing or does not fit needs an operator: say which, and stop.
+      if (!(err instanceof ReplicationResourceError) || err.kind !== 'jetstream') throw err;
+      log.error({ err: describeError(err), retryInMs }, 'JetStream not ready for the replicated mode; retrying');
+      await new Promise((resolve) => setTimeout(resolve, retryInMs));
+    }
+  }
+  const js = jetstream(nc, { timeout: REQUEST_TIMEOUT_MS });
+  const jsm = await js.jetstreamManager();
+  const queues = new ReplicatedQueues({ js, jsm, settings, resources, replicaId: config.replica_id, log, files, runtime });
+  log.info({ replica: config.replica_id, queues: resources.queues.size }, 'replicated mode: resources ready');
+  return {
+    store: new QueueStores(() => queues.currentStores()),
+    backing: (queueId, file) => queues.backing(queueId, file),
+    outboxes: queues.outboxes(),
+    async stop() {
+      await queues.stop();
+      await nc.drain().catch(() => undefined);
+    },
+  };
+}
+
+async function connectUntilReachable(config: ServiceConfig, log: Logger): Promise<NatsConnection> {
+  const target = brokerTarget(config);
+  for (let retryInMs = RETRY_FIRST_MS; ; retryInMs = Math.min(retryInMs * 2, RETRY_MAX_MS)) {
+    try {
+      const nc = await connect({
+        ...target.auth,
+        servers: target.servers,
+        name: `matchmaker-replica-${config.replica_id}`,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 500,
+        timeout: REQUEST_TIMEOUT_MS,
+        pingInterval: 5_000,
+        maxPingOut: 2,
+      });
+      log.info({ url: target.display, server: nc.getServer() }, 'connected to the NATS cluster of the replicated mode');
+      void watch(nc, log);
+      return nc;
+    } catch (err) {
+      log.error({ url: target.display, err: describeError(err), retryInMs }, 'NATS unreachable: not ready, retrying');
+      await new Promise((resolve) => setTimeout(resolve, retryInMs));
+    }
+  }
+}
+
+async function watch(nc: NatsConnection, log: Logger): Promise<void> {
+  try {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect') log.warn({ server: s.server }, 'replication: NATS disconnected; reconnecting');
+      else if (s.type === 'reconnect') log.info({ server: s.server }, 'replication: NATS reconnected');
+    }
+  } catch {
+    // ends with the connection
+  }
+}

@@ -13,6 +13,9 @@ export interface QueueSummary {
   activeTickets: number;
   resolvedTickets: number;
   backfillRequests: number;
+  /** Whether this process leads the queue: always in the embedded mode; in the replicated mode, the one
+   *  replica that runs its engine and delivers its outcomes. */
+  leading: boolean;
 }
 
 export interface TicketLookup {
@@ -96,5 +99,6 @@ function summaries(opened: OpenedService): QueueSummary[] {
     activeTickets: q.activeTicketCount,
     resolvedTickets: q.resolvedTicketCount,
     backfillRequests: q.backfillRequestCount,
+    leading: q.leading,
   }));
 }

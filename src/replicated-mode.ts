@@ -9,7 +9,7 @@ import type { QueueFile } from './config/queue-files.js';
 import type { ServiceConfig } from './config/service-config.js';
 import { brokerTarget } from './outcomes/broker/auth.js';
 import { describeError } from './outcomes/broker/broker-error.js';
-import type { Outboxes } from './outcomes/outbox.js';
+import type { ConsumerPositions, Outboxes } from './outcomes/outbox.js';
 import type { QueueBackingFactory } from './queue/queue-registry.js';
 import type { QueueRuntime } from './queue/queue-runtime.js';
 import { ReplicatedQueues } from './queue/replicated-queues.js';
@@ -22,6 +22,7 @@ export interface ReplicatedMode {
   store: QueueStores;
   backing: QueueBackingFactory;
   outboxes: Outboxes;
+  consumers: ConsumerPositions;
   stop(): Promise<void>;
 }
 
@@ -61,6 +62,7 @@ export async function openReplicatedMode(
     store: new QueueStores(() => queues.currentStores()),
     backing: (queueId, file) => queues.backing(queueId, file),
     outboxes: queues.outboxes(),
+    consumers: queues.consumers(),
     async stop() {
       await queues.stop();
       await nc.drain().catch(() => undefined);

@@ -11,11 +11,12 @@ import { scanQueueDirectory, watchQueueDirectory, type DirectoryScan, type Queue
 import type { ServiceConfig } from './config/service-config.js';
 import { MatchmakerCore } from './core/matchmaker-core.js';
 import { Operator } from './core/operator.js';
+import type { OpenedService } from './core/service-parts.js';
 import { OutcomeFeed } from './core/outcome-feed.js';
 import { engineVersion } from './engine/native.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { OutcomeDelivery } from './outcomes/delivery.js';
-import { storeOutboxes, type Outboxes } from './outcomes/outbox.js';
+import { storeConsumers, storeOutboxes, type Outboxes } from './outcomes/outbox.js';
 import { openReplicatedMode, type ReplicatedMode } from './replicated-mode.js';
 import { BrokerConnection } from './outcomes/broker/connection.js';
 import { sinkFactory } from './outcomes/sinks/index.js';
@@ -41,7 +42,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   };
   setHealth('NOT_SERVING');
 
-  let opened: { store: Store; registry: QueueRegistry; delivery: OutcomeDelivery } | undefined;
+  let opened: OpenedService | undefined;
   const grpcServer = createGrpcServer(core, health, log);
   const processMetrics = new ProcessMetrics();
   const operator = new Operator(core, () => opened);
@@ -108,7 +109,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     queues.applyScan(scan);
     return delivery.configure(new Map(queues.all().map((q) => [q.queueId, q.config.outcomes])));
   };
-  opened = { store, registry: queues, delivery };
+  opened = { store, registry: queues, delivery, consumers: replicated?.consumers ?? storeConsumers(store) };
   await follow(scanQueueDirectory(config.queue_config_dir));
   const dormant = queues.dormantQueueIds();
   if (dormant.length > 0) log.warn({ queues: dormant }, 'stored tickets of queues with no queue file are kept until the file returns');

@@ -137,6 +137,11 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
       if (closing) throw unavailable('service is shutting down; reconnect with backoff');
       feed.requireOpen();
       query = parseQuery(url);
+      if (feed.offsetsPerQueue && query.exactQueue === undefined) {
+        throw invalidArgument(
+          'in the replicated mode each queue numbers its own outcomes: queue_id must name one queue (open a stream per queue)',
+        );
+      }
     } catch (err) {
       const serviceError = asServiceError(err);
       if (serviceError.code === 'INTERNAL') log.error({ err }, 'outcome stream upgrade failed');
@@ -182,6 +187,8 @@ class StreamConnection {
   /** Bytes of answers (ready, acked, error) queued on the socket and not yet written. */
   private replyBacklog = 0;
   private readonly accepts: (queueId: string) => boolean;
+  /** The queue whose numbering the offsets are, when each queue numbers its own (the replicated mode). */
+  private readonly offsetQueue: string | undefined;
 
   constructor(
     private readonly ws: WebSocket,
@@ -191,6 +198,7 @@ class StreamConnection {
   ) {
     // The sink is looked up at read time, so a hot-reloaded sink change applies to later outcomes.
     this.accepts = (queueId) => query.matches(queueId) && feed.sinkOf(queueId) === 'websocket';
+    this.offsetQueue = feed.offsetsPerQueue ? query.exactQueue : undefined;
     ws.on('pong', () => (this.alive = true));
     ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
     ws.on('error', (err) => this.log.debug({ err }, 'outcome stream socket error'));
@@ -202,17 +210,17 @@ class StreamConnection {
     if (fromOffset !== undefined) {
       this.sent = fromOffset === 0n ? 0n : fromOffset - 1n;
     } else if (consumer !== undefined) {
-      const position = feed.consumerPosition(consumer);
+      const position = feed.consumerPosition(consumer, this.offsetQueue);
       if (position !== undefined) {
         this.sent = position;
       } else {
         // A new durable consumer starts at the newest outcome; recording that position now means a
         // reconnect before its first ack still sees everything recorded since this first connection.
-        this.sent = feed.lastSequence();
-        await feed.advanceConsumer(consumer, this.sent);
+        this.sent = feed.lastSequence(this.offsetQueue);
+        await feed.advanceConsumer(consumer, this.sent, this.offsetQueue);
       }
     } else {
-      this.sent = feed.lastSequence();
+      this.sent = feed.lastSequence(this.offsetQueue);
     }
     if (this.ws.readyState !== WebSocket.OPEN) return;
     this.reply({ type: 'ready', after: String(this.sent), ...(consumer !== undefined ? { consumer } : {}) });
@@ -364,11 +372,11 @@ class StreamConnection {
     if (typeof offset === 'string' && OFFSET_PATTERN.test(offset)) sequence = BigInt(offset);
     else if (typeof offset === 'number' && Number.isSafeInteger(offset) && offset >= 0) sequence = BigInt(offset);
     else return this.fail(invalidArgument('ack offset must be a non-negative integer, written as a decimal string'));
-    const last = this.feed.lastSequence();
+    const last = this.feed.lastSequence(this.offsetQueue);
     if (sequence > last) return this.fail(invalidArgument(`ack offset ${sequence} is beyond the last recorded outcome (${last})`));
     const { consumer } = this.query;
     if (consumer === undefined) return this.reply({ type: 'acked', offset: String(sequence) });
-    this.feed.advanceConsumer(consumer, sequence).then(
+    this.feed.advanceConsumer(consumer, sequence, this.offsetQueue).then(
       (position) => this.reply({ type: 'acked', offset: String(position), consumer }),
       (err: unknown) => {
         this.log.error({ err, consumer }, 'consumer position could not be stored');

@@ -28,9 +28,14 @@ export class OutcomeFeed {
     return this.parts().store.queueOutcomes(queueId, afterSequence, limit);
   }
 
-  /** The highest producer_sequence recorded (0 when none). */
-  lastSequence(): bigint {
-    return this.parts().store.lastSequence();
+  /** The highest producer_sequence recorded (of `queueId` when offsets are per queue; 0 when none). */
+  lastSequence(queueId?: string): bigint {
+    return this.parts().consumers.lastSequence(queueId);
+  }
+
+  /** Whether each queue numbers its own outcomes (the replicated mode): a stream then follows one queue. */
+  get offsetsPerQueue(): boolean {
+    return this.parts().consumers.perQueue;
   }
 
   /** Resolves once everything committed so far is durable: only durable outcomes go out. */
@@ -43,20 +48,20 @@ export class OutcomeFeed {
   }
 
   /** The consumer's position: the stored one or a higher one this process is committing. */
-  consumerPosition(consumer: string): bigint | undefined {
-    const stored = this.parts().store.consumerPosition(consumer);
-    const local = this.positions.get(consumer);
+  consumerPosition(consumer: string, queueId?: string): bigint | undefined {
+    const stored = this.parts().consumers.position(consumer, queueId);
+    const local = this.positions.get(positionKey(consumer, queueId));
     if (stored === undefined) return local;
     return local === undefined || stored > local ? stored : local;
   }
 
   /** Commits the consumer's position if it moves forward; resolves with the position afterwards. */
-  async advanceConsumer(consumer: string, sequence: bigint): Promise<bigint> {
-    const current = this.consumerPosition(consumer);
+  async advanceConsumer(consumer: string, sequence: bigint, queueId?: string): Promise<bigint> {
+    const current = this.consumerPosition(consumer, queueId);
     if (current !== undefined && sequence <= current) return current;
-    this.positions.set(consumer, sequence);
-    await this.parts().store.commit([{ type: 'consumer.advance', consumer, sequence }]);
-    return this.consumerPosition(consumer) ?? sequence;
+    this.positions.set(positionKey(consumer, queueId), sequence);
+    await this.parts().consumers.advance(consumer, sequence, queueId);
+    return this.consumerPosition(consumer, queueId) ?? sequence;
   }
 
   /** Called with the queues of each commit that recorded outcomes; returns the unsubscribe. */
@@ -77,3 +82,6 @@ export class OutcomeFeed {
     return opened;
   }
 }
+
+/** A consumer's key among the positions being committed: per queue when offsets are. */
+const positionKey = (consumer: string, queueId: string | undefined) => (queueId === undefined ? consumer : `${queueId}\u0000${consumer}`);

@@ -3,6 +3,7 @@
 // outcome delivery (src/outcomes/delivery.ts) here, so the operator routes and the outcome stream depend on
 // that much; src/server.ts hands in the real one.
 import type { QueueConfig } from '../config/queue-config.js';
+import type { ConsumerPositions } from '../outcomes/outbox.js';
 import type { QueueRegistry } from '../queue/queue-registry.js';
 import type { Store } from '../store/store.js';
 
@@ -33,4 +34,6 @@ export interface OpenedService {
   store: Store;
   registry: QueueRegistry;
   delivery: OutcomeDeliveryPort;
+  /** Named stream consumers' positions (per queue in the replicated mode). */
+  consumers: ConsumerPositions;
 }

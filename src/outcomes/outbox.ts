@@ -41,3 +41,25 @@ export function storeOutboxes(store: Store): Outboxes {
     onOutcomesCommitted: (listener) => store.onOutcomesCommitted(listener),
   };
 }
+
+/**
+ * Named WebSocket stream consumers' positions. In the embedded mode offsets are the one store's sequence,
+ * across queues; in the replicated mode each queue numbers its own outcomes (`perQueue`), so a stream
+ * follows one queue, and a consumer's position is the queue's: recorded in its log, held by every replica.
+ */
+export interface ConsumerPositions {
+  readonly perQueue: boolean;
+  /** The highest sequence recorded (of `queueId` when offsets are per queue). */
+  lastSequence(queueId: string | undefined): bigint;
+  position(consumer: string, queueId: string | undefined): bigint | undefined;
+  advance(consumer: string, sequence: bigint, queueId: string | undefined): Promise<void>;
+}
+
+export function storeConsumers(store: Store): ConsumerPositions {
+  return {
+    perQueue: false,
+    lastSequence: () => store.lastSequence(),
+    position: (consumer) => store.consumerPosition(consumer),
+    advance: (consumer, sequence) => store.commit([{ type: 'consumer.advance', consumer, sequence }]),
+  };
+}

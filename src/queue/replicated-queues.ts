@@ -7,7 +7,7 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import type { QueueFile } from '../config/queue-files.js';
-import type { Outboxes, QueueOutbox } from '../outcomes/outbox.js';
+import type { ConsumerPositions, Outboxes, QueueOutbox } from '../outcomes/outbox.js';
 import { derivedUuid } from '../outcomes/outcome-factory.js';
 import { MemoryStore } from '../store/memory-store.js';
 import { LeaderLease } from '../store/replicated/leader-lease.js';
@@ -113,6 +113,21 @@ export class ReplicatedQueues {
       stores: () => this.stores.values(),
       onOutcomesCommitted: (listener) => {
         this.outcomeListeners.push(listener);
+      },
+    };
+  }
+
+  /** Stream consumers' positions: per queue, recorded through the queue's log. */
+  consumers(): ConsumerPositions {
+    const storeOf = (queueId: string | undefined): Store => (queueId === undefined ? EMPTY : (this.stores.get(queueId) ?? EMPTY));
+    return {
+      perQueue: true,
+      lastSequence: (queueId) => storeOf(queueId).lastSequence(),
+      position: (consumer, queueId) => storeOf(queueId).consumerPosition(consumer),
+      advance: async (consumer, sequence, queueId) => {
+        const queue = queueId === undefined ? undefined : this.options.runtime(queueId);
+        if (!queue) throw new Error(`queue "${queueId}" is not running on this replica`);
+        await queue.recordOutbox({ type: 'consumer.advance', consumer, sequence });
       },
     };
   }

@@ -1,0 +1,116 @@
+// The WebSocket outcome stream in the replicated mode, with two service processes on one nats-server: every
+// replica holds every queue's outbox, so a stream works on any replica; offsets are the queue's own
+// producer_sequence, so a stream follows one queue; a named consumer's acknowledgement is recorded in the
+// queue's log, so it resumes on another replica.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { uuid } from './support/fixtures.js';
+import { startNatsServer, type TestNatsServer } from './support/nats.js';
+import type { OutcomeJson } from './support/outcomes.js';
+import { duelQueue, pollUntil } from './support/queues.js';
+import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
+import { httpRequest, httpTransport } from './support/transports.js';
+
+type Frame =
+  | { type: 'ready'; after: string; consumer?: string }
+  | { type: 'outcome'; offset: string; outcome: OutcomeJson }
+  | { type: 'acked'; offset: string; consumer?: string }
+  | { type: 'heartbeat' }
+  | { type: 'error'; code: string; message: string };
+
+/** Opens a stream; resolves with its frames once `ready` came (or the refusal's HTTP status). */
+function openStream(service: TestService, query: Record<string, string>): Promise<{ ws: WebSocket; frames: Frame[] } | number> {
+  const ws = new WebSocket(`ws://127.0.0.1:${service.httpPort}/v1/outcomes/stream?${new URLSearchParams(query)}`);
+  const frames: Frame[] = [];
+  return new Promise((resolve, reject) => {
+    ws.on('message', (data) => {
+      frames.push(JSON.parse(String(data)) as Frame);
+      if (frames.length === 1) resolve({ ws, frames });
+    });
+    ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    ws.on('error', reject);
+  });
+}
+
+const outcomesOf = (frames: Frame[]) => frames.filter((f): f is Extract<Frame, { type: 'outcome' }> => f.type === 'outcome');
+
+describe('WebSocket outcome stream, replicated mode', () => {
+  let nats: TestNatsServer;
+  const replicas: TestService[] = [];
+  const queueDir = tempDir('queues');
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    writeQueues(queueDir, { 'ws.duel': duelQueue(50), 'ws.other': duelQueue(50) });
+    for (const id of ['a', 'b']) {
+      replicas.push(
+        await startService({
+          queueDir,
+          env: { POOL_REPLICATION_BACKEND: 'broker', BROKER_URL: nats.url, REPLICA_ID: `ws-${id}`, LEADER_LEASE_MS: '2000' },
+        }),
+      );
+    }
+    for (const r of replicas) {
+      await pollUntil(
+        () => httpRequest(r, 'GET', '/admin/v1/queues'),
+        (res) => (res.body.queues as { state: string }[]).every((q) => q.state === 'running'),
+        20_000,
+      );
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(replicas.map((r) => r.stop()));
+    await nats?.dispose();
+    removeDirs(queueDir, ...replicas.map((r) => r.dataDir));
+  });
+
+  it('refuses a stream over several queues: offsets are per queue', async () => {
+    expect(await openStream(replicas[0]!, { queue_id: 'ws.>' })).toBe(400);
+    expect(await openStream(replicas[0]!, {})).toBe(400);
+  });
+
+  it('streams a queue on every replica, with the same offsets, and resumes a consumer on another replica', async () => {
+    const [a, b] = replicas as [TestService, TestService];
+    const onA = await openStream(a, { queue_id: 'ws.duel', consumer: 'billing' });
+    const onB = await openStream(b, { queue_id: 'ws.duel' });
+    if (typeof onA === 'number' || typeof onB === 'number') throw new Error('stream refused');
+    expect(onA.frames[0]).toMatchObject({ type: 'ready', after: '0', consumer: 'billing' });
+
+    // Four tickets through both replicas: two matches. Outcomes of another queue number on their own.
+    const ids = [uuid(), uuid(), uuid(), uuid()];
+    for (const [i, id] of ids.entries()) {
+      const created = await httpTransport(i % 2 === 0 ? a : b).createTicket({ id, queueId: 'ws.duel' });
+      expect(created.ok).toBe(true);
+      await httpTransport(a).createTicket({ id: uuid(), queueId: 'ws.other' });
+    }
+    await pollUntil(
+      async () => [outcomesOf(onA.frames).length, outcomesOf(onB.frames).length],
+      ([x, y]) => x === 2 && y === 2,
+      15_000,
+    );
+    const offsets = (frames: Frame[]) => outcomesOf(frames).map((f) => [f.offset, f.outcome.id]);
+    expect(offsets(onA.frames)).toEqual(offsets(onB.frames));
+    expect(outcomesOf(onA.frames).map((f) => f.offset)).toEqual(['1', '2']);
+    const matched = outcomesOf(onA.frames).flatMap((f) => f.outcome.matchCreated!.match.tickets.map((t) => t.id));
+    expect(matched.sort()).toEqual([...ids].sort());
+
+    // The first outcome acknowledged on A: a reconnect on B without from_offset starts after it.
+    onA.ws.send(JSON.stringify({ type: 'ack', offset: '1' }));
+    await pollUntil(
+      async () => onA.frames.find((f) => f.type === 'acked'),
+      (f) => f !== undefined,
+    );
+    onA.ws.close();
+    onB.ws.close();
+    const resumed = await openStream(b, { queue_id: 'ws.duel', consumer: 'billing' });
+    if (typeof resumed === 'number') throw new Error('stream refused');
+    expect(resumed.frames[0]).toMatchObject({ type: 'ready', after: '1', consumer: 'billing' });
+    await pollUntil(
+      async () => outcomesOf(resumed.frames).length,
+      (n) => n === 1,
+    );
+    expect(outcomesOf(resumed.frames)[0]!.offset).toBe('2');
+    resumed.ws.close();
+  }, 60_000);
+});

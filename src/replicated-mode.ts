@@ -41,7 +41,8 @@ export async function openReplicatedMode(
   files: () => ReadonlyMap<string, QueueFile>,
   runtime: (queueId: string) => QueueRuntime | undefined,
 ): Promise<ReplicatedMode> {
-  const nc = await connectUntilReachable(config, log);
+  const link = { connected: true };
+  const nc = await connectUntilReachable(config, log, link);
   const settings = replicationSettings(config, REQUEST_TIMEOUT_MS);
   let resources: ReplicationResources | undefined;
   for (let retryInMs = RETRY_FIRST_MS; !resources; retryInMs = Math.min(retryInMs * 2, RETRY_MAX_MS)) {
@@ -56,7 +57,17 @@ export async function openReplicatedMode(
   }
   const js = jetstream(nc, { timeout: REQUEST_TIMEOUT_MS });
   const jsm = await js.jetstreamManager();
-  const queues = new ReplicatedQueues({ js, jsm, settings, resources, replicaId: config.replica_id, log, files, runtime });
+  const queues = new ReplicatedQueues({
+    js,
+    jsm,
+    settings,
+    resources,
+    replicaId: config.replica_id,
+    log,
+    files,
+    runtime,
+    connected: () => link.connected,
+  });
   log.info({ replica: config.replica_id, queues: resources.queues.size }, 'replicated mode: resources ready');
   return {
     store: new QueueStores(() => queues.currentStores()),
@@ -70,7 +81,7 @@ export async function openReplicatedMode(
   };
 }
 
-async function connectUntilReachable(config: ServiceConfig, log: Logger): Promise<NatsConnection> {
+async function connectUntilReachable(config: ServiceConfig, log: Logger, link: { connected: boolean }): Promise<NatsConnection> {
   const target = brokerTarget(config);
   for (let retryInMs = RETRY_FIRST_MS; ; retryInMs = Math.min(retryInMs * 2, RETRY_MAX_MS)) {
     try {
@@ -85,7 +96,7 @@ async function connectUntilReachable(config: ServiceConfig, log: Logger): Promis
         maxPingOut: 2,
       });
       log.info({ url: target.display, server: nc.getServer() }, 'connected to the NATS cluster of the replicated mode');
-      void watch(nc, log);
+      void watch(nc, log, link);
       return nc;
     } catch (err) {
       log.error({ url: target.display, err: describeError(err), retryInMs }, 'NATS unreachable: not ready, retrying');
@@ -94,11 +105,17 @@ async function connectUntilReachable(config: ServiceConfig, log: Logger): Promis
   }
 }
 
-async function watch(nc: NatsConnection, log: Logger): Promise<void> {
+/** Follows the connection: while it is down every replicated queue answers UNAVAILABLE at once. */
+async function watch(nc: NatsConnection, log: Logger, link: { connected: boolean }): Promise<void> {
   try {
     for await (const s of nc.status()) {
-      if (s.type === 'disconnect') log.warn({ server: s.server }, 'replication: NATS disconnected; reconnecting');
-      else if (s.type === 'reconnect') log.info({ server: s.server }, 'replication: NATS reconnected');
+      if (s.type === 'disconnect') {
+        link.connected = false;
+        log.warn({ server: s.server }, 'replication: NATS disconnected; queues unavailable until it reconnects');
+      } else if (s.type === 'reconnect') {
+        link.connected = true;
+        log.info({ server: s.server }, 'replication: NATS reconnected');
+      }
     }
   } catch {
     // ends with the connection

@@ -125,6 +125,12 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
 
   core.serve(queues);
   setHealth('SERVING');
+  // Per queue too (service name `queue/<queue_id>`): a replica catching up with a queue's log, or cut off
+  // from its broker, does not serve that queue.
+  const queueHealth = setInterval(() => {
+    for (const q of queues.all()) health.setStatus(`queue/${q.queueId}`, q.serving ? 'SERVING' : 'NOT_SERVING');
+  }, QUEUE_HEALTH_EVERY_MS);
+  queueHealth.unref();
   log.info(
     {
       grpcPort,
@@ -141,7 +147,9 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   const stop = () =>
     (stopping ??= (async () => {
       const phases = phaseTimer();
+      clearInterval(queueHealth);
       setHealth('NOT_SERVING');
+      for (const q of queues.all()) health.setStatus(`queue/${q.queueId}`, 'NOT_SERVING');
       const drained = core.stopAccepting();
       log.info({ drainMs: config.shutdown_drain_ms }, 'shutting down: new requests get UNAVAILABLE');
       await sleep(config.shutdown_drain_ms);
@@ -169,6 +177,9 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     })());
   return { grpcPort, httpPort, stop };
 }
+
+/** How often each queue's health status is brought up to date. */
+const QUEUE_HEALTH_EVERY_MS = 500;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -82,6 +82,11 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Operati
   const path = url.pathname;
   if (req.method === 'GET' && path === '/livez') return sendJson(res, 200, { status: 'ok' });
   if (req.method === 'GET' && path === '/readyz') {
+    const queueId = url.searchParams.get('queue_id');
+    if (queueId !== null) {
+      const { ready, status } = options.operator.queueReadiness(queueId);
+      return sendJson(res, ready ? 200 : 503, { status });
+    }
     const ready = options.core.state === 'serving';
     return sendJson(res, ready ? 200 : 503, { status: ready ? 'ok' : options.core.state });
   }

@@ -215,6 +215,7 @@ export class MatchmakerCore {
       );
     }
     if (queue.state !== 'running') throw unavailable(`queue ${quote(queueId)} is ${queue.state}; retry with backoff`);
+    if (!queue.serving) throw unavailable(`queue ${quote(queueId)}: its replication log is unreachable; retry with backoff`);
     return queue;
   }
 

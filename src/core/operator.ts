@@ -16,6 +16,8 @@ export interface QueueSummary {
   /** Whether this process leads the queue: always in the embedded mode; in the replicated mode, the one
    *  replica that runs its engine and delivers its outcomes. */
   leading: boolean;
+  /** Whether the queue takes requests now (running, and in the replicated mode its log reachable). */
+  serving: boolean;
 }
 
 export interface TicketLookup {
@@ -46,6 +48,19 @@ export class Operator {
 
   queueSummaries(): QueueSummary[] {
     return summaries(this.serving());
+  }
+
+  /**
+   * Whether one queue takes requests here now, and if not why: the service's state, or the queue's
+   * (`starting` while a replica catches up with its log, `unreachable` while its broker is).
+   */
+  queueReadiness(queueId: string): { ready: boolean; status: string } {
+    const opened = this.opened();
+    if (!opened || this.core.state !== 'serving') return { ready: false, status: this.core.state };
+    const queue = opened.registry.get(queueId);
+    if (!queue) throw notFound(`queue ${quote(queueId)} does not exist`);
+    if (queue.serving) return { ready: true, status: 'ok' };
+    return { ready: false, status: queue.state === 'running' ? 'unreachable' : queue.state };
   }
 
   lookupTicket(queueId: string, ticketId: string): TicketLookup {
@@ -100,5 +115,6 @@ function summaries(opened: OpenedService): QueueSummary[] {
     resolvedTickets: q.resolvedTicketCount,
     backfillRequests: q.backfillRequestCount,
     leading: q.leading,
+    serving: q.serving,
   }));
 }

@@ -22,6 +22,8 @@ export interface QueueHistory {
   readonly replicated: boolean;
   /** Whether this copy of the queue may append a leader's records (ticks, expiry, evictions) now. */
   readonly acting: boolean;
+  /** False while the history cannot take records (the replicated log's broker unreachable); absent: always can. */
+  readonly reachable?: boolean;
   /** Resolves once the copy has caught up with the history and may answer requests. */
   start(): Promise<void>;
   /** Proposes records; answers what each applied once they are durable. */

@@ -87,6 +87,11 @@ export class QueueRuntime {
     return this.configValue;
   }
 
+  /** Whether the queue can take requests now: running, and its history reachable. */
+  get serving(): boolean {
+    return this.state === 'running' && (this.history.reachable ?? true);
+  }
+
   /** Whether this copy of the queue leads it (always, embedded): it ticks, expires, and delivers outcomes. */
   get leading(): boolean {
     return this.history.acting;

@@ -33,6 +33,8 @@ export interface ReplicatedQueuesOptions {
   files: () => ReadonlyMap<string, QueueFile>;
   /** The queue's current runtime, for its leadership and its outbox records. */
   runtime: (queueId: string) => QueueRuntime | undefined;
+  /** Whether the connection to the NATS cluster is up now. */
+  connected: () => boolean;
 }
 
 export class ReplicatedQueues {
@@ -83,6 +85,7 @@ export class ReplicatedQueues {
         new ProvisionedHistory(
           new ReplicatedHistory(applier, { queueId: id, replicaId, log: replicationLog, lease, store, logger: log }),
           provision,
+          this.options.connected,
           (err, retryInMs) =>
             log.error({ queue: id, stream: plan!.stream, err, retryInMs }, 'replication stream not usable; the queue waits for it'),
         ),
@@ -155,11 +158,16 @@ class ProvisionedHistory implements QueueHistory {
   constructor(
     private readonly inner: QueueHistory,
     private readonly provision: () => Promise<void>,
+    private readonly connected: () => boolean,
     private readonly failed: (err: unknown, retryInMs: number) => void,
   ) {}
 
   get acting(): boolean {
     return this.inner.acting;
+  }
+
+  get reachable(): boolean {
+    return this.connected();
   }
 
   async start(): Promise<void> {

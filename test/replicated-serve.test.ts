@@ -1,7 +1,10 @@
-// The WebSocket outcome stream in the replicated mode, with two service processes on one nats-server: every
-// replica holds every queue's outbox, so a stream works on any replica; offsets are the queue's own
-// producer_sequence, so a stream follows one queue; a named consumer's acknowledgement is recorded in the
-// queue's log, so it resumes on another replica.
+// Serving in the replicated mode, with two service processes on one nats-server. Availability: a queue
+// answers UNAVAILABLE (and its health and readiness say so) while the NATS server is gone, and serves again
+// once it is back. The WebSocket outcome stream: every replica holds every queue's outbox, so a stream works
+// on any replica; offsets are the queue's own producer_sequence, so a stream follows one queue; a named
+// consumer's acknowledgement is recorded in the queue's log, so it resumes on another replica.
+import { credentials, makeGenericClientConstructor, type Client } from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { uuid } from './support/fixtures.js';
@@ -34,7 +37,20 @@ function openStream(service: TestService, query: Record<string, string>): Promis
 
 const outcomesOf = (frames: Frame[]) => frames.filter((f): f is Extract<Frame, { type: 'outcome' }> => f.type === 'outcome');
 
-describe('WebSocket outcome stream, replicated mode', () => {
+/** The gRPC health status of `service` on the replica. */
+async function healthOf(replica: TestService, service: string): Promise<string> {
+  const Health = makeGenericClientConstructor(healthService, 'Health');
+  const client = new Health(`127.0.0.1:${replica.grpcPort}`, credentials.createInsecure()) as unknown as Client & {
+    Check(req: unknown, cb: (err: Error | null, r: { status: string }) => void): void;
+  };
+  try {
+    return await new Promise((resolve, reject) => client.Check({ service }, (err, r) => (err ? reject(err) : resolve(r.status))));
+  } finally {
+    client.close();
+  }
+}
+
+describe('replicated mode on one nats-server', () => {
   let nats: TestNatsServer;
   const replicas: TestService[] = [];
   const queueDir = tempDir('queues');
@@ -64,6 +80,40 @@ describe('WebSocket outcome stream, replicated mode', () => {
     await nats?.dispose();
     removeDirs(queueDir, ...replicas.map((r) => r.dataDir));
   });
+
+  it('answers UNAVAILABLE for a queue while NATS is gone, says so in health and readiness, and serves again after', async () => {
+    const [a] = replicas as [TestService];
+    expect(await healthOf(a, 'queue/ws.other')).toBe('SERVING');
+    expect((await fetch(`${a.baseUrl}/readyz?queue_id=ws.other`)).status).toBe(200);
+    expect((await fetch(`${a.baseUrl}/readyz?queue_id=nope`)).status).toBe(404);
+
+    await nats.kill();
+    const down = await pollUntil(
+      () => httpTransport(a).createTicket({ id: uuid(), queueId: 'ws.other' }),
+      (r) => !r.ok,
+      10_000,
+    );
+    expect(down.ok || down.code).toBe('UNAVAILABLE');
+    const ready = await fetch(`${a.baseUrl}/readyz?queue_id=ws.other`);
+    expect([ready.status, await ready.json()]).toEqual([503, { status: 'unreachable' }]);
+    await pollUntil(
+      () => healthOf(a, 'queue/ws.other'),
+      (s) => s === 'NOT_SERVING',
+      5_000,
+    );
+    // The service itself stays up: other answers keep coming.
+    expect((await fetch(`${a.baseUrl}/readyz`)).status).toBe(200);
+
+    await nats.restart();
+    const again = await pollUntil(
+      () => httpTransport(a).createTicket({ id: uuid(), queueId: 'ws.other' }),
+      (r) => r.ok,
+      20_000,
+      200,
+    );
+    expect(again.ok).toBe(true);
+    expect((await fetch(`${a.baseUrl}/readyz?queue_id=ws.other`)).status).toBe(200);
+  }, 60_000);
 
   it('refuses a stream over several queues: offsets are per queue', async () => {
     expect(await openStream(replicas[0]!, { queue_id: 'ws.>' })).toBe(400);

@@ -23,6 +23,8 @@ export interface ReplicatedMode {
   backing: QueueBackingFactory;
   outboxes: Outboxes;
   consumers: ConsumerPositions;
+  /** The queue file's hash on each replica present. */
+  configHashes(queueId: string): Record<string, string | null>;
   stop(): Promise<void>;
 }
 
@@ -74,6 +76,7 @@ export async function openReplicatedMode(
     backing: (queueId, file) => queues.backing(queueId, file),
     outboxes: queues.outboxes(),
     consumers: queues.consumers(),
+    configHashes: (queueId) => queues.configHashes(queueId),
     async stop() {
       await queues.stop();
       await nc.drain().catch(() => undefined);

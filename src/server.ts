@@ -109,7 +109,13 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     queues.applyScan(scan);
     return delivery.configure(new Map(queues.all().map((q) => [q.queueId, q.config.outcomes])));
   };
-  opened = { store, registry: queues, delivery, consumers: replicated?.consumers ?? storeConsumers(store) };
+  opened = {
+    store,
+    registry: queues,
+    delivery,
+    consumers: replicated?.consumers ?? storeConsumers(store),
+    ...(replicated ? { configHashes: replicated.configHashes } : {}),
+  };
   await follow(scanQueueDirectory(config.queue_config_dir));
   const dormant = queues.dormantQueueIds();
   if (dormant.length > 0) log.warn({ queues: dormant }, 'stored tickets of queues with no queue file are kept until the file returns');

@@ -115,6 +115,52 @@ describe('replicated mode on one nats-server', () => {
     expect((await fetch(`${a.baseUrl}/readyz?queue_id=ws.other`)).status).toBe(200);
   }, 60_000);
 
+  it('shows an operator which replicas run another version of a queue file (a rollout)', async () => {
+    const [a] = replicas as [TestService];
+    type Summary = { queueId: string; configHash: string; replicaConfigHashes: Record<string, string | null>; configDiverges: boolean };
+    const summary = async (replica: TestService, queueId: string) =>
+      ((await httpRequest(replica, 'GET', '/admin/v1/queues')).body.queues as Summary[]).find((q) => q.queueId === queueId)!;
+    const same = await pollUntil(
+      () => summary(a, 'ws.other'),
+      (q) => Object.keys(q.replicaConfigHashes).length === 2,
+    );
+    expect(same.configDiverges).toBe(false);
+    expect(Object.values(same.replicaConfigHashes)).toEqual([same.configHash, same.configHash]);
+
+    // A third replica with a newer file of ws.other (another tick interval), and no ws.duel.
+    const newer = tempDir('queues-newer');
+    writeQueues(newer, { 'ws.other': duelQueue(75) });
+    const c = await startService({
+      queueDir: newer,
+      env: { POOL_REPLICATION_BACKEND: 'broker', BROKER_URL: nats.url, REPLICA_ID: 'ws-c', LEADER_LEASE_MS: '2000' },
+    });
+    try {
+      const split = await pollUntil(
+        () => summary(a, 'ws.other'),
+        (q) => q.configDiverges,
+        10_000,
+      );
+      expect(split.replicaConfigHashes['ws-a']).toBe(split.configHash);
+      expect(split.replicaConfigHashes['ws-c']).not.toBe(split.configHash);
+      expect((await summary(c, 'ws.other')).configDiverges).toBe(true);
+      const duel = await pollUntil(
+        () => summary(a, 'ws.duel'),
+        (q) => 'ws-c' in q.replicaConfigHashes,
+      );
+      expect(duel.replicaConfigHashes['ws-c']).toBeNull();
+    } finally {
+      await c.stop();
+      removeDirs(newer, c.dataDir);
+    }
+    // Gone (its presence key deleted on stop): the others agree again.
+    const healed = await pollUntil(
+      () => summary(a, 'ws.other'),
+      (q) => !q.configDiverges,
+      10_000,
+    );
+    expect(Object.keys(healed.replicaConfigHashes).sort()).toEqual(['ws-a', 'ws-b']);
+  }, 60_000);
+
   it('refuses a stream over several queues: offsets are per queue', async () => {
     expect(await openStream(replicas[0]!, { queue_id: 'ws.>' })).toBe(400);
     expect(await openStream(replicas[0]!, {})).toBe(400);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 // The schema of a queue file. Every key has its default here; docs/configuration.md documents them.
 import { z } from 'zod';
 
@@ -180,4 +181,12 @@ export type RulesetConfig = QueueConfig['rulesets'][number];
 /** Renders a zod path the way a YAML user reads it: config.rulesets[0].team_size. */
 export function formatPath(path: readonly (string | number)[]): string {
   return path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+}
+
+/**
+ * A short fingerprint of a queue's configuration as validated (defaults applied), so that operators can
+ * tell whether replicas run the same version of a queue's file.
+ */
+export function configHash(config: QueueConfig): string {
+  return createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 16);
 }

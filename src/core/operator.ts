@@ -4,6 +4,7 @@
 import type { Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import type { Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { failedPrecondition, notFound, quote, unavailable } from '../errors.js';
+import { configHash } from '../config/queue-config.js';
 import type { MatchmakerCore } from './matchmaker-core.js';
 import type { DeliveryStatus, OpenedService } from './service-parts.js';
 
@@ -18,6 +19,12 @@ export interface QueueSummary {
   leading: boolean;
   /** Whether the queue takes requests now (running, and in the replicated mode its log reachable). */
   serving: boolean;
+  /** Fingerprint of the queue's file as this process runs it. */
+  configHash: string;
+  /** The replicated mode: each present replica's fingerprint of the queue's file (null: it has none). */
+  replicaConfigHashes?: Record<string, string | null>;
+  /** The replicated mode: whether the replicas run different versions of the queue's file. */
+  configDiverges?: boolean;
 }
 
 export interface TicketLookup {
@@ -116,5 +123,13 @@ function summaries(opened: OpenedService): QueueSummary[] {
     backfillRequests: q.backfillRequestCount,
     leading: q.leading,
     serving: q.serving,
+    configHash: configHash(q.config),
+    ...clusterView(opened, q.queueId),
   }));
+}
+
+function clusterView(opened: OpenedService, queueId: string): Pick<QueueSummary, 'replicaConfigHashes' | 'configDiverges'> {
+  if (!opened.configHashes) return {};
+  const replicaConfigHashes = opened.configHashes(queueId);
+  return { replicaConfigHashes, configDiverges: new Set(Object.values(replicaConfigHashes)).size > 1 };
 }

@@ -36,4 +36,6 @@ export interface OpenedService {
   delivery: OutcomeDeliveryPort;
   /** Named stream consumers' positions (per queue in the replicated mode). */
   consumers: ConsumerPositions;
+  /** The replicated mode: each present replica's hash of a queue's file (null: it has none). */
+  configHashes?: (queueId: string) => Record<string, string | null>;
 }

@@ -6,6 +6,7 @@
 // the queue's log so that the next leader resumes from it.
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
+import { configHash } from '../config/queue-config.js';
 import type { QueueFile } from '../config/queue-files.js';
 import type { ConsumerPositions, Outboxes, QueueOutbox } from '../outcomes/outbox.js';
 import { derivedUuid } from '../outcomes/outcome-factory.js';
@@ -41,11 +42,49 @@ export class ReplicatedQueues {
   private readonly stores = new Map<string, MemoryStore>();
   private readonly outcomeListeners: ((queueIds: ReadonlySet<string>) => void)[] = [];
   private readonly share: LeadershipShare;
+  private readonly divergenceCheck: NodeJS.Timeout;
+  /** Queues whose files differ between replicas, as last logged. */
+  private readonly diverging = new Set<string>();
 
   constructor(private readonly options: ReplicatedQueuesOptions) {
     const { resources, replicaId, settings, log } = options;
-    this.share = new LeadershipShare(resources.kv, replicaId, settings.leaderLeaseMs, log);
+    // Each replica announces its queue files' hashes with its presence: a rollout's divergence shows.
+    const announce = () => ({
+      queues: Object.fromEntries([...options.files()].map(([queueId, file]) => [queueId, configHash(file.config)])),
+    });
+    this.share = new LeadershipShare(resources.kv, replicaId, settings.leaderLeaseMs, log, announce);
     this.share.start();
+    this.divergenceCheck = setInterval(() => this.reportDivergence(), settings.leaderLeaseMs);
+    this.divergenceCheck.unref();
+  }
+
+  /** Logs when replicas start or stop running different versions of a queue's file. */
+  private reportDivergence(): void {
+    for (const queueId of this.options.files().keys()) {
+      const hashes = this.configHashes(queueId);
+      const diverges = new Set(Object.values(hashes)).size > 1;
+      if (diverges === this.diverging.has(queueId)) continue;
+      if (diverges) {
+        this.diverging.add(queueId);
+        this.options.log.warn({ queue: queueId, hashes }, 'replicas run different versions of the queue file');
+      } else {
+        this.diverging.delete(queueId);
+        this.options.log.info({ queue: queueId }, 'replicas run the same version of the queue file again');
+      }
+    }
+  }
+
+  /**
+   * The hash of the queue's file on each present replica (as last announced; absent where a replica has no
+   * file for the queue): replicas whose hashes differ are mid-rollout, or misconfigured.
+   */
+  configHashes(queueId: string): Record<string, string | null> {
+    const hashes: Record<string, string | null> = {};
+    for (const [replica, state] of this.share.peers) {
+      const queues = (state as { queues?: Record<string, string> } | undefined)?.queues;
+      hashes[replica] = queues?.[queueId] ?? null;
+    }
+    return hashes;
   }
 
   /** Each queue's current local copy. */
@@ -136,6 +175,7 @@ export class ReplicatedQueues {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.divergenceCheck);
     await this.share.stop();
   }
 }

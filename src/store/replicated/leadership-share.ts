@@ -4,7 +4,8 @@
 // the replica is gone) and counts the replicas present. Its fair share is ceil(its queues / replicas). A
 // replica at or over its share does not campaign for more (unless a queue has gone leaderless for a while:
 // liveness first), and one over its share releases one lease at a time, so a replica that joins late gets
-// its share within a few leases.
+// its share within a few leases. The presence key also carries what the replica says about itself (its
+// queue files' hashes), so each replica sees the others' (`peers`).
 import type { KV } from '@nats-io/kv';
 import type { Logger } from 'pino';
 
@@ -31,13 +32,21 @@ export class LeadershipShare implements LeaseShare {
   private nextReleaseAt = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
+  private peerStates = new Map<string, unknown>();
 
   constructor(
     private readonly kv: KV,
     private readonly replicaId: string,
     private readonly leaseMs: number,
     private readonly log: Logger,
+    /** What this replica announces with its presence (JSON-serializable). */
+    private readonly announce: () => unknown = () => undefined,
   ) {}
+
+  /** What each present replica (this one included) announced at the last refresh, by replica id. */
+  get peers(): ReadonlyMap<string, unknown> {
+    return this.peerStates;
+  }
 
   get fairShare(): number {
     return Math.max(1, Math.ceil(this.leases / this.replicas));
@@ -86,10 +95,16 @@ export class LeadershipShare implements LeaseShare {
   private async refresh(): Promise<void> {
     if (this.stopped) return;
     try {
-      await this.kv.put(this.presenceKey, JSON.stringify({ replica: this.replicaId }));
-      let count = 0;
-      for await (const _key of await this.kv.keys('replica.>')) count++;
-      this.replicas = Math.max(1, count);
+      await this.kv.put(this.presenceKey, JSON.stringify({ replica: this.replicaId, state: this.announce() }));
+      const peers = new Map<string, unknown>();
+      for await (const key of await this.kv.keys('replica.>')) {
+        const entry = await this.kv.get(key);
+        if (!entry || entry.length === 0) continue;
+        const value = entry.json<{ replica?: string; state?: unknown }>();
+        peers.set(value.replica ?? key.slice('replica.'.length), value.state);
+      }
+      this.peerStates = peers;
+      this.replicas = Math.max(1, peers.size);
     } catch (err) {
       // Without the count the share stays as it was: leadership still works, it just spreads less well.
       this.log.debug({ replica: this.replicaId, err }, 'replica presence not refreshed');

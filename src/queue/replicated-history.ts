@@ -101,6 +101,11 @@ export class ReplicatedHistory implements QueueHistory {
     return this.restoredSeqValue;
   }
 
+  /** The log position of the last entry applied (or of the checkpoint restored). */
+  get appliedSeq(): number {
+    return this.applied;
+  }
+
   /** How many log entries this replica has read since it started. */
   get entriesRead(): number {
     return this.entriesReadValue;

@@ -12,6 +12,7 @@ import {
   CheckpointEncodeError,
   decodeCheckpoint,
   encodeCheckpoint,
+  encodeCheckpointInSlices,
 } from '../src/queue/checkpoint-codec.js';
 import { QueueState } from '../src/queue/queue-state.js';
 import { snapshotStoreChanges, type QueueSnapshotData } from '../src/queue/queue-snapshot.js';
@@ -166,6 +167,19 @@ describe('the checkpoint codec', () => {
         const checkpoint = await checkpointOf(ops, appliedSeq, term);
         const decoded = decodeCheckpoint(encodeCheckpoint(checkpoint), QUEUE);
         expect(comparable(decoded)).toStrictEqual(comparable(checkpoint));
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('writes in slices exactly what encoding the whole message gives', async () => {
+    await fc.assert(
+      fc.asyncProperty(checkpointArb, fc.integer({ min: 1, max: 4 }), async ({ ops, appliedSeq, term }, slice) => {
+        const checkpoint = await checkpointOf(ops, appliedSeq, term);
+        const sliced = await encodeCheckpointInSlices(checkpoint, slice);
+        expect(sliced).toEqual(encodeCheckpoint(checkpoint));
+        // protobuf-es re-encoding the decoded message whole gives the same bytes.
+        expect(toBinary(QueueCheckpointSchema, fromBinary(QueueCheckpointSchema, sliced))).toEqual(sliced);
       }),
       { numRuns: 100 },
     );

@@ -9,10 +9,15 @@
 // request per match. The outbox (the replica's local store's: store.ts OutboxSnapshot) is checked likewise:
 // outcomes ascending, above the delivery cursor and below the next sequence, each an Outcome of the queue
 // carrying its own sequence, each consumer named once.
-import { create, fromBinary, type Message, toBinary } from '@bufbuild/protobuf';
+import { create, fromBinary, type Message, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
+import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { clip, quote } from '../errors.js';
 import { OutcomeSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { QueueCheckpointSchema, type QueueCheckpoint as WireCheckpoint } from '../gen/matchmaker/replication/v1/checkpoint_pb.js';
+import {
+  QueueCheckpointSchema,
+  QueueStateSnapshotSchema,
+  type QueueCheckpoint as WireCheckpoint,
+} from '../gen/matchmaker/replication/v1/checkpoint_pb.js';
 import type { OutboxSnapshot } from '../store/store.js';
 import type { QueueSnapshotData, SnapshotBackfill, SnapshotResolvedTicket, SnapshotTicket } from './queue-snapshot.js';
 import { copy, known as knownFields, ticketIdOf } from './record-wire.js';
@@ -54,33 +59,92 @@ export class CheckpointEncodeError extends Error {
 
 // ---- encode -----------------------------------------------------------------------------------------------
 
+/** Encodes a checkpoint at once (tests, small queues); encodeCheckpointInSlices gives the same bytes. */
 export function encodeCheckpoint(checkpoint: Checkpoint): Uint8Array {
+  const parts = checkpointParts(checkpoint, Number.POSITIVE_INFINITY);
+  let next = parts.next();
+  while (!next.done) next = parts.next();
+  return next.value;
+}
+
+/**
+ * Encodes a checkpoint a slice of tickets at a time, letting the event loop run between slices: a pool of
+ * a million tickets takes seconds to encode, which must not hold up the log reader or other queues.
+ */
+export async function encodeCheckpointInSlices(checkpoint: Checkpoint, sliceSize = 5_000): Promise<Uint8Array> {
+  const parts = checkpointParts(checkpoint, sliceSize);
+  let next = parts.next();
+  while (!next.done) {
+    await new Promise((resolve) => setImmediate(resolve));
+    next = parts.next();
+  }
+  return next.value;
+}
+
+/**
+ * The checkpoint's bytes, built in parts (pausing after each slice of tickets). A message's encoding is its
+ * fields' encodings in field-number order, and a repeated field's is its elements' one after another, so
+ * the state encoded in pieces and concatenated is byte for byte what encoding it whole gives; the state is
+ * the envelope's last field (15), written after the others with its length.
+ */
+function* checkpointParts(checkpoint: Checkpoint, sliceSize: number): Generator<void, Uint8Array> {
   const { state } = checkpoint;
   const queueId = text(checkpoint.queueId, 'queue_id');
   if (queueId === '') throw new CheckpointEncodeError('queue_id', 'is empty');
+  const envelope = toBinary(
+    QueueCheckpointSchema,
+    create(QueueCheckpointSchema, {
+      queueId,
+      appliedSeq: whole(checkpoint.appliedSeq, 'applied_seq', 0),
+      term: whole(checkpoint.term, 'term', 0),
+      outbox: outboxToWire(checkpoint.outbox),
+    }),
+  );
+  const stateBytes = (init: MessageInitShape<typeof QueueStateSnapshotSchema>) =>
+    toBinary(QueueStateSnapshotSchema, create(QueueStateSnapshotSchema, init));
   const ticket = (t: SnapshotTicket, path: string) => {
     const id = ticketIdOf(t.ticket, (problem) => new CheckpointEncodeError(`${path}.ticket`, problem));
     if (id !== t.ticketId) throw new CheckpointEncodeError(`${path}.ticket`, `holds ticket id ${quote(id)}, not ${quote(t.ticketId)}`);
     return { ticket: t.ticket, position: whole(t.position, `${path}.position`, 1) };
   };
-  const wire = create(QueueCheckpointSchema, {
-    queueId,
-    appliedSeq: whole(checkpoint.appliedSeq, 'applied_seq', 0),
-    term: whole(checkpoint.term, 'term', 0),
-    outbox: outboxToWire(checkpoint.outbox),
-    state: {
+  const parts: Uint8Array[] = [
+    stateBytes({
       nextPosition: whole(state.nextPosition, 'state.next_position', 1),
       nextBackfillVersion: whole(state.nextBackfillVersion, 'state.next_backfill_version', 1),
-      active: state.active.map((t, i) => ticket(t, `state.active[${i}]`)),
-      resolved: state.resolved.map((t, i) => {
-        const p = `state.resolved[${i}]`;
-        return { ...ticket(t, p), matchId: text(t.matchId, `${p}.match_id`), resolvedAtMs: whole(t.resolvedAtMs, `${p}.resolved_at_ms`) };
-      }),
+    }),
+  ];
+  for (let at = 0; at < state.active.length; at += sliceSize) {
+    const slice = state.active.slice(at, at + sliceSize);
+    parts.push(stateBytes({ active: slice.map((t, i) => ticket(t, `state.active[${at + i}]`)) }));
+    yield;
+  }
+  for (let at = 0; at < state.resolved.length; at += sliceSize) {
+    const slice = state.resolved.slice(at, at + sliceSize);
+    const resolved = slice.map((t, i) => {
+      const p = `state.resolved[${at + i}]`;
+      return { ...ticket(t, p), matchId: text(t.matchId, `${p}.match_id`), resolvedAtMs: whole(t.resolvedAtMs, `${p}.resolved_at_ms`) };
+    });
+    parts.push(stateBytes({ resolved }));
+    yield;
+  }
+  parts.push(
+    stateBytes({
       backfills: state.backfills.map((b, i) => ({ request: b.request, version: whole(b.version, `state.backfills[${i}].version`, 1) })),
-    },
-  });
-  return toBinary(QueueCheckpointSchema, wire);
+    }),
+  );
+  const stateLength = parts.reduce((n, part) => n + part.length, 0);
+  const head = new BinaryWriter().raw(envelope).tag(STATE_FIELD, WireType.LengthDelimited).uint32(stateLength).finish();
+  const out = new Uint8Array(head.length + stateLength);
+  out.set(head, 0);
+  let offset = head.length;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
 }
+
+const STATE_FIELD = QueueCheckpointSchema.field.state!.number;
 
 function outboxToWire(outbox: OutboxSnapshot) {
   const seq = (value: bigint, path: string, min = 0n) => {

@@ -64,13 +64,15 @@ async function newQueue(): Promise<QueueLog & { objects: ObjectStore; bucket: st
 }
 
 interface Checkpointing {
-  /** Save a checkpoint after this many entries (the replica takes none without it). */
+  /** Save a checkpoint after this many entries (the replica takes none without it or everyMs)... */
   every?: number;
+  /** ...or this long after the last one. */
+  everyMs?: number;
 }
 
 async function startReplica(name: string, q: QueueLog & { bucket: string }, options: Checkpointing & { restore?: boolean } = {}) {
   const nc = await natsClient(server);
-  const objects = options.restore || options.every ? await new Objm(nc).open(q.bucket) : undefined;
+  const objects = options.restore || options.every || options.everyMs ? await new Objm(nc).open(q.bucket) : undefined;
   const replica = await startReplicaOf({
     name,
     queue: q,
@@ -78,7 +80,7 @@ async function startReplica(name: string, q: QueueLog & { bucket: string }, opti
     nc,
     kv: await new Kvm(nc).open(BUCKET),
     leaseMs: LEASE_MS,
-    checkpoints: objects && { objects, intervalRecords: options.every ?? 1_000_000, intervalMs: 600_000 },
+    checkpoints: objects && { objects, intervalRecords: options.every ?? 1_000_000, intervalMs: options.everyMs ?? 600_000 },
   });
   replicas.push(replica);
   return replica;
@@ -216,6 +218,19 @@ describe('checkpoints of a replicated queue', () => {
     expect(sequences).toEqual(Array.from({ length: Number(last) - 2 }, (_, i) => BigInt(i + 3)));
     expect(outcomesOf(c)).toEqual(outcomesOf(b, 2n));
     expect(stateOf(c)).toEqual(stateOf(b));
+  });
+
+  it('takes a checkpoint after the interval in time when fewer entries came, and none while nothing comes', async () => {
+    const q = await newQueue();
+    const a = await startReplica('a', q, { everyMs: 300 });
+    await until('a leads', () => a.history.acting);
+    await tickets(3, [a]);
+    await until('a checkpoint saved', () => a.history.savedSeq !== undefined);
+    expect(a.history.savedSeq).toBe(a.history.appliedSeq);
+    const first = a.history.savedSeq;
+    // Nothing applied since: no new checkpoint.
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(await checkpointSequences(q.objects, q.queueId)).toEqual([first]);
   });
 
   it('falls back to the older checkpoint when the newest is corrupt', async () => {

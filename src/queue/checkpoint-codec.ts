@@ -10,13 +10,17 @@
 // outcomes ascending, above the delivery cursor and below the next sequence, each an Outcome of the queue
 // carrying its own sequence, each consumer named once.
 import { create, fromBinary, type Message, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
-import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import type { GenMessage } from '@bufbuild/protobuf/codegenv2';
+import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { clip, quote } from '../errors.js';
 import { OutcomeSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import {
+  ActiveTicketSchema,
   QueueCheckpointSchema,
   QueueStateSnapshotSchema,
+  ResolvedTicketSchema,
   type QueueCheckpoint as WireCheckpoint,
+  type QueueStateSnapshot,
 } from '../gen/matchmaker/replication/v1/checkpoint_pb.js';
 import type { OutboxSnapshot } from '../store/store.js';
 import type { QueueSnapshotData, SnapshotBackfill, SnapshotResolvedTicket, SnapshotTicket } from './queue-snapshot.js';
@@ -186,13 +190,94 @@ function text(value: string, path: string): string {
 
 // ---- decode -----------------------------------------------------------------------------------------------
 
-/** Decodes a checkpoint; with `queueId`, also refuses one of another queue. */
+/** Decodes a checkpoint at once; with `queueId`, also refuses one of another queue. */
 export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoint {
+  const parts = checkpointFromParts(bytes, queueId, Number.POSITIVE_INFINITY);
+  let next = parts.next();
+  while (!next.done) next = parts.next();
+  return next.value;
+}
+
+/**
+ * Decodes a checkpoint a slice of tickets at a time, letting the event loop run between slices (a
+ * million tickets take seconds), with the same checks and result as decodeCheckpoint.
+ */
+export async function decodeCheckpointInSlices(bytes: Uint8Array, queueId?: string, sliceSize = 5_000): Promise<Checkpoint> {
+  const parts = checkpointFromParts(bytes, queueId, sliceSize);
+  let next = parts.next();
+  while (!next.done) {
+    await new Promise((resolve) => setImmediate(resolve));
+    next = parts.next();
+  }
+  return next.value;
+}
+
+/** A message's bytes, split: the fields named in `apart` (each occurrence's payload), and all others. */
+interface Split {
+  rest: Uint8Array;
+  apart: Map<number, Uint8Array[]>;
+}
+
+/**
+ * Walks one message's fields without decoding them, setting the length-delimited fields `apart` aside. The
+ * rest is decoded by its schema (unknown fields, presence and types checked as ever), the fields set apart
+ * element by element. Throws on bytes that are not protobuf.
+ */
+function splitFields(bytes: Uint8Array, apart: readonly number[]): Split {
+  const reader = new BinaryReader(bytes);
+  const rest: Uint8Array[] = [];
+  const found = new Map<number, Uint8Array[]>(apart.map((no) => [no, []]));
+  while (reader.pos < reader.len) {
+    const start = reader.pos;
+    const [fieldNo, wireType] = reader.tag();
+    const list = found.get(fieldNo);
+    if (list && wireType === WireType.LengthDelimited) list.push(reader.bytes());
+    else {
+      reader.skip(wireType, fieldNo);
+      rest.push(bytes.subarray(start, reader.pos));
+    }
+  }
+  const restBytes = new Uint8Array(rest.reduce((n, r) => n + r.length, 0));
+  let at = 0;
+  for (const r of rest) {
+    restBytes.set(r, at);
+    at += r.length;
+  }
+  return { rest: restBytes, apart: found };
+}
+
+/** Several occurrences of one embedded message field merge, as their concatenation decodes. */
+function concat(parts: readonly Uint8Array[]): Uint8Array | undefined {
+  if (parts.length <= 1) return parts[0];
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+const ACTIVE_FIELD = QueueStateSnapshotSchema.field.active!.number;
+const RESOLVED_FIELD = QueueStateSnapshotSchema.field.resolved!.number;
+
+/**
+ * The checkpoint, decoded in parts: the envelope and the state's small fields by their schemas, then the
+ * tickets one slice at a time (pausing after each).
+ */
+function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sliceSize: number): Generator<void, Checkpoint> {
+  const notCheckpoint = (err: unknown) =>
+    new CheckpointDecodeError('checkpoint', `is not a QueueCheckpoint (${clip(String((err as Error).message))})`, { cause: err });
   let wire: WireCheckpoint;
+  let stateBytes: Uint8Array | undefined;
+  let split: Split;
   try {
-    wire = fromBinary(QueueCheckpointSchema, bytes);
+    const envelope = splitFields(bytes, [STATE_FIELD]);
+    wire = fromBinary(QueueCheckpointSchema, envelope.rest);
+    stateBytes = concat(envelope.apart.get(STATE_FIELD)!);
+    split = splitFields(stateBytes ?? new Uint8Array(0), [ACTIVE_FIELD, RESOLVED_FIELD]);
   } catch (err) {
-    throw new CheckpointDecodeError('checkpoint', `is not a QueueCheckpoint (${clip(String((err as Error).message))})`, { cause: err });
+    throw notCheckpoint(err);
   }
   known(wire, 'checkpoint');
   const id = present(wire.queueId, 'queue_id');
@@ -202,8 +287,21 @@ export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoin
   const term = num(wire.term, 'term', 0n);
   if (term > appliedSeq) throw new CheckpointDecodeError('term', `${term} is after applied_seq ${appliedSeq}`);
   const outbox = outboxFromWire(present(wire.outbox, 'outbox'), id);
-  const s = present(wire.state, 'state');
+  present(stateBytes, 'state');
+  let s: QueueStateSnapshot;
+  try {
+    s = fromBinary(QueueStateSnapshotSchema, split.rest);
+  } catch (err) {
+    throw notCheckpoint(err);
+  }
   known(s, 'state');
+  const element = <T extends Message>(schema: GenMessage<T>, raw: Uint8Array): T => {
+    try {
+      return fromBinary(schema, raw);
+    } catch (err) {
+      throw notCheckpoint(err);
+    }
+  };
   const nextPosition = num(s.nextPosition, 'state.next_position', 1n);
   const nextBackfillVersion = num(s.nextBackfillVersion, 'state.next_backfill_version', 1n);
 
@@ -211,7 +309,9 @@ export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoin
   const positions = new Set<number>();
   const ticket = (t: { ticket?: Uint8Array; position?: bigint } & Message, path: string): SnapshotTicket => {
     known(t, path);
-    const bytes = copy(present(t.ticket, `${path}.ticket`));
+    // A view, not a copy: a million small copies cost more than the whole decode, and the restored tickets
+    // keep the checkpoint's buffer alive only until the last of them leaves the queue.
+    const bytes = present(t.ticket, `${path}.ticket`);
     const ticketId = ticketIdOf(bytes, (problem, cause) => new CheckpointDecodeError(`${path}.ticket`, problem, { cause }));
     const position = num(t.position, `${path}.position`, 1n);
     if (position >= nextPosition)
@@ -224,20 +324,25 @@ export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoin
   };
 
   let last = 0;
-  const active = s.active.map((t, i) => {
-    const at = ticket(t, `state.active[${i}]`);
+  const active: SnapshotTicket[] = [];
+  for (const [i, raw] of split.apart.get(ACTIVE_FIELD)!.entries()) {
+    const at = ticket(element(ActiveTicketSchema, raw), `state.active[${i}]`);
     if (at.position < last) throw new CheckpointDecodeError(`state.active[${i}].position`, `${at.position} is out of arrival order`);
     last = at.position;
-    return at;
-  });
-  const resolved = s.resolved.map((t, i): SnapshotResolvedTicket => {
+    active.push(at);
+    if ((i + 1) % sliceSize === 0) yield;
+  }
+  const resolved: SnapshotResolvedTicket[] = [];
+  for (const [i, raw] of split.apart.get(RESOLVED_FIELD)!.entries()) {
     const p = `state.resolved[${i}]`;
-    return {
+    const t = element(ResolvedTicketSchema, raw);
+    resolved.push({
       ...ticket(t, p),
       matchId: present(t.matchId, `${p}.match_id`),
       resolvedAtMs: num(t.resolvedAtMs, `${p}.resolved_at_ms`),
-    };
-  });
+    });
+    if ((i + 1) % sliceSize === 0) yield;
+  }
   const backfillIds = new Set<string>();
   const matches = new Set<string>();
   const backfills = s.backfills.map((b, i): SnapshotBackfill => {

@@ -6,7 +6,7 @@ import type { ObjectStore } from '@nats-io/obj';
 import type { Logger } from 'pino';
 import { checkpointSequences, latestDecodedCheckpoint, pruneCheckpoints, saveCheckpoint } from '../store/replicated/checkpoints.js';
 import type { ReplicationLog } from '../store/replicated/replication-log.js';
-import { type Checkpoint, CheckpointDecodeError, decodeCheckpoint, encodeCheckpointInSlices } from './checkpoint-codec.js';
+import { type Checkpoint, CheckpointDecodeError, decodeCheckpointInSlices, encodeCheckpointInSlices } from './checkpoint-codec.js';
 
 /** How many checkpoints of a queue are kept. */
 const KEEP = 2;
@@ -21,8 +21,9 @@ export class QueueCheckpoints {
 
   /** The newest checkpoint that verifies and decodes (an older one when the newest does not), if any. */
   async latest(): Promise<Checkpoint | undefined> {
-    const found = await latestDecodedCheckpoint(this.objects, this.queueId, this.logger, (bytes, seq) => {
-      const checkpoint = decodeCheckpoint(bytes, this.queueId);
+    const found = await latestDecodedCheckpoint(this.objects, this.queueId, this.logger, async (bytes, seq) => {
+      // In slices: other queues, requests and probes are served while a large one decodes.
+      const checkpoint = await decodeCheckpointInSlices(bytes, this.queueId);
       if (checkpoint.appliedSeq !== seq) throw new CheckpointDecodeError('applied_seq', `is ${checkpoint.appliedSeq}, not ${seq} as named`);
       return checkpoint;
     });

@@ -54,7 +54,7 @@ export async function latestDecodedCheckpoint<T>(
   os: ObjectStore,
   queueId: string,
   log: Logger,
-  decode: (bytes: Uint8Array, seq: number) => T,
+  decode: (bytes: Uint8Array, seq: number) => T | Promise<T>,
 ): Promise<{ seq: number; bytes: Uint8Array; decoded: T } | undefined> {
   for (const { info, seq } of await checkpointsOf(os, queueId)) {
     const skip = (problem: string, err?: unknown) =>
@@ -79,7 +79,7 @@ export async function latestDecodedCheckpoint<T>(
       continue;
     }
     try {
-      return { seq, bytes, decoded: decode(bytes, seq) };
+      return { seq, bytes, decoded: await decode(bytes, seq) };
     } catch (err) {
       skip('it cannot be decoded', err);
     }

@@ -6,13 +6,15 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { party, uuid } from './support/fixtures.js';
 import { startNatsCluster, type TestNatsCluster } from './support/nats-cluster.js';
-import { duelQueue } from './support/queues.js';
+import { adminTicket, duelQueue, pollUntil } from './support/queues.js';
 import { OutcomeLog, sleep, startServiceCluster, type ServiceCluster, type StreamedOutcome } from './support/service-cluster.js';
 import type { Result, Transport } from './support/transports.js';
 
 const LEASE_MS = 2000;
 /** A 1v1 queue ticking every 50 ms, outcomes to the broker. */
 const DUEL = duelQueue(50, { outcomes: { sink: 'broker' } });
+/** A 1v1 queue ticking every 200 ms: a cancel sent within a tick of the create may come before the match. */
+const SLOW_DUEL = duelQueue(200, { outcomes: { sink: 'broker' } });
 
 interface Group {
   nats: TestNatsCluster;
@@ -133,8 +135,22 @@ function expectGapFree(outcomes: readonly StreamedOutcome[], queueId: string): v
   expect(mine.map((o) => Number(o.outcome.producerSequence))).toEqual(mine.map((_, i) => i + 1));
 }
 
+/** Each queue's counts on replica `i` (state, active, resolved, backfill requests), by queue id. */
+async function counts(cluster: ServiceCluster, i: number) {
+  const summaries = await cluster.summaries(i);
+  return summaries
+    .map(({ queueId, state, activeTickets, resolvedTickets, backfillRequests }) => ({
+      queueId,
+      state,
+      activeTickets,
+      resolvedTickets,
+      backfillRequests,
+    }))
+    .sort((a, b) => a.queueId.localeCompare(b.queueId));
+}
+
 describe('three replicas under concurrent load', () => {
-  const group = useGroup({ 'eu.duel': DUEL });
+  const group = useGroup({ 'eu.duel': DUEL, 'eu.race': SLOW_DUEL });
 
   it('matches tickets created on every replica over both transports exactly once, delivered with gap-free numbering', async () => {
     const g = group.g;
@@ -150,13 +166,81 @@ describe('three replicas under concurrent load', () => {
     expectGapFree(unique, 'eu.duel');
     // Every replica applied the same log: all 600 resolved, none active; every match delivered.
     for (const i of [0, 1, 2]) {
-      const [q] = await g.cluster.summaries(i);
+      const q = (await g.cluster.summaries(i)).find((s) => s.queueId === 'eu.duel');
       expect(q).toMatchObject({ queueId: 'eu.duel', state: 'running', activeTickets: 0, resolvedTickets: 600 });
     }
     const leader = await g.cluster.leaderOf('eu.duel');
     expect(leader).toBeDefined();
-    const [delivery] = await g.cluster.deliveries(leader!);
+    const delivery = (await g.cluster.deliveries(leader!)).find((d) => d.queueId === 'eu.duel');
     expect(delivery).toMatchObject({ queueId: 'eu.duel', deliveredThrough: '300', lastRecorded: '300' });
     console.log(`600 tickets created in ${created} ms`);
   }, 60_000);
+
+  it('answers a CancelTicket racing the match of its ticket through another replica either OK (no match holds it) or FAILED_PRECONDITION (a match does)', async () => {
+    const g = group.g;
+    const pool = clients(g.cluster);
+    const PAIRS = 60;
+    const cancels = await Promise.all(
+      Array.from({ length: PAIRS }, async (_, i) => {
+        const [ticket, partner] = [uuid(), uuid()];
+        // The ticket and its would-be partner through two replicas, the cancel through the third up to a tick
+        // (200 ms) later: sometimes the leader matches first, sometimes the cancel is applied first.
+        await sleep((i * 7) % 200);
+        const created = await Promise.all([
+          pool[i % 3]![i % 2]!.createTicket({ id: ticket, queueId: 'eu.race', engineInput: party(1) }),
+          pool[(i + 1) % 3]![(i + 1) % 2]!.createTicket({ id: partner, queueId: 'eu.race', engineInput: party(1) }),
+        ]);
+        expect(created.map((c) => c.ok)).toEqual([true, true]);
+        await sleep((i * 37) % 250);
+        const cancel = await pool[(i + 2) % 3]![i % 2]!.cancelTicket('eu.race', ticket);
+        return { ticket, partner, cancel };
+      }),
+    );
+    // Partners whose ticket was cancelled wait for another: the remaining active ones match among themselves,
+    // at most one left over.
+    const cancelled = cancels.filter((c) => c.cancel.ok);
+    const unique = await g.outcomes.until((u) => {
+      const inMatch = new Set(matchesOf(u, 'eu.race').flatMap((m) => m.tickets));
+      return cancels.every((c) => c.cancel.ok || inMatch.has(c.ticket)) && cancels.filter((c) => !inMatch.has(c.partner)).length <= 1;
+    });
+    const inMatch = matchedTickets(unique, 'eu.race');
+    for (const { ticket, cancel } of cancels) {
+      if (cancel.ok) expect(inMatch.has(ticket), `cancelled ticket ${ticket} in match ${inMatch.get(ticket)}`).toBe(false);
+      else {
+        expect(cancel.code, cancel.message).toBe('FAILED_PRECONDITION');
+        expect(inMatch.has(ticket), `ticket ${ticket}: cancel refused, yet in no match`).toBe(true);
+      }
+    }
+    // The race went both ways (the delays spread the cancels over the ticks).
+    expect(cancelled.length).toBeGreaterThan(0);
+    expect(cancelled.length).toBeLessThan(PAIRS);
+    expectGapFree(unique, 'eu.race');
+    console.log(`cancel race: ${cancelled.length} of ${PAIRS} cancelled first`);
+  }, 30_000);
+
+  it('a replica restarted (kill -9) catches up and reports the same counts as the others', async () => {
+    const g = group.g;
+    const leader = await g.cluster.leaderOf('eu.duel');
+    expect(leader).toBeDefined();
+    const follower = (leader! + 1) % 3;
+    await g.cluster.kill(follower);
+    // Tickets while it is gone: an odd number, so one stays active.
+    const { acked } = await createMany(g.cluster, 'eu.duel', 41);
+    expect(acked).toHaveLength(41);
+    await g.cluster.start(follower);
+    await g.cluster.untilRunning();
+    const all = await pollUntil(
+      () => Promise.all([0, 1, 2].map((i) => counts(g.cluster, i))),
+      (c) => c.every((x) => JSON.stringify(x) === JSON.stringify(c[0])),
+    );
+    expect(all[leader!]!.find((q) => q.queueId === 'eu.duel')!.activeTickets).toBe(1);
+    expect(all[follower]).toEqual(all[leader!]);
+    expect(all[(follower + 1) % 3]).toEqual(all[leader!]);
+    // The restarted replica knows what happened while it was gone: the new tickets, each resolved or active.
+    const states = await Promise.all(
+      acked.map(async (id) => (await adminTicket(g.cluster.replicas[follower]!.service!, 'eu.duel', id)).body.state),
+    );
+    expect(states.filter((s) => s === 'resolved').length).toBeGreaterThanOrEqual(40);
+    expect(states.every((s) => s === 'resolved' || s === 'active')).toBe(true);
+  }, 30_000);
 });

@@ -8,7 +8,7 @@ import { party, uuid } from './support/fixtures.js';
 import { startNatsCluster, type TestNatsCluster } from './support/nats-cluster.js';
 import { adminTicket, duelQueue, pollUntil } from './support/queues.js';
 import { OutcomeLog, sleep, startServiceCluster, type ServiceCluster, type StreamedOutcome } from './support/service-cluster.js';
-import type { Result, Transport } from './support/transports.js';
+import { ClusterClients, TicketLoad } from './support/ticket-load.js';
 
 const LEASE_MS = 2000;
 /** A 1v1 queue ticking every 50 ms, outcomes to the broker. */
@@ -19,6 +19,7 @@ const SLOW_DUEL = duelQueue(200, { outcomes: { sink: 'broker' } });
 interface Group {
   nats: TestNatsCluster;
   cluster: ServiceCluster;
+  clients: ClusterClients;
   nc: NatsConnection;
   outcomes: OutcomeLog;
 }
@@ -31,7 +32,7 @@ function useGroup(queues: Record<string, string>): { readonly g: Group } {
     try {
       const cluster = await startServiceCluster({ nats, queues, leaseMs: LEASE_MS });
       const nc = await connect({ servers: [...nats.servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
-      group = { nats, cluster, nc, outcomes: new OutcomeLog(nc, cluster.outcomeStream) };
+      group = { nats, cluster, clients: new ClusterClients(cluster), nc, outcomes: new OutcomeLog(nc, cluster.outcomeStream) };
       await cluster.untilRunning();
     } catch (err) {
       await group?.cluster.dispose();
@@ -41,6 +42,7 @@ function useGroup(queues: Record<string, string>): { readonly g: Group } {
   }, 60_000);
   afterAll(async () => {
     if (!group) return;
+    group.clients.close();
     await group.nc.close();
     await group.cluster.dispose();
     await group.nats.dispose();
@@ -51,61 +53,6 @@ function useGroup(queues: Record<string, string>): { readonly g: Group } {
       return group;
     },
   };
-}
-
-/** Every transport to every running replica: the clients a load balancer would spread requests over. */
-function clients(cluster: ServiceCluster): Transport[][] {
-  return cluster.replicas.map((r) => (r.running ? [r.grpc(), r.http()] : []));
-}
-
-/**
- * CreateTicket as a real client does it: on UNAVAILABLE (or a connection that fails) it waits, backing off,
- * and retries the same ticket id on the next replica. Resolves whether the create was acknowledged.
- */
-async function createTicket(
-  cluster: ServiceCluster,
-  pool: Transport[][],
-  ticket: { id: string; queueId: string },
-  start: number,
-  deadline: number,
-): Promise<boolean> {
-  for (let attempt = 0, backoff = 50; ; attempt++, backoff = Math.min(backoff * 2, 1000)) {
-    const replica = (start + attempt) % pool.length;
-    const transports = pool[replica]!;
-    let result: Result<unknown> | undefined;
-    if (cluster.replicas[replica]!.running && transports.length > 0) {
-      const t = transports[(start + attempt) % transports.length]!;
-      result = await t.createTicket({ ...ticket, engineInput: party(1) }).catch(() => undefined);
-    }
-    if (result?.ok) return true;
-    if (result && result.code !== 'UNAVAILABLE') throw new Error(`CreateTicket ${ticket.id}: ${result.code} ${result.message}`);
-    if (Date.now() + backoff >= deadline) return false;
-    await sleep(backoff);
-  }
-}
-
-/** Creates `count` tickets, `concurrency` at a time, spread over the replicas; answers the acknowledged ids. */
-async function createMany(
-  cluster: ServiceCluster,
-  queueId: string,
-  count: number,
-  options: { concurrency?: number; timeoutMs?: number; paceMs?: number } = {},
-): Promise<{ acked: string[]; unacked: string[] }> {
-  const pool = clients(cluster);
-  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-  const acked: string[] = [];
-  const unacked: string[] = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < count) {
-      const i = next++;
-      const id = uuid();
-      ((await createTicket(cluster, pool, { id, queueId }, i, deadline)) ? acked : unacked).push(id);
-      if (options.paceMs) await sleep(options.paceMs);
-    }
-  };
-  await Promise.all(Array.from({ length: options.concurrency ?? 24 }, worker));
-  return { acked, unacked };
 }
 
 const matchesOf = (outcomes: readonly StreamedOutcome[], queueId: string) =>
@@ -155,8 +102,9 @@ describe('three replicas under concurrent load', () => {
   it('matches tickets created on every replica over both transports exactly once, delivered with gap-free numbering', async () => {
     const g = group.g;
     const started = Date.now();
-    const { acked, unacked } = await createMany(g.cluster, 'eu.duel', 600);
-    expect(unacked).toEqual([]);
+    const load = await new TicketLoad(g.clients, 'eu.duel', { count: 600, retryForMs: 0 }).done();
+    expect(load.unacked).toEqual([]);
+    const acked = load.acked.map((a) => a.id);
     const created = Date.now() - started;
 
     const unique = await g.outcomes.until((u) => matchesOf(u, 'eu.duel').length >= 300);
@@ -178,7 +126,6 @@ describe('three replicas under concurrent load', () => {
 
   it('answers a CancelTicket racing the match of its ticket through another replica either OK (no match holds it) or FAILED_PRECONDITION (a match does)', async () => {
     const g = group.g;
-    const pool = clients(g.cluster);
     const PAIRS = 60;
     const cancels = await Promise.all(
       Array.from({ length: PAIRS }, async (_, i) => {
@@ -187,12 +134,12 @@ describe('three replicas under concurrent load', () => {
         // (200 ms) later: sometimes the leader matches first, sometimes the cancel is applied first.
         await sleep((i * 7) % 200);
         const created = await Promise.all([
-          pool[i % 3]![i % 2]!.createTicket({ id: ticket, queueId: 'eu.race', engineInput: party(1) }),
-          pool[(i + 1) % 3]![(i + 1) % 2]!.createTicket({ id: partner, queueId: 'eu.race', engineInput: party(1) }),
+          g.clients.of(i % 3)[i % 2]!.createTicket({ id: ticket, queueId: 'eu.race', engineInput: party(1) }),
+          g.clients.of((i + 1) % 3)[(i + 1) % 2]!.createTicket({ id: partner, queueId: 'eu.race', engineInput: party(1) }),
         ]);
         expect(created.map((c) => c.ok)).toEqual([true, true]);
         await sleep((i * 37) % 250);
-        const cancel = await pool[(i + 2) % 3]![i % 2]!.cancelTicket('eu.race', ticket);
+        const cancel = await g.clients.of((i + 2) % 3)[i % 2]!.cancelTicket('eu.race', ticket);
         return { ticket, partner, cancel };
       }),
     );
@@ -225,7 +172,8 @@ describe('three replicas under concurrent load', () => {
     const follower = (leader! + 1) % 3;
     await g.cluster.kill(follower);
     // Tickets while it is gone: an odd number, so one stays active.
-    const { acked } = await createMany(g.cluster, 'eu.duel', 41);
+    const load = await new TicketLoad(g.clients, 'eu.duel', { count: 41, retryForMs: 0 }).done();
+    const acked = load.acked.map((a) => a.id);
     expect(acked).toHaveLength(41);
     await g.cluster.start(follower);
     await g.cluster.untilRunning();
@@ -243,4 +191,164 @@ describe('three replicas under concurrent load', () => {
     expect(states.filter((s) => s === 'resolved').length).toBeGreaterThanOrEqual(40);
     expect(states.every((s) => s === 'resolved' || s === 'active')).toBe(true);
   }, 30_000);
+});
+
+const timestampMs = (o: StreamedOutcome) => Number(o.outcome.occurredAt!.seconds) * 1000 + o.outcome.occurredAt!.nanos / 1e6;
+
+/** Ticket id -> the tickets.expired outcome id holding it; fails the test if one is in two such outcomes. */
+function expiredTickets(outcomes: readonly StreamedOutcome[], queueId: string): Map<string, string> {
+  const expired = new Map<string, string>();
+  for (const o of outcomes) {
+    if (o.outcome.queueId !== queueId || o.outcome.payload.case !== 'ticketsExpired') continue;
+    for (const id of o.outcome.payload.value.ticketIds) {
+      expect(expired.get(id), `ticket ${id} expired by ${expired.get(id)} and ${o.outcome.id}`).toBeUndefined();
+      expired.set(id, o.outcome.id);
+    }
+  }
+  return expired;
+}
+
+/**
+ * Once the load stopped and the queue settled: every acknowledged ticket is in one match or still active on
+ * every running replica (none lost), and the running replicas hold the same counts.
+ */
+async function expectNoTicketLost(g: Group, queueId: string, acked: readonly string[]): Promise<void> {
+  const running = [0, 1, 2].filter((i) => g.cluster.replicas[i]!.running);
+  // Settled: every replica holds the same counts, and the stream holds every match they resolved.
+  const settled = await pollUntil(
+    async () => {
+      const all = await Promise.all(running.map((i) => counts(g.cluster, i)));
+      const unique = await g.outcomes.sync().catch(() => g.outcomes.unique);
+      return { all, matched: matchesOf(unique, queueId).length * 2 };
+    },
+    // In a 1v1 queue of like tickets, any two active ones match at the next tick: at most one stays active.
+    ({ all, matched }) =>
+      all.every((c) => JSON.stringify(c) === JSON.stringify(all[0])) &&
+      all[0]!.find((q) => q.queueId === queueId)!.activeTickets <= 1 &&
+      all[0]!.find((q) => q.queueId === queueId)!.resolvedTickets === matched,
+    20_000,
+    200,
+  );
+  for (const c of settled.all) expect(c).toEqual(settled.all[0]);
+  const inMatch = matchedTickets(g.outcomes.unique, queueId);
+  const unmatched = acked.filter((id) => !inMatch.has(id));
+  expect(settled.all[0]!.find((q) => q.queueId === queueId)).toMatchObject({ resolvedTickets: settled.matched });
+  expect(settled.all[0]!.find((q) => q.queueId === queueId)!.activeTickets).toBeLessThanOrEqual(1);
+  for (const i of running) {
+    const states = await Promise.all(
+      unmatched.map(async (id) => `${id}: ${(await adminTicket(g.cluster.replicas[i]!.service!, queueId, id)).body.state ?? 'unknown'}`),
+    );
+    expect(states).toEqual(unmatched.map((id) => `${id}: active`));
+  }
+}
+
+describe('leader failures under load (kill -9, SIGSTOP past the lease)', () => {
+  /** A queue whose one-player tickets never match (teams of 50) and expire after a second. */
+  const EXPIRING = duelQueue(50, { ruleset: { team_size: 50 }, config: { ticket_ttl_secs: 1 }, outcomes: { sink: 'broker' } });
+  const group = useGroup({ 'eu.duel': DUEL, 'eu.expiring': EXPIRING });
+  /** A leader that vanished is replaced (the lease ages out: LEASE_MS), and the new one has matched and
+   *  delivered within this long of the kill. */
+  const FAILOVER_BOUND_MS = LEASE_MS + 5000;
+
+  it('kill -9 of the leader, three times while tickets are created: none lost, none in two matches, none expired twice, a new leader matches within the bound', async () => {
+    const g = group.g;
+    const load = new TicketLoad(g.clients, 'eu.duel', {
+      queueOf: (n) => (n % 5 === 4 ? 'eu.expiring' : 'eu.duel'),
+      concurrency: 4,
+      paceMs: 20,
+    });
+    const failovers: number[] = [];
+    try {
+      for (let round = 0; round < 3; round++) {
+        await sleep(500);
+        const leader = await g.cluster.leaderOf('eu.duel');
+        expect(leader, `round ${round}: a leader`).toBeDefined();
+        const survivors = [0, 1, 2].filter((i) => i !== leader);
+        await g.cluster.kill(leader!);
+        const killedAt = Date.now();
+        const next = await g.cluster.leaderOf('eu.duel', { among: survivors, timeoutMs: FAILOVER_BOUND_MS });
+        expect(next, `round ${round}: a new leader among ${survivors}`).toBeDefined();
+        // Matched again: a match made after the kill, read back from the outcome stream.
+        const after = await g.outcomes.until(
+          (u) => matchesOf(u, 'eu.duel').length > 0 && u.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > killedAt),
+          Math.max(0, killedAt + FAILOVER_BOUND_MS - Date.now()),
+        );
+        const firstMatch = after.find((o) => o.outcome.kind === 'match.created' && timestampMs(o) > killedAt);
+        expect(firstMatch, `round ${round}: a match after the kill`).toBeDefined();
+        failovers.push(Date.now() - killedAt);
+        expect(failovers.at(-1)!).toBeLessThan(FAILOVER_BOUND_MS);
+        await g.cluster.start(leader!);
+        await g.cluster.untilRunning();
+      }
+    } finally {
+      await load.stop();
+    }
+    console.log(`failovers (kill to a new match read back): ${failovers.join(', ')} ms; unacked ${load.unacked.length}`);
+    await expectNoTicketLost(
+      g,
+      'eu.duel',
+      load.ackedIn('eu.duel').map((a) => a.id),
+    );
+    // Expiry: every acknowledged ticket of the expiring queue expires (a second after its creation), in one
+    // tickets.expired outcome only, however often a leader delivered it.
+    const expiring = load.ackedIn('eu.expiring').map((a) => a.id);
+    expect(expiring.length).toBeGreaterThan(20);
+    const unique = await g.outcomes.until((u) => {
+      const expired = new Set(u.flatMap((o) => (o.outcome.payload.case === 'ticketsExpired' ? o.outcome.payload.value.ticketIds : [])));
+      return expiring.every((id) => expired.has(id));
+    }, 10_000);
+    const expired = expiredTickets(unique, 'eu.expiring');
+    expect(expiring.filter((id) => !expired.has(id))).toEqual([]);
+    expect(matchesOf(unique, 'eu.expiring')).toEqual([]);
+    expectGapFree(unique, 'eu.duel');
+    expectGapFree(unique, 'eu.expiring');
+    console.log(`outcome stream: ${g.outcomes.all.length} messages, ${unique.length} outcomes`);
+  }, 60_000);
+
+  it('SIGSTOP of the leader past its lease: another replica leads and matches meanwhile; after SIGCONT nothing the old leader appends takes effect', async () => {
+    const g = group.g;
+    const paused = new Set<number>();
+    const load = new TicketLoad(g.clients, 'eu.duel', { concurrency: 4, paceMs: 20, skip: paused });
+    let old: number | undefined;
+    try {
+      await sleep(500);
+      old = await g.cluster.leaderOf('eu.duel');
+      expect(old).toBeDefined();
+      const process = g.cluster.replicas[old!]!.service!.process;
+      paused.add(old!);
+      process.kill('SIGSTOP');
+      const stoppedAt = Date.now();
+      const others = [0, 1, 2].filter((i) => i !== old);
+      const next = await g.cluster.leaderOf('eu.duel', { among: others, timeoutMs: FAILOVER_BOUND_MS });
+      expect(next).toBeDefined();
+      const unique = await g.outcomes.until(
+        (u) => u.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > stoppedAt),
+        Math.max(0, stoppedAt + FAILOVER_BOUND_MS - Date.now()),
+      );
+      expect(unique.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > stoppedAt)).toBe(true);
+      // Well past its lease (and a second of matches by the new leader), the old leader wakes up with the
+      // pool it last saw and its timers overdue: whatever it proposes or delivers now is from an old term.
+      await sleep(Math.max(0, stoppedAt + LEASE_MS + 1500 - Date.now()));
+      process.kill('SIGCONT');
+      paused.delete(old!);
+      // It finds out by its own clock that its lease is gone, and stops acting as the leader.
+      await g.cluster.replicas[old!]!.service!.waitForLog(
+        (l) => l.msg === 'leader lease expired unrenewed: no longer acting as leader',
+        5000,
+      );
+      await sleep(1000);
+    } finally {
+      if (old !== undefined && paused.has(old)) g.cluster.replicas[old]!.service?.process.kill('SIGCONT');
+      await load.stop();
+    }
+    expect(load.unacked).toEqual([]);
+    // The three replicas (the old leader included) converge on the same counts; no ticket in two matches.
+    expect([0, 1, 2].every((i) => g.cluster.replicas[i]!.running)).toBe(true);
+    await expectNoTicketLost(
+      g,
+      'eu.duel',
+      load.acked.map((a) => a.id),
+    );
+    expectGapFree(g.outcomes.unique, 'eu.duel');
+  }, 40_000);
 });

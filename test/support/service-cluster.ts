@@ -10,7 +10,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { OutcomeSchema, type Outcome } from '../../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import type { TestNatsCluster } from './nats-cluster.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './service.js';
-import { grpcTransport, httpRequest, httpTransport, type Transport } from './transports.js';
+import { httpRequest } from './transports.js';
 
 export interface QueueSummaryJson {
   queueId: string;
@@ -45,9 +45,6 @@ export interface Replica {
   /** The running process, or undefined while killed or stopped. */
   readonly service: TestService | undefined;
   readonly running: boolean;
-  /** Both transports to this replica (made anew on each start). */
-  grpc(): Transport;
-  http(): Transport;
 }
 
 export interface ServiceCluster {
@@ -96,7 +93,6 @@ export async function startServiceCluster(options: ServiceClusterOptions): Promi
     ...options.env,
   };
   const services: (TestService | undefined)[] = Array.from({ length: size }, () => undefined);
-  const transports: Transport[] = [];
   const dataDirs: string[] = [];
   const ids = Array.from({ length: size }, (_, i) => `r${i}-${tag}`);
 
@@ -125,12 +121,6 @@ export async function startServiceCluster(options: ServiceClusterOptions): Promi
     get running() {
       return running(i);
     },
-    grpc() {
-      const t = grpcTransport(live(services, i));
-      transports.push(t);
-      return t;
-    },
-    http: () => httpTransport(live(services, i)),
   }));
 
   try {
@@ -183,7 +173,6 @@ export async function startServiceCluster(options: ServiceClusterOptions): Promi
       }
     },
     async dispose() {
-      for (const t of transports.splice(0)) t.close();
       for (const s of services) if (s?.process.signalCode === null) s.process.kill('SIGCONT');
       await Promise.all(ids.map((_, i) => kill(i)));
       removeDirs(queueDir, ...dataDirs);

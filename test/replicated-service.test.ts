@@ -2,15 +2,24 @@
 // cluster, R3 streams, LEADER_LEASE_MS=2000. Tickets go to every replica over both transports; outcomes are
 // read back from the outcome stream as a customer would (deduplicated by outcome id). Each describe has a
 // cluster and three replicas of its own.
+import { jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { Objm } from '@nats-io/obj';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { replicationStreamName } from '../src/store/replicated/names.js';
 import { party, uuid } from './support/fixtures.js';
 import { startNatsCluster, type TestNatsCluster } from './support/nats-cluster.js';
 import { adminTicket, duelQueue, pollUntil } from './support/queues.js';
 import { OutcomeLog, sleep, startServiceCluster, type ServiceCluster, type StreamedOutcome } from './support/service-cluster.js';
+import { serveProcess } from './support/serve-process.js';
+import { removeDirs, tempDir, writeQueues } from './support/service.js';
 import { ClusterClients, TicketLoad } from './support/ticket-load.js';
 
 const LEASE_MS = 2000;
+/** The longest a client sees no create acknowledged while a NATS node is down: the election of a new leader
+ *  of the queue's stream (4.7 to 6.8 s seen here with nats-server 2.9) plus the client's backoff (1 s). */
+const UNAVAILABILITY_BOUND_MS = 12_000;
 /** A 1v1 queue ticking every 50 ms, outcomes to the broker. */
 const DUEL = duelQueue(50, { outcomes: { sink: 'broker' } });
 /** A 1v1 queue ticking every 200 ms: a cancel sent within a tick of the create may come before the match. */
@@ -24,22 +33,33 @@ interface Group {
   outcomes: OutcomeLog;
 }
 
-/** A NATS cluster and three replicas serving `queues`, for one describe. */
-function useGroup(queues: Record<string, string>): { readonly g: Group } {
+/** A NATS cluster and three replicas serving `queues`, for one describe; `provision` runs before they start. */
+function useGroup(
+  queues: Record<string, string>,
+  options: { env?: Record<string, string>; provision?: (nc: NatsConnection) => Promise<void> } = {},
+): { readonly g: Group } {
   let group: Group | undefined;
   beforeAll(async () => {
     const nats = await startNatsCluster();
+    let nc: NatsConnection | undefined;
+    let cluster: ServiceCluster | undefined;
     try {
-      const cluster = await startServiceCluster({ nats, queues, leaseMs: LEASE_MS });
-      const nc = await connect({ servers: [...nats.servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
-      group = { nats, cluster, clients: new ClusterClients(cluster), nc, outcomes: new OutcomeLog(nc, cluster.outcomeStream) };
+      nc = await connect({ servers: [...nats.servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+      await options.provision?.(nc);
+      cluster = await startServiceCluster({ nats, queues, leaseMs: LEASE_MS, env: options.env });
       await cluster.untilRunning();
     } catch (err) {
-      await group?.cluster.dispose();
+      await cluster?.dispose();
+      await nc?.close();
       await nats.dispose();
       throw err;
     }
+    group = { nats, cluster, clients: new ClusterClients(cluster), nc, outcomes: new OutcomeLog(nc, cluster.outcomeStream) };
   }, 60_000);
+  afterEach(() => {
+    // A replica that died by itself is a failure of the service, whatever the test asserted.
+    expect(group?.cluster.unexpectedExits).toEqual([]);
+  });
   afterAll(async () => {
     if (!group) return;
     group.clients.close();
@@ -351,4 +371,120 @@ describe('leader failures under load (kill -9, SIGSTOP past the lease)', () => {
     );
     expectGapFree(g.outcomes.unique, 'eu.duel');
   }, 40_000);
+});
+
+describe('a NATS node killed and restarted while tickets flow', () => {
+  const group = useGroup({ 'eu.duel': DUEL });
+
+  it('creates keep succeeding after a short unavailability and matching goes on, none lost', async () => {
+    const g = group.g;
+    const jsm = await jetstreamManager(g.nc);
+    // The service made every stream R3, the outcome stream included.
+    const logStream = replicationStreamName(g.cluster.env.BROKER_STREAM_REPLICATION_PREFIX!, 'eu.duel');
+    expect((await jsm.streams.info(logStream)).config.num_replicas).toBe(3);
+    expect((await jsm.streams.info(g.cluster.outcomeStream)).config.num_replicas).toBe(3);
+    // The worst node to lose: the one leading the queue's log.
+    const leaderName = (await jsm.streams.info(logStream)).cluster?.leader;
+    const node = Number(leaderName?.replace(/^n/, ''));
+    expect([0, 1, 2]).toContain(node);
+
+    const load = new TicketLoad(g.clients, 'eu.duel', { concurrency: 4, paceMs: 20 });
+    let killedAt = 0;
+    let restartedAt = 0;
+    try {
+      await sleep(1000);
+      await g.nats.kill(node);
+      killedAt = Date.now();
+      await sleep(5000);
+      // Matching went on without the node: a match made after it was gone, read back from the stream.
+      const during = await g.outcomes.until(
+        (u) => u.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > killedAt + 1000),
+        10_000,
+      );
+      expect(during.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > killedAt + 1000)).toBe(true);
+      await g.nats.restart(node);
+      restartedAt = Date.now();
+      await sleep(2000);
+    } finally {
+      if (!g.nats.running(node)) await g.nats.restart(node);
+      await load.stop();
+    }
+    expect(load.unacked).toEqual([]);
+    // The longest time without an acknowledged create while the node was down: a short unavailability.
+    const acks = load.acked.map((a) => a.at).filter((at) => at >= killedAt && at <= restartedAt);
+    const gaps = [killedAt, ...acks, restartedAt].slice(1).map((at, i) => at - [killedAt, ...acks][i]!);
+    const longest = Math.max(...gaps);
+    console.log(`NATS node down ${restartedAt - killedAt} ms: ${acks.length} creates acknowledged, longest gap ${longest} ms`);
+    expect(acks.length).toBeGreaterThan(50);
+    expect(longest).toBeLessThan(UNAVAILABILITY_BOUND_MS);
+    const after = await g.outcomes.until((u) => u.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > restartedAt));
+    expect(after.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > restartedAt)).toBe(true);
+    await expectNoTicketLost(
+      g,
+      'eu.duel',
+      load.acked.map((a) => a.id),
+    );
+    expectGapFree(g.outcomes.unique, 'eu.duel');
+  }, 45_000);
+});
+
+describe('bind mode: resources provisioned by the operator', () => {
+  const PREFIX = 'bind.repl';
+  const names = {
+    BROKER_RESOURCE_MODE: 'bind',
+    BROKER_SUBJECT_PREFIX_REPLICATION: PREFIX,
+    BROKER_KV_COORDINATION: 'BIND_COORD',
+    BROKER_OBJECT_STORE_CHECKPOINTS: 'BIND_CKPT',
+    BROKER_STREAM_OUTCOMES: 'BIND_OUTCOMES',
+    BROKER_SUBJECT_PREFIX_OUTCOMES: 'bind.outcomes',
+  };
+  const bound = (stream: string) =>
+    duelQueue(50, { outcomes: { sink: 'broker' }, config: { replication: { binding: { stream_name: stream } } } });
+  const group = useGroup(
+    { 'eu.duel': bound('BIND_EU_DUEL') },
+    {
+      env: names,
+      provision: async (nc) => {
+        const jsm = await jetstreamManager(nc);
+        const stream = { storage: StorageType.File, retention: RetentionPolicy.Limits, num_replicas: 3 };
+        await jsm.streams.add({ ...stream, name: 'BIND_EU_DUEL', subjects: [`${PREFIX}.*.eu.duel`] });
+        await jsm.streams.add({ ...stream, name: 'BIND_OUTCOMES', subjects: ['bind.outcomes.>'] });
+        await new Kvm(nc).create('BIND_COORD', { ttl: LEASE_MS, history: 1, replicas: 3 });
+        await new Objm(nc).create('BIND_CKPT', { replicas: 3 });
+      },
+    },
+  );
+
+  it('replicas start on the provisioned resources and serve', async () => {
+    const g = group.g;
+    const load = await new TicketLoad(g.clients, 'eu.duel', { count: 60, retryForMs: 0 }).done();
+    expect(load.unacked).toEqual([]);
+    const unique = await g.outcomes.until((u) => matchesOf(u, 'eu.duel').length >= 30);
+    expect(new Set(matchedTickets(unique, 'eu.duel').keys())).toEqual(new Set(load.acked.map((a) => a.id)));
+    expectGapFree(unique, 'eu.duel');
+    // Nothing else was made: the streams are the ones provisioned.
+    const jsm = await jetstreamManager(g.nc);
+    const streams: string[] = [];
+    for await (const s of jsm.streams.list()) if (!s.config.name.startsWith('HARNESS_PROBE_')) streams.push(s.config.name);
+    expect(streams.sort()).toEqual(['BIND_EU_DUEL', 'BIND_OUTCOMES', 'KV_BIND_COORD', 'OBJ_BIND_CKPT']);
+  });
+
+  it("a replica whose queue's stream is missing exits non-zero, naming the stream", async () => {
+    const g = group.g;
+    const queueDir = tempDir('bind-missing');
+    const dataDir = tempDir('bind-missing-data');
+    writeQueues(queueDir, { 'eu.duel': bound('BIND_EU_DUEL'), 'eu.missing': bound('BIND_EU_MISSING') });
+    const serve = serveProcess({ queueDir, dataDir, env: { ...g.cluster.env, REPLICA_ID: 'bind-missing' } });
+    try {
+      const code = await Promise.race([serve.exited, sleep(20_000).then(() => 'still running')]);
+      expect(code).not.toBe('still running');
+      expect(code).not.toBe(0);
+      const said = `${serve.stderr()}\n${serve.logs.map((l) => JSON.stringify(l)).join('\n')}`;
+      expect(said).toContain('BIND_EU_MISSING');
+      expect(said).toContain('does not exist');
+    } finally {
+      await serve.kill();
+      removeDirs(queueDir, dataDir);
+    }
+  });
 });

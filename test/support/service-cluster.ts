@@ -47,6 +47,14 @@ export interface Replica {
   readonly running: boolean;
 }
 
+export interface UnexpectedExit {
+  replica: number;
+  code: number | null;
+  signal: string | null;
+  stderr: string;
+  lastLogs: Record<string, unknown>[];
+}
+
 export interface ServiceCluster {
   readonly replicas: readonly Replica[];
   /** Environment every replica gets: names of this group's resources included. */
@@ -55,6 +63,8 @@ export interface ServiceCluster {
   /** The outcome stream (BROKER_STREAM_OUTCOMES) and its subject prefix. */
   readonly outcomeStream: string;
   readonly outcomePrefix: string;
+  /** Replicas that exited without being killed or stopped by the test: their exit and last log lines. */
+  readonly unexpectedExits: readonly UnexpectedExit[];
   /** SIGKILL replica `i`; resolves once it exited. */
   kill(i: number): Promise<void>;
   /** Starts replica `i` again (same id, a new data directory) and resolves once it listens. */
@@ -77,8 +87,6 @@ export async function startServiceCluster(options: ServiceClusterOptions): Promi
   const tag = randomBytes(3).toString('hex');
   const queueDir = tempDir('cluster-queues');
   writeQueues(queueDir, options.queues);
-  const outcomeStream = `OUT_${tag}`;
-  const outcomePrefix = `t${tag}.outcomes`;
   const env: Record<string, string> = {
     POOL_REPLICATION_BACKEND: 'broker',
     BROKER_URL: nats.urls,
@@ -88,19 +96,31 @@ export async function startServiceCluster(options: ServiceClusterOptions): Promi
     BROKER_STREAM_REPLICATION_PREFIX: `REPL_${tag}`,
     BROKER_KV_COORDINATION: `COORD_${tag}`,
     BROKER_OBJECT_STORE_CHECKPOINTS: `CKPT_${tag}`,
-    BROKER_STREAM_OUTCOMES: outcomeStream,
-    BROKER_SUBJECT_PREFIX_OUTCOMES: outcomePrefix,
+    BROKER_STREAM_OUTCOMES: `OUT_${tag}`,
+    BROKER_SUBJECT_PREFIX_OUTCOMES: `t${tag}.outcomes`,
     ...options.env,
   };
+  const outcomeStream = env.BROKER_STREAM_OUTCOMES!;
+  const outcomePrefix = env.BROKER_SUBJECT_PREFIX_OUTCOMES!;
   const services: (TestService | undefined)[] = Array.from({ length: size }, () => undefined);
   const dataDirs: string[] = [];
+  const unexpectedExits: UnexpectedExit[] = [];
   const ids = Array.from({ length: size }, (_, i) => `r${i}-${tag}`);
 
   const start = async (i: number) => {
     if (services[i]) throw new Error(`replica ${i} is running`);
     const dataDir = tempDir('cluster-data');
     dataDirs.push(dataDir);
-    services[i] = await startService({ queueDir, dataDir, env: { ...env, REPLICA_ID: ids[i]! } });
+    const service = await startService({ queueDir, dataDir, env: { ...env, REPLICA_ID: ids[i]! } });
+    services[i] = service;
+    let stderr = '';
+    service.process.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    service.process.once('exit', (code, signal) => {
+      if (services[i] === service) {
+        services[i] = undefined;
+        unexpectedExits.push({ replica: i, code, signal, stderr, lastLogs: service.logs.slice(-20) });
+      }
+    });
   };
   const kill = async (i: number) => {
     const s = services[i];
@@ -137,6 +157,7 @@ export async function startServiceCluster(options: ServiceClusterOptions): Promi
     queueDir,
     outcomeStream,
     outcomePrefix,
+    unexpectedExits,
     kill,
     start,
     summaries,

@@ -85,9 +85,9 @@ export class TicketLoad {
   private readonly workers: Promise<void>[];
 
   constructor(
-    private readonly clients: ClusterClients,
+    clients: ClusterClients,
     queueId: string,
-    private readonly options: LoadOptions & { count?: number } = {},
+    options: LoadOptions & { count?: number } = {},
   ) {
     const queueOf = options.queueOf ?? (() => queueId);
     const worker = async () => {

@@ -17,9 +17,13 @@ import { removeDirs, tempDir, writeQueues } from './support/service.js';
 import { ClusterClients, TicketLoad } from './support/ticket-load.js';
 
 const LEASE_MS = 2000;
-/** The longest a client sees no create acknowledged while a NATS node is down: the election of a new leader
- *  of the queue's stream (4.7 to 6.8 s seen here with nats-server 2.9) plus the client's backoff (1 s). */
-const UNAVAILABILITY_BOUND_MS = 12_000;
+/**
+ * The longest a client sees no create acknowledged after the NATS node leading the queue's stream is killed
+ * (nats-server 2.9). Seen here: 5 to 7 s, up to 11 s when appends were in flight at the kill: those wait
+ * for their 5 s request timeout, then the replicas' log readers take a few more seconds to read from the
+ * new stream leader ("replication log reader stalled; reopening" once a second).
+ */
+const UNAVAILABILITY_BOUND_MS = 15_000;
 /** A 1v1 queue ticking every 50 ms, outcomes to the broker. */
 const DUEL = duelQueue(50, { outcomes: { sink: 'broker' } });
 /** A 1v1 queue ticking every 200 ms: a cancel sent within a tick of the create may come before the match. */
@@ -139,7 +143,11 @@ describe('three replicas under concurrent load', () => {
     }
     const leader = await g.cluster.leaderOf('eu.duel');
     expect(leader).toBeDefined();
-    const delivery = (await g.cluster.deliveries(leader!)).find((d) => d.queueId === 'eu.duel');
+    // The leader records its delivery progress in the log after the sink acknowledged: it follows shortly.
+    const delivery = await pollUntil(
+      async () => (await g.cluster.deliveries(leader!)).find((d) => d.queueId === 'eu.duel'),
+      (d) => d?.deliveredThrough === '300',
+    );
     expect(delivery).toMatchObject({ queueId: 'eu.duel', deliveredThrough: '300', lastRecorded: '300' });
     console.log(`600 tickets created in ${created} ms`);
   }, 60_000);
@@ -199,7 +207,8 @@ describe('three replicas under concurrent load', () => {
     await g.cluster.untilRunning();
     const all = await pollUntil(
       () => Promise.all([0, 1, 2].map((i) => counts(g.cluster, i))),
-      (c) => c.every((x) => JSON.stringify(x) === JSON.stringify(c[0])),
+      // Settled: the same everywhere, and every ticket matched but the odd one.
+      (c) => c.every((x) => JSON.stringify(x) === JSON.stringify(c[0])) && c[0]!.find((q) => q.queueId === 'eu.duel')!.activeTickets === 1,
     );
     expect(all[leader!]!.find((q) => q.queueId === 'eu.duel')!.activeTickets).toBe(1);
     expect(all[follower]).toEqual(all[leader!]);
@@ -395,16 +404,20 @@ describe('a NATS node killed and restarted while tickets flow', () => {
       await sleep(1000);
       await g.nats.kill(node);
       killedAt = Date.now();
-      await sleep(5000);
-      // Matching went on without the node: a match made after it was gone, read back from the stream.
-      const during = await g.outcomes.until(
-        (u) => u.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > killedAt + 1000),
-        10_000,
+      // The node stays down until creates have been acknowledged again for a while, and a match made
+      // without it is read back from the outcome stream.
+      const recovered = await pollUntil(
+        async () => load.acked.filter((a) => a.at > killedAt).length,
+        (n) => n >= 100,
+        UNAVAILABILITY_BOUND_MS + 5000,
+        100,
       );
+      expect(recovered).toBeGreaterThanOrEqual(100);
+      const during = await g.outcomes.until((u) => u.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > killedAt + 1000));
       expect(during.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > killedAt + 1000)).toBe(true);
       await g.nats.restart(node);
       restartedAt = Date.now();
-      await sleep(2000);
+      await sleep(1000);
     } finally {
       if (!g.nats.running(node)) await g.nats.restart(node);
       await load.stop();
@@ -412,10 +425,9 @@ describe('a NATS node killed and restarted while tickets flow', () => {
     expect(load.unacked).toEqual([]);
     // The longest time without an acknowledged create while the node was down: a short unavailability.
     const acks = load.acked.map((a) => a.at).filter((at) => at >= killedAt && at <= restartedAt);
-    const gaps = [killedAt, ...acks, restartedAt].slice(1).map((at, i) => at - [killedAt, ...acks][i]!);
+    const gaps = [...acks, restartedAt].map((at, i) => at - ([killedAt, ...acks][i] ?? killedAt));
     const longest = Math.max(...gaps);
     console.log(`NATS node down ${restartedAt - killedAt} ms: ${acks.length} creates acknowledged, longest gap ${longest} ms`);
-    expect(acks.length).toBeGreaterThan(50);
     expect(longest).toBeLessThan(UNAVAILABILITY_BOUND_MS);
     const after = await g.outcomes.until((u) => u.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > restartedAt));
     expect(after.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > restartedAt)).toBe(true);

@@ -63,7 +63,7 @@ export interface ServiceCluster {
   /** The outcome stream (BROKER_STREAM_OUTCOMES) and its subject prefix. */
   readonly outcomeStream: string;
   readonly outcomePrefix: string;
-  /** Replicas that exited without being killed or stopped by the test: their exit and last log lines. */
+  /** Replicas that exited without being killed by the test: their exit, stderr and last log lines. */
   readonly unexpectedExits: readonly UnexpectedExit[];
   /** SIGKILL replica `i`; resolves once it exited. */
   kill(i: number): Promise<void>;
@@ -73,11 +73,12 @@ export interface ServiceCluster {
   summaries(i: number): Promise<QueueSummaryJson[]>;
   deliveries(i: number): Promise<DeliveryJson[]>;
   /** The index of the one replica among `among` (default: all running) that says it leads `queueId`, once
-   *  exactly one does; undefined if none did within `timeoutMs`. */
+   *  exactly one does; undefined if none did within `timeoutMs`. A paused (SIGSTOP) replica does not answer:
+   *  leave it out of `among`. */
   leaderOf(queueId: string, options?: { among?: readonly number[]; timeoutMs?: number }): Promise<number | undefined>;
   /** Resolves once every running replica answers with every queue `running`; throws after `timeoutMs`. */
   untilRunning(timeoutMs?: number): Promise<void>;
-  /** Stops every replica (SIGKILL for a paused one) and removes the directories. */
+  /** Kills every replica (a paused one too) and removes the directories. */
   dispose(): Promise<void>;
 }
 
@@ -194,7 +195,6 @@ export async function startServiceCluster(options: ServiceClusterOptions): Promi
       }
     },
     async dispose() {
-      for (const s of services) if (s?.process.signalCode === null) s.process.kill('SIGCONT');
       await Promise.all(ids.map((_, i) => kill(i)));
       removeDirs(queueDir, ...dataDirs);
     },

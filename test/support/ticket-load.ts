@@ -84,11 +84,7 @@ export class TicketLoad {
   private created = 0;
   private readonly workers: Promise<void>[];
 
-  constructor(
-    clients: ClusterClients,
-    queueId: string,
-    options: LoadOptions & { count?: number } = {},
-  ) {
+  constructor(clients: ClusterClients, queueId: string, options: LoadOptions & { count?: number } = {}) {
     const queueOf = options.queueOf ?? (() => queueId);
     const worker = async () => {
       while (!this.stopped && (options.count === undefined || this.created < options.count)) {

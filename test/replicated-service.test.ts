@@ -6,7 +6,7 @@ import { jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstre
 import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { replicationStreamName } from '../src/store/replicated/names.js';
 import { party, uuid } from './support/fixtures.js';
 import { startNatsCluster, type TestNatsCluster } from './support/nats-cluster.js';
@@ -60,6 +60,19 @@ function useGroup(
     }
     group = { nats, cluster, clients: new ClusterClients(cluster), nc, outcomes: new OutcomeLog(nc, cluster.outcomeStream) };
   }, 60_000);
+  beforeEach(({ onTestFailed }) => {
+    const startedAt = Date.now();
+    // What the replicas warned about during a failed test: the service's side of the story.
+    onTestFailed(() => {
+      for (const [i, r] of (group?.cluster.replicas ?? []).entries()) {
+        for (const l of r.service?.logs ?? []) {
+          if ((l.time as number) < startedAt || (l.level as number) < 40) continue;
+          const err = l.err as { message?: string } | undefined;
+          console.log(`replica ${i} +${(l.time as number) - startedAt} ms: ${String(l.msg)} ${err?.message?.slice(0, 200) ?? ''}`);
+        }
+      }
+    });
+  });
   afterEach(() => {
     // A replica that died by itself is a failure of the service, whatever the test asserted.
     expect(group?.cluster.unexpectedExits).toEqual([]);

@@ -88,15 +88,18 @@ export class Ticker {
         : undefined;
     // One commit per match, issued (and encoded) in its slice. The next slice waits until that slice's
     // commits are durable: the tick's writes then reach the disk a slice at a time, and a CreateTicket never
-    // waits behind more than one slice's flush (a whole tick's outcomes in one flush took ~20 ms).
+    // waits behind more than one slice's flush (a whole tick's outcomes in one flush took ~20 ms). Every
+    // commit of the slice is awaited: one that fails (a replication log without a leader) fails the tick,
+    // rather than rejecting unobserved and ending the process.
     if (formed) {
-      let sliceCommit: Promise<void> | undefined;
+      const sliceCommits: Promise<void>[] = [];
       await timeSliced(
         formed.length,
         (i) => {
-          sliceCommit = this.commitMatch(formed[i]!, pool, config) ?? sliceCommit;
+          const commit = this.commitMatch(formed[i]!, pool, config);
+          if (commit) sliceCommits.push(commit);
         },
-        () => sliceCommit,
+        () => Promise.all(sliceCommits.splice(0)),
       );
     }
     q.log.debug({ queue: q.queueId, matches: formed?.length ?? 0, pool: q.columns.pool.count, ms: Date.now() - startedMs }, 'tick');

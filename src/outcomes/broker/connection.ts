@@ -67,6 +67,7 @@ export class BrokerConnection {
       name: this.streamName,
       prefix: this.prefix,
       mode: this.config.broker_resource_mode,
+      replicas: this.config.broker_stream_replicas,
       timeoutMs: REQUEST_TIMEOUT_MS,
       display: this.display,
     };

@@ -30,6 +30,8 @@ export interface OutcomeStreamSettings {
   prefix: string;
   /** BROKER_RESOURCE_MODE */
   mode: 'create' | 'bind';
+  /** BROKER_STREAM_REPLICAS: replicas of the stream when create mode makes it. */
+  replicas: number;
   /** How long one JetStream API request waits for its answer. */
   timeoutMs: number;
   /** BROKER_URL as it may be logged. */
@@ -69,7 +71,7 @@ export async function ensureOutcomeStream(nc: NatsConnection, settings: OutcomeS
     discard: DiscardPolicy.Old,
     max_age: nanos(STREAM_MAX_AGE_MS),
     duplicate_window: nanos(DUPLICATE_WINDOW_MS),
-    num_replicas: 1,
+    num_replicas: settings.replicas,
   };
   try {
     await jsm.streams.add(config);

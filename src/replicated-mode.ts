@@ -69,6 +69,8 @@ export async function openReplicatedMode(
     files,
     runtime,
     connected: () => link.connected,
+    checkpointIntervalRecords: config.checkpoint_interval_records,
+    checkpointIntervalMs: config.checkpoint_interval_secs * 1000,
   });
   log.info({ replica: config.replica_id, queues: resources.queues.size }, 'replicated mode: resources ready');
   return {

@@ -1,17 +1,18 @@
 // A queue's checkpoint (src/queue/queue-snapshot.ts, QueueState.snapshot / fromSnapshot): a state restored
 // from a snapshot taken after any prefix of a record sequence applies the rest exactly as the original
 // state does: the same state, the same store changes and outcomes, the same results. In process.
-import { type create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BackfillRequestSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
-import { QueueCheckpointSchema } from '../src/gen/matchmaker/replication/v1/checkpoint_pb.js';
+import { ConsumerPositionSchema, ParkedDeliverySchema, QueueCheckpointSchema } from '../src/gen/matchmaker/replication/v1/checkpoint_pb.js';
 import {
   type Checkpoint,
   CheckpointDecodeError,
   CheckpointEncodeError,
   decodeCheckpoint,
   encodeCheckpoint,
+  encodeCheckpointInSlices,
 } from '../src/queue/checkpoint-codec.js';
 import { QueueState } from '../src/queue/queue-state.js';
 import { snapshotStoreChanges, type QueueSnapshotData } from '../src/queue/queue-snapshot.js';
@@ -69,9 +70,11 @@ async function checkSplit(records: readonly QueueRecord[], k: number, trip: (dat
 
 const splitArb = fc.array(opArb, { maxLength: 60 }).chain((ops) => fc.record({ ops: fc.constant(ops), k: fc.nat({ max: ops.length }) }));
 
+const EMPTY_OUTBOX = { nextSequence: 1n, deliveryCursor: 0n, parked: undefined, consumers: [], outcomes: [] };
+
 /** The trip a checkpoint takes: encoded, decoded (as read back from the object store). */
 const throughWire = (data: QueueSnapshotData) =>
-  decodeCheckpoint(encodeCheckpoint({ queueId: QUEUE, appliedSeq: 9, term: 4, state: data }), QUEUE).state;
+  decodeCheckpoint(encodeCheckpoint({ queueId: QUEUE, appliedSeq: 9, term: 4, outbox: EMPTY_OUTBOX, state: data }), QUEUE).state;
 
 /** The split property for a trip. */
 const splitProperty = (trip: (data: QueueSnapshotData) => QueueSnapshotData) =>
@@ -125,8 +128,10 @@ const checkpointArb = fc
   .record({ ops: fc.array(opArb, { maxLength: 60 }), appliedSeq: fc.nat({ max: 1_000_000 }), term: fc.nat({ max: 1_000_000 }) })
   .map(({ ops, appliedSeq, term }) => ({ ops, appliedSeq: Math.max(appliedSeq, term), term }));
 
+/** A checkpoint of a run: its state and its store's outbox. */
 async function checkpointOf(ops: Op[], appliedSeq = 7, term = 3): Promise<Checkpoint> {
-  return { queueId: QUEUE, appliedSeq, term, state: (await run(ops)).state.snapshot() };
+  const r = await run(ops);
+  return { queueId: QUEUE, appliedSeq, term, outbox: r.store.outboxSnapshot(QUEUE), state: r.state.snapshot() };
 }
 
 function decodeError(bytes: Uint8Array): CheckpointDecodeError {
@@ -167,6 +172,19 @@ describe('the checkpoint codec', () => {
     );
   });
 
+  it('writes in slices exactly what encoding the whole message gives', async () => {
+    await fc.assert(
+      fc.asyncProperty(checkpointArb, fc.integer({ min: 1, max: 4 }), async ({ ops, appliedSeq, term }, slice) => {
+        const checkpoint = await checkpointOf(ops, appliedSeq, term);
+        const sliced = await encodeCheckpointInSlices(checkpoint, slice);
+        expect(sliced).toEqual(encodeCheckpoint(checkpoint));
+        // protobuf-es re-encoding the decoded message whole gives the same bytes.
+        expect(toBinary(QueueCheckpointSchema, fromBinary(QueueCheckpointSchema, sliced))).toEqual(sliced);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it('refuses every strict prefix of a checkpoint (the state is written last, as one field)', async () => {
     const bytes = encodeCheckpoint(
       await checkpointOf([
@@ -175,7 +193,7 @@ describe('the checkpoint codec', () => {
       ]),
     );
     for (let cut = 0; cut < bytes.length; cut++)
-      expect(decodeError(bytes.subarray(0, cut)).field).toMatch(/^(checkpoint|queue_id|applied_seq|term|state)$/);
+      expect(decodeError(bytes.subarray(0, cut)).field).toMatch(/^(checkpoint|queue_id|applied_seq|term|outbox|state)$/);
   });
 
   it.each<[string, (wire: ReturnType<typeof create<typeof QueueCheckpointSchema>>) => void, string, RegExp]>([
@@ -183,6 +201,56 @@ describe('the checkpoint codec', () => {
     ['no applied position', (w) => (w.appliedSeq = undefined), 'applied_seq', /is missing/],
     ['a term after its position', (w) => (w.term = 8n), 'term', /after applied_seq/],
     ['no state', (w) => (w.state = undefined), 'state', /is missing/],
+    ['no outbox', (w) => (w.outbox = undefined), 'outbox', /is missing/],
+    [
+      'a delivery cursor at the next sequence',
+      (w) => (w.outbox!.deliveryCursor = w.outbox!.nextProducerSequence),
+      'outbox.delivery_cursor',
+      /not below next_producer_sequence/,
+    ],
+    [
+      'an outcome at the delivery cursor',
+      (w) => (w.outbox!.deliveryCursor = w.outbox!.outcomes[0]!.sequence),
+      'outbox.outcomes[0].sequence',
+      /not above/,
+    ],
+    [
+      'an outcome at the next sequence',
+      (w) => (w.outbox!.nextProducerSequence = w.outbox!.outcomes[0]!.sequence),
+      'outbox.outcomes[0].sequence',
+      /not below next_producer_sequence/,
+    ],
+    [
+      'an outcome whose bytes carry another sequence',
+      (w) => {
+        w.outbox!.nextProducerSequence = 9n;
+        w.outbox!.outcomes[0]!.sequence = 5n;
+      },
+      'outbox.outcomes[0].outcome',
+      /carries producer_sequence 1, not 5/,
+    ],
+    [
+      'bytes that are no Outcome',
+      (w) => (w.outbox!.outcomes[0]!.outcome = new Uint8Array([0xff])),
+      'outbox.outcomes[0].outcome',
+      /not an Outcome/,
+    ],
+    [
+      'a consumer named twice',
+      (w) =>
+        w.outbox!.consumers.push(
+          create(ConsumerPositionSchema, { consumer: 'c', sequence: 1n }),
+          create(ConsumerPositionSchema, { consumer: 'c', sequence: 0n }),
+        ),
+      'outbox.consumers[1].consumer',
+      /named twice/,
+    ],
+    [
+      'a parked delivery without its error',
+      (w) => (w.outbox!.parked = create(ParkedDeliverySchema, { sequence: 1n, attempts: 3n, parkedAtMs: 5n })),
+      'outbox.parked.last_error',
+      /missing/,
+    ],
     ['no next position', (w) => (w.state!.nextPosition = undefined), 'state.next_position', /is missing/],
     ['a position at next_position', (w) => (w.state!.active[0]!.position = w.state!.nextPosition), 'state.active[0].position', /not below/],
     ['a negative position', (w) => (w.state!.active[0]!.position = -1n), 'state.active[0].position', /out of range/],
@@ -219,6 +287,35 @@ describe('the checkpoint codec', () => {
     const err = decodeError(await corrupt(change));
     expect(err.field).toBe(field);
     expect(err.message).toMatch(problem);
+  });
+
+  it('gives back the outbox exactly: cursor, parked delivery, consumers and the outcomes above the cursor', async () => {
+    const r = await run([
+      { op: 'create', id: 0 },
+      { op: 'create', id: 1 },
+      { op: 'match', ids: [0], stale: false, match: 0, atMs: 5 },
+      { op: 'expire', ids: [1], atMs: 6 },
+      { op: 'create', id: 2 },
+      { op: 'clear', atMs: 7 },
+    ]);
+    await r.store.commit([
+      { type: 'delivery.advance', queueId: QUEUE, sequence: 1n },
+      { type: 'delivery.park', queueId: QUEUE, parked: { sequence: 2n, attempts: 4, lastError: 'sink down', parkedAtMs: 99 } },
+      { type: 'consumer.advance', consumer: 'dashboard', sequence: 2n },
+    ]);
+    const outbox = r.store.outboxSnapshot(QUEUE);
+    expect(outbox.outcomes.map((o) => o.sequence)).toEqual([2n, 3n]);
+    expect(outbox).toMatchObject({ nextSequence: 4n, deliveryCursor: 1n, consumers: [{ consumer: 'dashboard', sequence: 2n }] });
+    const checkpoint: Checkpoint = { queueId: QUEUE, appliedSeq: 7, term: 3, outbox, state: r.state.snapshot() };
+    expect(comparable(decodeCheckpoint(encodeCheckpoint(checkpoint), QUEUE))).toStrictEqual(comparable(checkpoint));
+    // A store that takes it over holds the same outbox and numbers on from it.
+    const other = new MemoryStore({ producerId: 'p' });
+    other.restoreOutbox(QUEUE, outbox);
+    expect(other.outboxSnapshot(QUEUE)).toStrictEqual(outbox);
+    expect(other.queueOutcomes(QUEUE, 0n, 10).map((o) => o.producerSequence)).toEqual([2n, 3n]);
+    await other.commit(r.applied.at(-1)!.applied.changes.filter((c) => c.type === 'outcome.record'));
+    expect(other.queueOutcomes(QUEUE, 3n, 10).map((o) => o.producerSequence)).toEqual([4n]);
+    expect(other.lastSequence()).toBe(4n);
   });
 
   it('refuses to write what it could not give back', async () => {

@@ -6,10 +6,23 @@
 // decoding throws CheckpointDecodeError naming the field (the caller falls back to an older checkpoint or
 // to the log's start). Besides each field, the decoder checks what the state relies on: no ticket id or
 // position twice, positions below next_position, backfill versions below next_backfill_version, one open
-// request per match. Outcomes are not in a checkpoint (queue-snapshot.ts says why).
-import { create, fromBinary, type Message, toBinary } from '@bufbuild/protobuf';
+// request per match. The outbox (the replica's local store's: store.ts OutboxSnapshot) is checked likewise:
+// outcomes ascending, above the delivery cursor and below the next sequence, each an Outcome of the queue
+// carrying its own sequence, each consumer named once.
+import { create, fromBinary, type Message, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
+import type { GenMessage } from '@bufbuild/protobuf/codegenv2';
+import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { clip, quote } from '../errors.js';
-import { QueueCheckpointSchema, type QueueCheckpoint as WireCheckpoint } from '../gen/matchmaker/replication/v1/checkpoint_pb.js';
+import { OutcomeSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import {
+  ActiveTicketSchema,
+  QueueCheckpointSchema,
+  QueueStateSnapshotSchema,
+  ResolvedTicketSchema,
+  type QueueCheckpoint as WireCheckpoint,
+  type QueueStateSnapshot,
+} from '../gen/matchmaker/replication/v1/checkpoint_pb.js';
+import type { OutboxSnapshot } from '../store/store.js';
 import type { QueueSnapshotData, SnapshotBackfill, SnapshotResolvedTicket, SnapshotTicket } from './queue-snapshot.js';
 import { copy, known as knownFields, ticketIdOf } from './record-wire.js';
 
@@ -20,6 +33,8 @@ export interface Checkpoint {
   appliedSeq: number;
   /** The term at `appliedSeq`: the position of the last claim applied (0 before any). */
   term: number;
+  /** The queue's outbox at `appliedSeq`. */
+  outbox: OutboxSnapshot;
   state: QueueSnapshotData;
 }
 
@@ -48,31 +63,115 @@ export class CheckpointEncodeError extends Error {
 
 // ---- encode -----------------------------------------------------------------------------------------------
 
+/** Encodes a checkpoint at once (tests, small queues); encodeCheckpointInSlices gives the same bytes. */
 export function encodeCheckpoint(checkpoint: Checkpoint): Uint8Array {
+  const parts = checkpointParts(checkpoint, Number.POSITIVE_INFINITY);
+  let next = parts.next();
+  while (!next.done) next = parts.next();
+  return next.value;
+}
+
+/**
+ * Encodes a checkpoint a slice of tickets at a time, letting the event loop run between slices: a pool of
+ * a million tickets takes seconds to encode, which must not hold up the log reader or other queues.
+ */
+export async function encodeCheckpointInSlices(checkpoint: Checkpoint, sliceSize = 5_000): Promise<Uint8Array> {
+  const parts = checkpointParts(checkpoint, sliceSize);
+  let next = parts.next();
+  while (!next.done) {
+    await new Promise((resolve) => setImmediate(resolve));
+    next = parts.next();
+  }
+  return next.value;
+}
+
+/**
+ * The checkpoint's bytes, built in parts (pausing after each slice of tickets). A message's encoding is its
+ * fields' encodings in field-number order, and a repeated field's is its elements' one after another, so
+ * the state encoded in pieces and concatenated is byte for byte what encoding it whole gives; the state is
+ * the envelope's last field (15), written after the others with its length.
+ */
+function* checkpointParts(checkpoint: Checkpoint, sliceSize: number): Generator<void, Uint8Array> {
   const { state } = checkpoint;
   const queueId = text(checkpoint.queueId, 'queue_id');
   if (queueId === '') throw new CheckpointEncodeError('queue_id', 'is empty');
+  const envelope = toBinary(
+    QueueCheckpointSchema,
+    create(QueueCheckpointSchema, {
+      queueId,
+      appliedSeq: whole(checkpoint.appliedSeq, 'applied_seq', 0),
+      term: whole(checkpoint.term, 'term', 0),
+      outbox: outboxToWire(checkpoint.outbox),
+    }),
+  );
+  const stateBytes = (init: MessageInitShape<typeof QueueStateSnapshotSchema>) =>
+    toBinary(QueueStateSnapshotSchema, create(QueueStateSnapshotSchema, init));
   const ticket = (t: SnapshotTicket, path: string) => {
     const id = ticketIdOf(t.ticket, (problem) => new CheckpointEncodeError(`${path}.ticket`, problem));
     if (id !== t.ticketId) throw new CheckpointEncodeError(`${path}.ticket`, `holds ticket id ${quote(id)}, not ${quote(t.ticketId)}`);
     return { ticket: t.ticket, position: whole(t.position, `${path}.position`, 1) };
   };
-  const wire = create(QueueCheckpointSchema, {
-    queueId,
-    appliedSeq: whole(checkpoint.appliedSeq, 'applied_seq', 0),
-    term: whole(checkpoint.term, 'term', 0),
-    state: {
+  const parts: Uint8Array[] = [
+    stateBytes({
       nextPosition: whole(state.nextPosition, 'state.next_position', 1),
       nextBackfillVersion: whole(state.nextBackfillVersion, 'state.next_backfill_version', 1),
-      active: state.active.map((t, i) => ticket(t, `state.active[${i}]`)),
-      resolved: state.resolved.map((t, i) => {
-        const p = `state.resolved[${i}]`;
-        return { ...ticket(t, p), matchId: text(t.matchId, `${p}.match_id`), resolvedAtMs: whole(t.resolvedAtMs, `${p}.resolved_at_ms`) };
-      }),
+    }),
+  ];
+  for (let at = 0; at < state.active.length; at += sliceSize) {
+    const slice = state.active.slice(at, at + sliceSize);
+    parts.push(stateBytes({ active: slice.map((t, i) => ticket(t, `state.active[${at + i}]`)) }));
+    yield;
+  }
+  for (let at = 0; at < state.resolved.length; at += sliceSize) {
+    const slice = state.resolved.slice(at, at + sliceSize);
+    const resolved = slice.map((t, i) => {
+      const p = `state.resolved[${at + i}]`;
+      return { ...ticket(t, p), matchId: text(t.matchId, `${p}.match_id`), resolvedAtMs: whole(t.resolvedAtMs, `${p}.resolved_at_ms`) };
+    });
+    parts.push(stateBytes({ resolved }));
+    yield;
+  }
+  parts.push(
+    stateBytes({
       backfills: state.backfills.map((b, i) => ({ request: b.request, version: whole(b.version, `state.backfills[${i}].version`, 1) })),
+    }),
+  );
+  const stateLength = parts.reduce((n, part) => n + part.length, 0);
+  const head = new BinaryWriter().raw(envelope).tag(STATE_FIELD, WireType.LengthDelimited).uint32(stateLength).finish();
+  const out = new Uint8Array(head.length + stateLength);
+  out.set(head, 0);
+  let offset = head.length;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
+const STATE_FIELD = QueueCheckpointSchema.field.state!.number;
+
+function outboxToWire(outbox: OutboxSnapshot) {
+  const seq = (value: bigint, path: string, min = 0n) => {
+    if (typeof value !== 'bigint' || value < min || value > MAX)
+      throw new CheckpointEncodeError(path, `${value} is out of range (${min}..2^53-1)`);
+    return value;
+  };
+  const { parked } = outbox;
+  return {
+    nextProducerSequence: seq(outbox.nextSequence, 'outbox.next_producer_sequence', 1n),
+    deliveryCursor: seq(outbox.deliveryCursor, 'outbox.delivery_cursor'),
+    parked: parked && {
+      sequence: seq(parked.sequence, 'outbox.parked.sequence'),
+      attempts: whole(parked.attempts, 'outbox.parked.attempts', 0),
+      lastError: text(parked.lastError, 'outbox.parked.last_error'),
+      parkedAtMs: whole(parked.parkedAtMs, 'outbox.parked.parked_at_ms', 0),
     },
-  });
-  return toBinary(QueueCheckpointSchema, wire);
+    consumers: outbox.consumers.map((c, i) => ({
+      consumer: text(c.consumer, `outbox.consumers[${i}].consumer`),
+      sequence: seq(c.sequence, `outbox.consumers[${i}].sequence`),
+    })),
+    outcomes: outbox.outcomes.map((o, i) => ({ sequence: seq(o.sequence, `outbox.outcomes[${i}].sequence`, 1n), outcome: o.bytes })),
+  };
 }
 
 function whole(value: number, path: string, min?: number): bigint {
@@ -91,13 +190,94 @@ function text(value: string, path: string): string {
 
 // ---- decode -----------------------------------------------------------------------------------------------
 
-/** Decodes a checkpoint; with `queueId`, also refuses one of another queue. */
+/** Decodes a checkpoint at once; with `queueId`, also refuses one of another queue. */
 export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoint {
+  const parts = checkpointFromParts(bytes, queueId, Number.POSITIVE_INFINITY);
+  let next = parts.next();
+  while (!next.done) next = parts.next();
+  return next.value;
+}
+
+/**
+ * Decodes a checkpoint a slice of tickets at a time, letting the event loop run between slices (a
+ * million tickets take seconds), with the same checks and result as decodeCheckpoint.
+ */
+export async function decodeCheckpointInSlices(bytes: Uint8Array, queueId?: string, sliceSize = 5_000): Promise<Checkpoint> {
+  const parts = checkpointFromParts(bytes, queueId, sliceSize);
+  let next = parts.next();
+  while (!next.done) {
+    await new Promise((resolve) => setImmediate(resolve));
+    next = parts.next();
+  }
+  return next.value;
+}
+
+/** A message's bytes, split: the fields named in `apart` (each occurrence's payload), and all others. */
+interface Split {
+  rest: Uint8Array;
+  apart: Map<number, Uint8Array[]>;
+}
+
+/**
+ * Walks one message's fields without decoding them, setting the length-delimited fields `apart` aside. The
+ * rest is decoded by its schema (unknown fields, presence and types checked as ever), the fields set apart
+ * element by element. Throws on bytes that are not protobuf.
+ */
+function splitFields(bytes: Uint8Array, apart: readonly number[]): Split {
+  const reader = new BinaryReader(bytes);
+  const rest: Uint8Array[] = [];
+  const found = new Map<number, Uint8Array[]>(apart.map((no) => [no, []]));
+  while (reader.pos < reader.len) {
+    const start = reader.pos;
+    const [fieldNo, wireType] = reader.tag();
+    const list = found.get(fieldNo);
+    if (list && wireType === WireType.LengthDelimited) list.push(reader.bytes());
+    else {
+      reader.skip(wireType, fieldNo);
+      rest.push(bytes.subarray(start, reader.pos));
+    }
+  }
+  const restBytes = new Uint8Array(rest.reduce((n, r) => n + r.length, 0));
+  let at = 0;
+  for (const r of rest) {
+    restBytes.set(r, at);
+    at += r.length;
+  }
+  return { rest: restBytes, apart: found };
+}
+
+/** Several occurrences of one embedded message field merge, as their concatenation decodes. */
+function concat(parts: readonly Uint8Array[]): Uint8Array | undefined {
+  if (parts.length <= 1) return parts[0];
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+const ACTIVE_FIELD = QueueStateSnapshotSchema.field.active!.number;
+const RESOLVED_FIELD = QueueStateSnapshotSchema.field.resolved!.number;
+
+/**
+ * The checkpoint, decoded in parts: the envelope and the state's small fields by their schemas, then the
+ * tickets one slice at a time (pausing after each).
+ */
+function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sliceSize: number): Generator<void, Checkpoint> {
+  const notCheckpoint = (err: unknown) =>
+    new CheckpointDecodeError('checkpoint', `is not a QueueCheckpoint (${clip(String((err as Error).message))})`, { cause: err });
   let wire: WireCheckpoint;
+  let stateBytes: Uint8Array | undefined;
+  let split: Split;
   try {
-    wire = fromBinary(QueueCheckpointSchema, bytes);
+    const envelope = splitFields(bytes, [STATE_FIELD]);
+    wire = fromBinary(QueueCheckpointSchema, envelope.rest);
+    stateBytes = concat(envelope.apart.get(STATE_FIELD)!);
+    split = splitFields(stateBytes ?? new Uint8Array(0), [ACTIVE_FIELD, RESOLVED_FIELD]);
   } catch (err) {
-    throw new CheckpointDecodeError('checkpoint', `is not a QueueCheckpoint (${clip(String((err as Error).message))})`, { cause: err });
+    throw notCheckpoint(err);
   }
   known(wire, 'checkpoint');
   const id = present(wire.queueId, 'queue_id');
@@ -106,8 +286,22 @@ export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoin
   const appliedSeq = num(wire.appliedSeq, 'applied_seq', 0n);
   const term = num(wire.term, 'term', 0n);
   if (term > appliedSeq) throw new CheckpointDecodeError('term', `${term} is after applied_seq ${appliedSeq}`);
-  const s = present(wire.state, 'state');
+  const outbox = outboxFromWire(present(wire.outbox, 'outbox'), id);
+  present(stateBytes, 'state');
+  let s: QueueStateSnapshot;
+  try {
+    s = fromBinary(QueueStateSnapshotSchema, split.rest);
+  } catch (err) {
+    throw notCheckpoint(err);
+  }
   known(s, 'state');
+  const element = <T extends Message>(schema: GenMessage<T>, raw: Uint8Array): T => {
+    try {
+      return fromBinary(schema, raw);
+    } catch (err) {
+      throw notCheckpoint(err);
+    }
+  };
   const nextPosition = num(s.nextPosition, 'state.next_position', 1n);
   const nextBackfillVersion = num(s.nextBackfillVersion, 'state.next_backfill_version', 1n);
 
@@ -115,7 +309,9 @@ export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoin
   const positions = new Set<number>();
   const ticket = (t: { ticket?: Uint8Array; position?: bigint } & Message, path: string): SnapshotTicket => {
     known(t, path);
-    const bytes = copy(present(t.ticket, `${path}.ticket`));
+    // A view, not a copy: a million small copies cost more than the whole decode, and the restored tickets
+    // keep the checkpoint's buffer alive only until the last of them leaves the queue.
+    const bytes = present(t.ticket, `${path}.ticket`);
     const ticketId = ticketIdOf(bytes, (problem, cause) => new CheckpointDecodeError(`${path}.ticket`, problem, { cause }));
     const position = num(t.position, `${path}.position`, 1n);
     if (position >= nextPosition)
@@ -128,20 +324,25 @@ export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoin
   };
 
   let last = 0;
-  const active = s.active.map((t, i) => {
-    const at = ticket(t, `state.active[${i}]`);
+  const active: SnapshotTicket[] = [];
+  for (const [i, raw] of split.apart.get(ACTIVE_FIELD)!.entries()) {
+    const at = ticket(element(ActiveTicketSchema, raw), `state.active[${i}]`);
     if (at.position < last) throw new CheckpointDecodeError(`state.active[${i}].position`, `${at.position} is out of arrival order`);
     last = at.position;
-    return at;
-  });
-  const resolved = s.resolved.map((t, i): SnapshotResolvedTicket => {
+    active.push(at);
+    if ((i + 1) % sliceSize === 0) yield;
+  }
+  const resolved: SnapshotResolvedTicket[] = [];
+  for (const [i, raw] of split.apart.get(RESOLVED_FIELD)!.entries()) {
     const p = `state.resolved[${i}]`;
-    return {
+    const t = element(ResolvedTicketSchema, raw);
+    resolved.push({
       ...ticket(t, p),
       matchId: present(t.matchId, `${p}.match_id`),
       resolvedAtMs: num(t.resolvedAtMs, `${p}.resolved_at_ms`),
-    };
-  });
+    });
+    if ((i + 1) % sliceSize === 0) yield;
+  }
   const backfillIds = new Set<string>();
   const matches = new Set<string>();
   const backfills = s.backfills.map((b, i): SnapshotBackfill => {
@@ -161,7 +362,67 @@ export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoin
     }
     return { request, version };
   });
-  return { queueId: id, appliedSeq, term, state: { active, resolved, backfills, nextBackfillVersion, nextPosition } };
+  return { queueId: id, appliedSeq, term, outbox, state: { active, resolved, backfills, nextBackfillVersion, nextPosition } };
+}
+
+function outboxFromWire(o: NonNullable<WireCheckpoint['outbox']>, queueId: string): OutboxSnapshot {
+  known(o, 'outbox');
+  const nextSequence = seqOf(o.nextProducerSequence, 'outbox.next_producer_sequence', 1n);
+  const deliveryCursor = seqOf(o.deliveryCursor, 'outbox.delivery_cursor');
+  if (deliveryCursor >= nextSequence) {
+    throw new CheckpointDecodeError('outbox.delivery_cursor', `${deliveryCursor} is not below next_producer_sequence ${nextSequence}`);
+  }
+  let parked: OutboxSnapshot['parked'];
+  if (o.parked !== undefined) {
+    known(o.parked, 'outbox.parked');
+    parked = {
+      sequence: seqOf(o.parked.sequence, 'outbox.parked.sequence'),
+      attempts: num(o.parked.attempts, 'outbox.parked.attempts', 0n),
+      lastError: present(o.parked.lastError, 'outbox.parked.last_error'),
+      parkedAtMs: num(o.parked.parkedAtMs, 'outbox.parked.parked_at_ms', 0n),
+    };
+  }
+  const names = new Set<string>();
+  const consumers = o.consumers.map((c, i) => {
+    const p = `outbox.consumers[${i}]`;
+    known(c, p);
+    const consumer = present(c.consumer, `${p}.consumer`);
+    if (names.has(consumer)) throw new CheckpointDecodeError(`${p}.consumer`, `${quote(consumer)} is named twice`);
+    names.add(consumer);
+    return { consumer, sequence: seqOf(c.sequence, `${p}.sequence`) };
+  });
+  let last = deliveryCursor;
+  const outcomes = o.outcomes.map((r, i) => {
+    const p = `outbox.outcomes[${i}]`;
+    known(r, p);
+    const sequence = seqOf(r.sequence, `${p}.sequence`, 1n);
+    if (sequence <= last)
+      throw new CheckpointDecodeError(`${p}.sequence`, `${sequence} is not above ${last} (the cursor or the one before)`);
+    if (sequence >= nextSequence) {
+      throw new CheckpointDecodeError(`${p}.sequence`, `${sequence} is not below next_producer_sequence ${nextSequence}`);
+    }
+    last = sequence;
+    const bytes = copy(present(r.outcome, `${p}.outcome`));
+    let outcome: ReturnType<typeof fromBinary<typeof OutcomeSchema>>;
+    try {
+      outcome = fromBinary(OutcomeSchema, bytes);
+    } catch (err) {
+      throw new CheckpointDecodeError(`${p}.outcome`, `is not an Outcome (${clip(String((err as Error).message))})`, { cause: err });
+    }
+    if (outcome.producerSequence !== sequence) {
+      throw new CheckpointDecodeError(`${p}.outcome`, `carries producer_sequence ${outcome.producerSequence}, not ${sequence}`);
+    }
+    if (outcome.queueId !== queueId) throw new CheckpointDecodeError(`${p}.outcome`, `is of queue ${quote(outcome.queueId)}`);
+    return { sequence, bytes };
+  });
+  return { nextSequence, deliveryCursor, parked, consumers, outcomes };
+}
+
+/** A present int64 within `min`..2^53-1, as a bigint (outcome sequences are bigints throughout). */
+function seqOf(value: bigint | undefined, path: string, min = 0n): bigint {
+  const v = present(value, path);
+  if (v < min || v > MAX) throw new CheckpointDecodeError(path, `${v} is out of range (${min}..2^53-1)`);
+  return v;
 }
 
 function present<T>(value: T | undefined, path: string): T {

@@ -3,6 +3,7 @@
 // replication log and applies it when the log delivers it, as every replica does. The queue runtime is the
 // same over both: it proposes records and is told what each applied.
 import type { Store } from '../store/store.js';
+import type { QueueSnapshotData } from './queue-snapshot.js';
 import type { Applied } from './queue-state.js';
 import type { QueueRecord, RecordOf } from './records.js';
 
@@ -15,6 +16,13 @@ export interface QueueApplier {
   apply<R extends QueueRecord>(record: R): Applied<R['type']>;
   /** The local store has committed the changes of these records. */
   committed(records: readonly QueueRecord[]): void;
+  /** The queue's state as data, between two records (QueueState.snapshot). */
+  snapshot(): QueueSnapshotData;
+  /**
+   * Replaces the queue's state with a checkpoint's, before the first record is applied. The store must
+   * already answer for its tickets (snapshotStoreChanges committed).
+   */
+  restore(data: QueueSnapshotData): void;
 }
 
 export interface QueueHistory {

@@ -20,6 +20,7 @@ import type { Store } from '../store/store.js';
 import { PoolColumns } from './pool-columns.js';
 import { PoolRebuild } from './pool-rebuild.js';
 import { createdAtMs, layoutOf, type QueueContext } from './queue-context.js';
+import type { QueueSnapshotData } from './queue-snapshot.js';
 import { QueueState, type Applied } from './queue-state.js';
 import { EmbeddedHistory, isCreate, type HistoryFactory, type QueueApplier, type QueueHistory } from './queue-history.js';
 import type { QueueRecord, RecordOf, TicketAt } from './records.js';
@@ -35,7 +36,10 @@ export interface ClearResult {
 
 export class QueueRuntime {
   state: QueueLifecycle = 'starting';
-  private readonly queue: QueueState;
+  /** Replaced once, before the queue runs, when a replicated history restores a checkpoint. */
+  private queue: QueueState;
+  /** A checkpoint was restored: the pool's rows are built once the log is caught up. */
+  private restoredFromCheckpoint = false;
   private readonly columns: PoolColumns;
   /** Ticket bytes whose store commit is still in flight (the store only answers for committed records). */
   private readonly pending = new Map<string, Uint8Array>();
@@ -63,7 +67,9 @@ export class QueueRuntime {
     const context: QueueContext = {
       queueId,
       log,
-      state: this.queue,
+      get state() {
+        return runtime.queue;
+      },
       columns: this.columns,
       get config() {
         return runtime.configValue;
@@ -79,7 +85,12 @@ export class QueueRuntime {
     };
     this.ticker = new Ticker(context, this.runner);
     this.rebuild = new PoolRebuild(context);
-    const applier: QueueApplier = { apply: (record) => this.apply(record), committed: (records) => this.forgetPending(records) };
+    const applier: QueueApplier = {
+      apply: (record) => this.apply(record),
+      committed: (records) => this.forgetPending(records),
+      snapshot: () => this.queue.snapshot(),
+      restore: (data) => this.restoreSnapshot(data),
+    };
     this.history = history ? history(queueId, applier) : new EmbeddedHistory(applier, store);
   }
 
@@ -132,6 +143,9 @@ export class QueueRuntime {
           if (this.state !== 'starting') return;
           this.state = 'running';
           this.log.info({ queue: this.queueId, tickets: this.queue.active.size }, 'queue caught up with its replication log');
+          // Rows of a restored pool, as a follower's rebuild builds them: evictions are the leader's to propose.
+          if (this.restoredFromCheckpoint)
+            void this.rebuild.fill(this.queue.activeInArrivalOrder(), 'pool restored from a checkpoint', false);
           this.schedule();
         },
         (err: unknown) => this.log.error({ queue: this.queueId, err }, 'queue could not follow its replication log'),
@@ -295,6 +309,18 @@ export class QueueRuntime {
       this.pending.set(record.ticketId, record.ticket);
     for (const at of applied.activated) this.insertActivated(at);
     return applied;
+  }
+
+  /**
+   * Replaces the state with a checkpoint's, before any record is applied (the history has given the store
+   * the snapshot's records). Rows are built once the log is caught up: records applied meanwhile insert
+   * into the current columns, which that rebuild replaces with rows for every ticket then active.
+   */
+  private restoreSnapshot(data: QueueSnapshotData): void {
+    if (this.state !== 'starting') throw new Error(`queue ${this.queueId} cannot restore a checkpoint once it runs`);
+    this.queue = QueueState.fromSnapshot(this.queueId, (ticketId, position) => this.ticketBytes(ticketId, position), data);
+    this.pending.clear();
+    this.restoredFromCheckpoint = true;
   }
 
   /** The store now answers for these records' new tickets: their bytes need not be kept here any longer. */

@@ -3,9 +3,8 @@
 // is what a checkpoint of the replicated mode holds (checkpoint-codec.ts), and lets a replica start from a
 // log position instead of from the log's start.
 //
-// Outcomes are not part of it: they are the outbox, not the state `apply` reads, and the outbox of the
-// replicated mode (numbering per queue, delivery by the leader, the cursor in the log) is not designed yet.
-// A replica restored from a checkpoint holds the outcomes of the records it applied after it only.
+// Outcomes are not part of it: they are the outbox, not the state `apply` reads. A checkpoint carries the
+// outbox beside it, as the replica's local store holds it (store.ts OutboxSnapshot).
 import { toBinary } from '@bufbuild/protobuf';
 import { BackfillRequestSchema, type BackfillRequest } from '../gen/matchmaker/core/v1/resources_pb.js';
 import type { StoreChange } from '../store/store.js';

@@ -90,8 +90,12 @@ export class QueueState {
    */
   snapshot(): QueueSnapshotData {
     const bytes = (ticketId: string, position: number) => this.readTicket(ticketId, position);
+    // One object per ticket, sorted in place: a checkpoint of a large pool is taken between two entries.
+    const active: QueueSnapshotData['active'] = [];
+    for (const [ticketId, position] of this.active) active.push({ ticketId, position, ticket: bytes(ticketId, position) });
+    active.sort((a, b) => a.position - b.position);
     return {
-      active: this.activeInArrivalOrder().map((t) => ({ ...t, ticket: bytes(t.ticketId, t.position) })),
+      active,
       resolved: Array.from(this.resolved, ([ticketId, r]) => ({ ticketId, ...r, ticket: bytes(ticketId, r.position) })),
       backfills: Array.from(this.backfills.entries(), ([, open]) => ({ request: open.request, version: open.version })),
       nextBackfillVersion: this.backfills.nextVersion,

@@ -7,16 +7,25 @@
 // appended only if the last claim is still the one it has seen. Its term is the claim's position. Records
 // only a leader appends carry its term, and an entry whose term is not the latest claim's is skipped by
 // every replica, so a deposed leader's late records take no effect anywhere.
+//
+// Checkpoints (replicated-checkpoints.ts): a replica starts from the newest usable checkpoint and reads the
+// log after it; the acting leader takes one every `checkpointIntervalRecords` entries or
+// `checkpointIntervalMs`, whichever comes first.
 import { randomUUID } from 'node:crypto';
+import type { ObjectStore } from '@nats-io/obj';
 import type { Logger } from 'pino';
 import { unavailable } from '../errors.js';
+import { LogPositionError } from '../store/replicated/errors.js';
 import type { LeaderLease } from '../store/replicated/leader-lease.js';
 import type { LogReader, ReplicationLog } from '../store/replicated/replication-log.js';
-import type { Store } from '../store/store.js';
+import type { OutboxStore } from '../store/store.js';
+import type { Checkpoint } from './checkpoint-codec.js';
 import type { QueueApplier, QueueHistory } from './queue-history.js';
+import { snapshotStoreChanges } from './queue-snapshot.js';
 import type { Applied } from './queue-state.js';
 import { decodeLogEntry, encodeLogEntry, LEADER_RECORD_TYPES, type LogEntry } from './record-codec.js';
 import type { QueueRecord } from './records.js';
+import { QueueCheckpoints } from './replicated-checkpoints.js';
 
 export interface ReplicatedHistoryOptions {
   queueId: string;
@@ -25,14 +34,22 @@ export interface ReplicatedHistoryOptions {
   log: ReplicationLog;
   lease: LeaderLease;
   /** The replica's own copy of the queue's stored state and outbox, written in log order. */
-  store: Store;
+  store: OutboxStore;
   logger: Logger;
   /** How long to wait to apply an entry this replica appended before answering UNAVAILABLE (default 10 s). */
   applyTimeoutMs?: number;
+  /** The checkpoint object store; without it the replica reads the whole log and takes no checkpoints. */
+  checkpoints?: ObjectStore;
+  /** The acting leader takes a checkpoint after this many log entries since the last (default 100 000)... */
+  checkpointIntervalRecords?: number;
+  /** ...or this long after the last, if any entry came since (default 300 s), whichever comes first. */
+  checkpointIntervalMs?: number;
 }
 
 /** How long a replica waits to apply an entry it appended before it answers UNAVAILABLE. */
 const APPLY_TIMEOUT_MS = 10_000;
+const CHECKPOINT_INTERVAL_RECORDS = 100_000;
+const CHECKPOINT_INTERVAL_MS = 300_000;
 
 /** Request records proposed in one event turn, appended as one entry. */
 interface Batched {
@@ -58,34 +75,92 @@ export class ReplicatedHistory implements QueueHistory {
   private batch: Batched[] = [];
   private reader: LogReader | undefined;
   private stopped = false;
+  private readonly checkpoints: QueueCheckpoints | undefined;
+  /** The position of the checkpoint this replica started from (undefined: from the log's start). */
+  private restoredSeqValue: number | undefined;
+  /** Entries this replica has read from the log since it started. */
+  private entriesReadValue = 0;
+  /** Where and when the last checkpoint was taken (or restored). */
+  private checkpointSeq = 0;
+  private checkpointAtMs = Date.now();
+  /** A checkpoint being taken or saved: the next waits for it. */
+  private saving: Promise<void> | undefined;
+  private checkpointTimer: NodeJS.Timeout | undefined;
+  private savedSeqValue: number | undefined;
 
   constructor(
     private readonly applier: QueueApplier,
     private readonly options: ReplicatedHistoryOptions,
-  ) {}
+  ) {
+    const { checkpoints, queueId, log, logger } = options;
+    if (checkpoints) this.checkpoints = new QueueCheckpoints(queueId, checkpoints, log, logger);
+  }
+
+  /** The position of the checkpoint this replica started from; undefined when it read the log from its start. */
+  get restoredSeq(): number | undefined {
+    return this.restoredSeqValue;
+  }
+
+  /** The log position of the last entry applied (or of the checkpoint restored). */
+  get appliedSeq(): number {
+    return this.applied;
+  }
+
+  /** How many log entries this replica has read since it started. */
+  get entriesRead(): number {
+    return this.entriesReadValue;
+  }
+
+  /** The position of the last checkpoint this replica saved, if it saved one. */
+  get savedSeq(): number | undefined {
+    return this.savedSeqValue;
+  }
 
   get acting(): boolean {
     return this.ownTerm !== 0 && this.ownTerm === this.term && this.options.lease.leading;
   }
 
-  /** Reads the log from its start and resolves once the entries stored before the call are applied. */
+  /**
+   * Restores the newest usable checkpoint (if any), reads the log from the entry after it (else from its
+   * start) and resolves once the entries stored before the call are applied. Fails with LogPositionError
+   * when the log no longer holds that entry.
+   */
   async start(): Promise<void> {
-    const { log, lease } = this.options;
+    const { log, lease, queueId } = this.options;
+    const checkpoint = await this.checkpoints?.latest();
     const caughtUp = await log.lastSeq();
-    this.reader = await log.read(1, (seq, bytes, msgId) => this.onEntry(seq, bytes, msgId));
+    const from = (checkpoint?.appliedSeq ?? 0) + 1;
+    const first = await log.firstSeq();
+    if (first > from || from > caughtUp + 1) {
+      throw new LogPositionError(queueId, log.stream, from, { first, last: caughtUp }, checkpoint?.appliedSeq);
+    }
+    if (checkpoint) await this.restore(checkpoint);
+    this.reader = await log.read(from, (seq, bytes, msgId) => this.onEntry(seq, bytes, msgId));
     await this.appliedThrough(caughtUp);
     lease.onChange((leading) => {
       if (leading) void this.claim();
       else this.ownTerm = 0;
     });
     lease.start();
+    if (this.checkpoints) {
+      const intervalMs = this.options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS;
+      this.checkpointTimer = setInterval(
+        () => {
+          if (this.applied > this.checkpointSeq && Date.now() - this.checkpointAtMs >= intervalMs) void this.checkpoint();
+        },
+        Math.min(1_000, Math.max(10, intervalMs / 4)),
+      );
+      this.checkpointTimer.unref();
+    }
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.ownTerm = 0;
+    clearInterval(this.checkpointTimer);
     await this.options.lease.stop();
     await this.reader?.stop();
+    await this.saving;
     const err = unavailable(`queue "${this.options.queueId}" is stopping; retry with backoff`);
     for (const b of this.batch.splice(0)) b.reject(err);
   }
@@ -154,8 +229,31 @@ export class ReplicatedHistory implements QueueHistory {
     }
   }
 
+  /**
+   * A checkpoint's state into the queue and the local store (empty until now): the queue's records (so
+   * restored tickets' bytes can be read) and its outbox (so numbering goes on where every replica's does).
+   */
+  private async restore(checkpoint: Checkpoint): Promise<void> {
+    const { store, queueId, logger } = this.options;
+    await store.commit(snapshotStoreChanges(queueId, checkpoint.state));
+    store.restoreOutbox(queueId, checkpoint.outbox);
+    this.applier.restore(checkpoint.state);
+    this.applied = checkpoint.appliedSeq;
+    this.term = checkpoint.term;
+    this.restoredSeqValue = this.checkpointSeq = checkpoint.appliedSeq;
+    logger.info(
+      { queue: queueId, seq: checkpoint.appliedSeq, term: checkpoint.term, tickets: checkpoint.state.active.length },
+      'queue restored from a checkpoint',
+    );
+  }
+
   /** One log entry, in order: a claim moves the term; records apply unless fenced out by it. */
-  private onEntry(seq: number, bytes: Uint8Array, msgId: string | undefined): void {
+  private onEntry(seq: number, bytes: Uint8Array, msgId: string | undefined): Promise<void> | undefined {
+    // The log has no holes: a missing entry (purged while this replica read it) would make it diverge.
+    if (seq !== this.applied + 1) {
+      throw new Error(`queue "${this.options.queueId}": log entry ${seq} follows ${this.applied}; entries between are gone`);
+    }
+    this.entriesReadValue++;
     const entry = decodeLogEntry(bytes);
     let applied: Applied[] = [];
     if (entry.kind === 'claim') {
@@ -184,6 +282,72 @@ export class ReplicatedHistory implements QueueHistory {
       waiter(applied);
     }
     while (this.seen.length > 0 && this.seen[0]!.seq <= seq) this.seen.shift()!.resolve();
+    const every = this.options.checkpointIntervalRecords ?? CHECKPOINT_INTERVAL_RECORDS;
+    // The reader waits for this before the next entry, so the checkpoint is of exactly this one.
+    if (this.checkpoints && seq - this.checkpointSeq >= every && this.acting && !this.saving) return this.checkpoint();
+    return undefined;
+  }
+
+  /**
+   * Takes a checkpoint and saves it in the background, if this replica leads the queue. Taking it is
+   * synchronous between two entries. The local store applies a commit once its promise settles, so the
+   * outbox is captured only after the store's pending commits (those of entries up to `applied`) have
+   * settled and while no entry was applied since: from onEntry the reader is held, so the first try holds;
+   * from the timer an entry may come in between, and it tries again (or leaves it to the next interval).
+   */
+  private async checkpoint(): Promise<void> {
+    if (!this.checkpoints || this.saving || !this.acting) return;
+    let release!: () => void;
+    this.saving = new Promise<void>((resolve) => (release = resolve));
+    try {
+      let captured: Checkpoint | undefined;
+      for (let tries = 0; tries < 3 && !captured; tries++) {
+        const at = this.applied;
+        await this.options.store.whenDurable();
+        if (this.applied === at && this.acting) captured = this.capture();
+      }
+      if (!captured) return release();
+      // A failed save is retried at the next interval, not at once.
+      this.checkpointSeq = captured.appliedSeq;
+      this.checkpointAtMs = Date.now();
+      void this.save(captured).finally(release);
+    } catch (err) {
+      this.options.logger.error({ queue: this.options.queueId, err }, 'checkpoint not taken');
+      release();
+    } finally {
+      void this.saving.then(() => (this.saving = undefined));
+    }
+  }
+
+  /** The queue at `applied`, synchronously. */
+  private capture(): Checkpoint {
+    const { queueId, store, logger } = this.options;
+    const started = performance.now();
+    const checkpoint = {
+      queueId,
+      appliedSeq: this.applied,
+      term: this.term,
+      state: this.applier.snapshot(),
+      outbox: store.outboxSnapshot(queueId),
+    };
+    logger.debug({ queue: queueId, seq: this.applied, ms: Math.round(performance.now() - started) }, 'checkpoint taken');
+    return checkpoint;
+  }
+
+  private async save(checkpoint: Checkpoint): Promise<void> {
+    const { queueId, logger } = this.options;
+    // Encoding is not held against the reader: the entry that triggered the checkpoint has been answered.
+    await new Promise((resolve) => setImmediate(resolve));
+    try {
+      const saved = await this.checkpoints!.save(checkpoint);
+      this.savedSeqValue = checkpoint.appliedSeq;
+      logger.info(
+        { queue: queueId, seq: checkpoint.appliedSeq, bytes: saved.bytes, encodeMs: Math.round(saved.encodeMs), purged: saved.purged },
+        'checkpoint saved',
+      );
+    } catch (err) {
+      logger.warn({ queue: queueId, seq: checkpoint.appliedSeq, err }, 'checkpoint not saved; retrying at the next interval');
+    }
   }
 
   private appliedThrough(seq: number): Promise<void> {

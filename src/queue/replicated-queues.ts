@@ -36,6 +36,10 @@ export interface ReplicatedQueuesOptions {
   runtime: (queueId: string) => QueueRuntime | undefined;
   /** Whether the connection to the NATS cluster is up now. */
   connected: () => boolean;
+  /** The leader checkpoints a queue after this many log entries (CHECKPOINT_INTERVAL_RECORDS)... */
+  checkpointIntervalRecords: number;
+  /** ...or after this long, if anything was applied since (CHECKPOINT_INTERVAL_SECS). */
+  checkpointIntervalMs: number;
 }
 
 export class ReplicatedQueues {
@@ -122,7 +126,17 @@ export class ReplicatedQueues {
       store,
       history: (id: string, applier: QueueApplier) =>
         new ProvisionedHistory(
-          new ReplicatedHistory(applier, { queueId: id, replicaId, log: replicationLog, lease, store, logger: log }),
+          new ReplicatedHistory(applier, {
+            queueId: id,
+            replicaId,
+            log: replicationLog,
+            lease,
+            store,
+            logger: log,
+            checkpoints: resources.checkpoints,
+            checkpointIntervalRecords: this.options.checkpointIntervalRecords,
+            checkpointIntervalMs: this.options.checkpointIntervalMs,
+          }),
           provision,
           this.options.connected,
           (err, retryInMs) =>

@@ -2,15 +2,19 @@
 // that measure everything but the disk. It keeps the embedded store's contract (store.ts): commits apply
 // atomically, in call order, and become visible (readTicket, outcomes, listeners) when their promise
 // settles, not before, just as lmdb answers only for committed records. Nothing survives the process.
+// In the replicated mode it is a replica's local copy of one queue, outbox included (a busy queue's
+// outcomes): reads start by binary search and retention deletes are amortized O(1) (sequence-index.ts).
 import { randomUUID } from 'node:crypto';
 import { fromBinary } from '@bufbuild/protobuf';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { withProducer } from './outcome-record.js';
+import { SequenceIndex } from './sequence-index.js';
 import type {
+  OutboxSnapshot,
+  OutboxStore,
   OutcomeQuery,
   ParkedDelivery,
   QueueSnapshot,
-  Store,
   StoreChange,
   StoredBackfill,
   StoredTicket,
@@ -23,7 +27,7 @@ interface QueueRecords {
   tickets: Map<number, StoredTicket>;
   backfills: Map<string, StoredBackfill>;
   /** This queue's outcome sequences, ascending. */
-  outcomes: bigint[];
+  outcomes: SequenceIndex;
 }
 
 export interface MemoryStoreOptions {
@@ -37,10 +41,12 @@ export interface MemoryStoreOptions {
   commitDelayMs?: number;
 }
 
-export class MemoryStore implements Store {
+export class MemoryStore implements OutboxStore {
   private producer: string;
   private readonly queues = new Map<string, QueueRecords>();
   private readonly outcomes = new Map<bigint, Uint8Array>();
+  /** Every queue's outcome sequences, ascending (commits apply in sequence order). */
+  private readonly outcomeOrder = new SequenceIndex();
   private readonly cursors = new Map<string, { cursor: bigint; parked?: ParkedDelivery }>();
   private readonly consumers = new Map<string, bigint>();
   private readonly outcomeListeners: ((queueIds: ReadonlySet<string>) => void)[] = [];
@@ -105,7 +111,7 @@ export class MemoryStore implements Store {
 
   private queue(queueId: string): QueueRecords {
     let records = this.queues.get(queueId);
-    if (!records) this.queues.set(queueId, (records = { tickets: new Map(), backfills: new Map(), outcomes: [] }));
+    if (!records) this.queues.set(queueId, (records = { tickets: new Map(), backfills: new Map(), outcomes: new SequenceIndex() }));
     return records;
   }
 
@@ -140,14 +146,14 @@ export class MemoryStore implements Store {
       case 'outcome.record': {
         const { queueId, bytes } = change.outcome;
         this.outcomes.set(sequence, withProducer(bytes, this.producerId, sequence));
+        this.outcomeOrder.push(sequence);
         this.queue(queueId).outcomes.push(sequence);
         outcomeQueues.add(queueId);
         return;
       }
       case 'outcome.delete': {
-        this.outcomes.delete(change.sequence);
-        const records = this.queue(change.queueId);
-        records.outcomes = records.outcomes.filter((s) => s !== change.sequence);
+        this.queue(change.queueId).outcomes.delete(change.sequence);
+        if (this.outcomes.delete(change.sequence)) this.outcomeOrder.delete(change.sequence);
         return;
       }
       case 'delivery.advance': {
@@ -191,8 +197,7 @@ export class MemoryStore implements Store {
     const after = query.afterSequence ?? 0n;
     const limit = query.limit ?? 1000;
     const out: Outcome[] = [];
-    for (const sequence of [...this.outcomes.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
-      if (sequence <= after) continue;
+    for (const sequence of this.outcomeOrder.after(after)) {
       const outcome = fromBinary(OutcomeSchema, this.outcomes.get(sequence)!);
       if (query.queueFilter && !query.queueFilter(outcome.queueId)) continue;
       out.push(outcome);
@@ -202,11 +207,52 @@ export class MemoryStore implements Store {
   }
 
   queueOutcomes(queueId: string, afterSequence: bigint, limit: number): Outcome[] {
-    const sequences = this.queues.get(queueId)?.outcomes ?? [];
-    return sequences
-      .filter((s) => s > afterSequence)
-      .slice(0, limit)
-      .map((s) => fromBinary(OutcomeSchema, this.outcomes.get(s)!));
+    const out: Outcome[] = [];
+    const sequences = this.queues.get(queueId)?.outcomes;
+    if (!sequences || limit <= 0) return out;
+    for (const s of sequences.after(afterSequence)) {
+      // Deleted under another queue's id (as lmdb does, the delete names the outcome by sequence).
+      const bytes = this.outcomes.get(s);
+      if (!bytes) continue;
+      out.push(fromBinary(OutcomeSchema, bytes));
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  outboxSnapshot(queueId: string): OutboxSnapshot {
+    const deliveryCursor = this.deliveryCursor(queueId);
+    const outcomes: OutboxSnapshot['outcomes'] = [];
+    for (const sequence of this.queues.get(queueId)?.outcomes.after(deliveryCursor) ?? []) {
+      const bytes = this.outcomes.get(sequence);
+      if (bytes) outcomes.push({ sequence, bytes });
+    }
+    return {
+      nextSequence: this.nextSequence,
+      deliveryCursor,
+      parked: this.parkedDelivery(queueId),
+      // A replica's local store holds one queue: its named consumers are that queue's.
+      consumers: Array.from(this.consumers, ([consumer, sequence]) => ({ consumer, sequence })),
+      outcomes,
+    };
+  }
+
+  restoreOutbox(queueId: string, outbox: OutboxSnapshot): void {
+    // Numbering continues from the outbox's: a store that already numbered outcomes cannot take it over.
+    if (this.nextSequence !== 1n) throw new Error(`the store has recorded outcomes already; cannot restore the outbox of ${queueId}`);
+    const records = this.queue(queueId);
+    for (const { sequence, bytes } of outbox.outcomes) {
+      this.outcomes.set(sequence, bytes);
+      this.outcomeOrder.push(sequence);
+      records.outcomes.push(sequence);
+    }
+    this.nextSequence = outbox.nextSequence;
+    this.committedSequence = outbox.nextSequence - 1n;
+    this.cursors.set(
+      queueId,
+      outbox.parked ? { cursor: outbox.deliveryCursor, parked: { ...outbox.parked } } : { cursor: outbox.deliveryCursor },
+    );
+    for (const { consumer, sequence } of outbox.consumers) this.consumers.set(consumer, sequence);
   }
 
   deliveryCursor(queueId: string): bigint {

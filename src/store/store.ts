@@ -124,3 +124,28 @@ export interface Store {
   onOutcomesCommitted(listener: (queueIds: ReadonlySet<string>) => void): void;
   close(): Promise<void>;
 }
+
+/**
+ * One queue's outbox as a replica's local store holds it: what a checkpoint of the replicated mode carries
+ * so that a restored replica numbers the queue's next outcomes where the others do and still holds those
+ * not yet delivered. Outcomes at or below the delivery cursor are left out: a push sink has them.
+ */
+export interface OutboxSnapshot {
+  /** The producer_sequence the next recorded outcome gets. */
+  nextSequence: bigint;
+  /** The last sequence a push sink acknowledged (0 when none). */
+  deliveryCursor: bigint;
+  parked: ParkedDelivery | undefined;
+  /** Named stream consumers' positions, by name. */
+  consumers: { consumer: string; sequence: bigint }[];
+  /** The recorded outcomes above the cursor (producer_id and producer_sequence set), ascending. */
+  outcomes: { sequence: bigint; bytes: Uint8Array }[];
+}
+
+/** A store that can hand over one queue's outbox and take one over: a replica's local store. */
+export interface OutboxStore extends Store {
+  /** The queue's outbox as of the last settled commit (call it with no commit in flight: whenDurable). */
+  outboxSnapshot(queueId: string): OutboxSnapshot;
+  /** Takes over an outbox, at once; the store must not have recorded any outcome yet. */
+  restoreOutbox(queueId: string, outbox: OutboxSnapshot): void;
+}

@@ -4,6 +4,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
+import type { ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { parse } from 'yaml';
 import { queueFileSchema } from '../../src/config/queue-config.js';
@@ -50,6 +51,8 @@ export interface ReplicaOptions {
   leaseMs: number;
   /** ReplicatedHistory's applyTimeoutMs. */
   applyTimeoutMs?: number;
+  /** ReplicatedHistory's checkpoint options: the object store, opened on `nc`, and the intervals. */
+  checkpoints?: { objects: ObjectStore; intervalRecords?: number; intervalMs?: number };
 }
 
 /** Starts a replica and resolves once it has caught up with the log. */
@@ -69,6 +72,9 @@ export async function startReplica(options: ReplicaOptions): Promise<Replica> {
       store,
       logger: log,
       applyTimeoutMs: options.applyTimeoutMs,
+      checkpoints: options.checkpoints?.objects,
+      checkpointIntervalRecords: options.checkpoints?.intervalRecords,
+      checkpointIntervalMs: options.checkpoints?.intervalMs,
     });
     return history;
   });

@@ -32,6 +32,11 @@ async function checkpointsOf(os: ObjectStore, queueId: string): Promise<{ info: 
   return found.sort((a, b) => b.seq - a.seq);
 }
 
+/** The positions of the queue's stored checkpoints, newest first. */
+export async function checkpointSequences(os: ObjectStore, queueId: string): Promise<number[]> {
+  return (await checkpointsOf(os, queueId)).map((c) => c.seq);
+}
+
 /**
  * The newest checkpoint of the queue whose bytes verify (sequence and sha256 as its metadata says), or
  * undefined when there is none. One that does not verify or cannot be read is skipped with a log line.
@@ -41,6 +46,16 @@ export async function latestCheckpoint(
   queueId: string,
   log: Logger,
 ): Promise<{ seq: number; bytes: Uint8Array } | undefined> {
+  return latestDecodedCheckpoint(os, queueId, log, (bytes) => bytes).then((found) => found && { seq: found.seq, bytes: found.bytes });
+}
+
+/** latestCheckpoint, also skipping one that `decode` refuses (throws for); answers what it decoded. */
+export async function latestDecodedCheckpoint<T>(
+  os: ObjectStore,
+  queueId: string,
+  log: Logger,
+  decode: (bytes: Uint8Array, seq: number) => T | Promise<T>,
+): Promise<{ seq: number; bytes: Uint8Array; decoded: T } | undefined> {
   for (const { info, seq } of await checkpointsOf(os, queueId)) {
     const skip = (problem: string, err?: unknown) =>
       log.warn({ queue: queueId, object: info.name, seq, err }, `checkpoint skipped: ${problem}; trying the next older one`);
@@ -63,7 +78,11 @@ export async function latestCheckpoint(
       skip('its bytes do not match their sha256');
       continue;
     }
-    return { seq, bytes };
+    try {
+      return { seq, bytes, decoded: await decode(bytes, seq) };
+    } catch (err) {
+      skip('it cannot be decoded', err);
+    }
   }
   return undefined;
 }

@@ -51,3 +51,29 @@ function causeMessage(err: unknown): string {
   const inner = err.cause instanceof Error && err.cause.message !== err.message ? ` (${err.cause.message})` : '';
   return `${err.message}${inner}`;
 }
+
+/**
+ * A replica cannot follow its queue's log from where it must start: the log was purged past the entry after
+ * its newest usable checkpoint (or past its start, with no usable checkpoint), or the checkpoint is ahead of
+ * the log (a log recreated under the same name). Applying from anywhere else would diverge.
+ */
+export class LogPositionError extends Error {
+  constructor(
+    readonly queueId: string,
+    readonly stream: string,
+    /** The position the replica must read next. */
+    readonly needed: number,
+    /** The first and last positions the log holds. */
+    readonly held: { first: number; last: number },
+    /** The checkpoint restored, if any: the position of its last entry. */
+    readonly checkpointSeq: number | undefined,
+  ) {
+    const from = checkpointSeq === undefined ? "no usable checkpoint, so from the log's start" : `after its checkpoint at ${checkpointSeq}`;
+    const problem =
+      needed < held.first
+        ? `the log (stream "${stream}") was purged up to ${held.first - 1}`
+        : `the log (stream "${stream}") ends at ${held.last}: the checkpoint is of another log`;
+    super(`queue "${queueId}": this replica must read the log from position ${needed} (${from}), but ${problem}`);
+    this.name = 'LogPositionError';
+  }
+}

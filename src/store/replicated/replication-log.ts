@@ -79,6 +79,21 @@ export class ReplicationLog {
   }
 
   /**
+   * The position of the first entry the log still holds: entries below it were purged (1, or 0 for a log
+   * never written, when nothing was; last + 1 when everything was).
+   */
+  async firstSeq(): Promise<number> {
+    const info = await this.jsm.streams.info(this.stream);
+    return info.state.first_seq;
+  }
+
+  /** Removes the entries below `seq` (a kept checkpoint includes them); answers how many were removed. */
+  async purgeBefore(seq: number): Promise<number> {
+    const response = await this.jsm.streams.purge(this.stream, { seq });
+    return response.purged;
+  }
+
+  /**
    * Reads the log in order from `fromSeq`, calling `onEntry` for each entry (with the id it was appended
    * with) and waiting for it before the next. An ordered consumer; when it ends or fails (a broker node
    * lost, a stream leader election) the reader opens a new one from the entry after the last it applied.

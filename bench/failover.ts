@@ -134,7 +134,8 @@ class Trickle {
       this.stats.retried++;
       await sleep(50);
     }
-    this.stats.failed++;
+    // A ticket still retrying when the trickle stops is not a failure of the service.
+    if (!this.stopped) this.stats.failed++;
   }
 
   async stop(): Promise<void> {

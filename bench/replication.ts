@@ -9,23 +9,27 @@
 //   2. failover (bench/failover.ts): three replicas, a queue matching continuously; kill -9 of its leader,
 //      time to the first match made after the kill stored in the outcome stream; BENCH_FAILOVER_KILLS times
 //      for each lease in BENCH_FAILOVER_LEASES_MS.
-//   3. catch-up from a checkpoint: a hook, not measured yet (see catchUpFromCheckpoint below).
+//   3. catch-up from a checkpoint (bench/catch-up.ts): a replica started against a queue whose checkpoint
+//      holds N active tickets (BENCH_CATCHUP_TICKETS: 100k and 1M, and 0 for the start-up alone), timed
+//      from its process start to the queue running.
 //
 // Everything runs on this machine: the three nats-server processes, the services and the load generators
 // share its cores, which the report says next to the numbers (with each group's CPU use).
 //
 // Settings from the environment:
-//   BENCH_PHASES (throughput,failover)    BENCH_DURATION_SECS (10)  BENCH_WARMUP_SECS (3)
+//   BENCH_PHASES (throughput,failover,catchup)    BENCH_DURATION_SECS (10)  BENCH_WARMUP_SECS (3)
 //   BENCH_CONCURRENCY (64, in all)        BENCH_CONNECTIONS (4, in all; at least 1 per replica)
 //   BENCH_REPLICA_COUNTS (1,2,3)          BENCH_CLIENT (native: bench/loadgen; node: create-ticket-load.ts)
 //   BENCH_FAILOVER_KILLS (20)             BENCH_FAILOVER_LEASES_MS (6000,2000)
 //   BENCH_ROUNDS (2: the throughput phases, embedded then 1..3 replicas, run this many times in turn)
 //   BENCH_FAILOVER_RATE (20 tickets/s)    BENCH_FAILOVER_TICK_MS (100)    BENCH_JSON_OUT (file for raw results)
+//   BENCH_CATCHUP_TICKETS (0,100000,1000000)
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { buildFingerprint, envNumber, machine, machineBusySecs, processCpuSecs, table } from './bench-report.js';
 import { assertBuildFresh } from './build-freshness.js';
+import { runCatchUp, type CatchUpResult } from './catch-up.js';
 import { spawnServer, type Child } from './child-process.js';
 import { runLoad, type LoadHooks, type LoadOptions, type LoadResult } from './create-ticket-load.js';
 import { runFailover, type FailoverResult } from './failover.js';
@@ -52,7 +56,7 @@ function envList(name: string, fallback: string): string[] {
 }
 
 const settings = {
-  phases: envList('BENCH_PHASES', 'throughput,failover'),
+  phases: envList('BENCH_PHASES', 'throughput,failover,catchup'),
   durationSecs: envNumber('BENCH_DURATION_SECS', 10),
   warmupSecs: envNumber('BENCH_WARMUP_SECS', 3),
   concurrency: envNumber('BENCH_CONCURRENCY', 64),
@@ -64,6 +68,7 @@ const settings = {
   failoverLeasesMs: envList('BENCH_FAILOVER_LEASES_MS', '6000,2000').map(Number),
   failoverRate: envNumber('BENCH_FAILOVER_RATE', 20),
   failoverTickMs: envNumber('BENCH_FAILOVER_TICK_MS', 100),
+  catchUpTickets: envList('BENCH_CATCHUP_TICKETS', '0,100000,1000000').map(Number),
   jsonOut: process.env.BENCH_JSON_OUT || undefined,
 };
 
@@ -207,17 +212,6 @@ async function deleteQueueStreams(cluster: BenchNatsCluster, queueId: string): P
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// HOOK: catch-up from a checkpoint for pools of 100k and 1M tickets (issue 13).
-//
-// Not measured yet: ReplicatedHistory does not restore checkpoints yet (docs/replication.md, "What is left":
-// checkpoints in the history). Once it does, this phase is: make a queue's stream hold N active tickets
-// (100k, 1M; unmatchable inputs, so none leave the pool) and a checkpoint after them, start one replica
-// against it, and time from its process start to the queue's state `running` (untilRunning), with and
-// without the checkpoint (the latter by reading the log from its start).
-async function catchUpFromCheckpoint(): Promise<string> {
-  return 'not measured: the replicated history has no checkpoint restore yet';
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // Report
 
@@ -320,6 +314,23 @@ function failoverTable(results: FailoverResult[]): string {
   );
 }
 
+function catchUpTable(results: CatchUpResult[]): string {
+  const at = (x: number | undefined) => (x === undefined ? 'n/a' : String(Math.round(x)));
+  return table(
+    ['active tickets', 'checkpoint MB', 'listening', 'restored', 'running', 'bench: build + encode ms', 'bench: save ms', 'error lines'],
+    results.map((r) => [
+      String(r.tickets),
+      (r.checkpointBytes / 1e6).toFixed(1),
+      at(r.listeningMs),
+      at(r.restoredMs),
+      at(r.runningMs),
+      at(r.prepareMs),
+      at(r.saveMs),
+      String(r.errorLines),
+    ]),
+  );
+}
+
 async function main(): Promise<void> {
   assertBuildFresh(ROOT);
   const started = new Date();
@@ -337,7 +348,7 @@ async function main(): Promise<void> {
   const cluster = await startNatsCluster(3);
   const throughput: ThroughputPhase[] = [];
   const failover: FailoverResult[] = [];
-  let catchUp: string | undefined;
+  const catchUp: CatchUpResult[] = [];
   try {
     if (settings.phases.includes('throughput')) {
       for (let round = 1; round <= settings.rounds; round++) {
@@ -359,7 +370,17 @@ async function main(): Promise<void> {
       }
       console.log();
     }
-    if (settings.phases.includes('catchup')) catchUp = await catchUpFromCheckpoint();
+    if (settings.phases.includes('catchup')) {
+      for (const n of settings.catchUpTickets) {
+        console.log(`catch-up from a checkpoint of ${n} tickets (+1 of the seeder) ...`);
+        const r = await runCatchUp(cluster, n);
+        console.log(
+          `  ${r.tickets} tickets, checkpoint ${(r.checkpointBytes / 1e6).toFixed(1)} MB: running ${r.runningMs} ms after the process start (listening ${r.listeningMs ?? 'n/a'} ms, restored ${r.restoredMs ?? 'n/a'} ms)`,
+        );
+        catchUp.push(r);
+      }
+      console.log();
+    }
   } finally {
     await cluster.dispose();
   }
@@ -377,12 +398,17 @@ async function main(): Promise<void> {
     );
     console.log(failoverTable(failover));
   }
-  console.log(`\ncatch-up from a checkpoint (100k, 1M tickets): ${catchUp ?? (await catchUpFromCheckpoint())}`);
+  if (catchUp.length > 0) {
+    console.log(
+      '\ncatch-up: one replica started against a queue whose newest checkpoint holds N active tickets (nothing after it in the log); ms after its process start',
+    );
+    console.log(catchUpTable(catchUp));
+  }
 
   if (settings.jsonOut) {
     writeFileSync(
       settings.jsonOut,
-      JSON.stringify({ started: started.toISOString(), machine: info, build, settings, throughput, failover }, null, 2),
+      JSON.stringify({ started: started.toISOString(), machine: info, build, settings, throughput, failover, catchUp }, null, 2),
     );
     console.log(`\nraw results written to ${settings.jsonOut}`);
   }

@@ -28,13 +28,12 @@
 //   BENCH_CPU_PROF (a directory: the real service runs with --cpu-prof and writes its profiles there)
 //   BENCH_CLIENT (both: node, then native; node: only create-ticket-load.ts; native: only bench/loadgen)
 // Exits non-zero only when something crashes; missed targets are printed as MISS.
-import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { buildFingerprint, envNumber, machine, machineBusySecs, processCpuSecs, table } from './bench-report.js';
 import { assertBuildFresh } from './build-freshness.js';
 import { spawnServer, type Child } from './child-process.js';
-import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
-import { join, resolve } from 'node:path';
 import { formatResult, runLoad, type LoadHooks, type LoadOptions, type LoadResult } from './create-ticket-load.js';
 import { runMicro, type MicroRow } from './micro.js';
 import { ensureLoadgenBuilt, runNativeLoad } from './native-load.js';
@@ -43,14 +42,6 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'dist/src/cli.js');
 const BARE = join(ROOT, 'dist/bench/bare-server.js');
 const QUEUES = join(ROOT, 'queues');
-
-function envNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
-  return n;
-}
 
 type ClientKind = 'node' | 'native';
 
@@ -86,37 +77,6 @@ const settings = {
 
 const TARGET_RATIO = 0.8;
 const TARGET_P99_MS = 10;
-
-let clockTicks = 100;
-try {
-  clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-} catch {
-  /* keep 100 */
-}
-
-/** utime + stime of a process (all its threads), or of its main thread only, seconds; undefined off Linux. */
-function processCpuSecs(pid: number | undefined, mainThreadOnly = false): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const stat = readFileSync(mainThreadOnly ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Busy CPU time of the whole machine (all cores, every process), seconds; undefined off Linux. */
-function machineBusySecs(): number | undefined {
-  try {
-    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-    // user nice system idle iowait irq softirq steal ...
-    const busy = fields.reduce((a, b) => a + b, 0) - (fields[3] ?? 0) - (fields[4] ?? 0);
-    return busy / clockTicks;
-  } catch {
-    return undefined;
-  }
-}
 
 /** Milliseconds the busiest block device spent doing I/O (io_ticks), by device; undefined off Linux. */
 function diskIoTicks(): Map<string, number> | undefined {
@@ -232,43 +192,6 @@ async function withRealService<T>(label: string, body: (service: Child) => Promi
 // ---------------------------------------------------------------------------------------------------------
 // Report
 
-function machine(): Record<string, string> {
-  let model = cpus()[0]?.model ?? 'unknown';
-  try {
-    model = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? model;
-  } catch {
-    /* keep os.cpus() */
-  }
-  return {
-    cpus: String(cpus().length),
-    model,
-    memory: `${(totalmem() / 2 ** 30).toFixed(1)} GiB`,
-    node: process.version,
-    loadavg: loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' '),
-  };
-}
-
-/** A short hash of the built service (dist/src/**.js), to tell runs against different code apart. */
-function buildFingerprint(): string {
-  const hash = createHash('sha256');
-  const dir = join(ROOT, 'dist/src');
-  try {
-    const files = (readdirSync(dir, { recursive: true }) as string[]).filter((f) => f.endsWith('.js')).sort();
-    for (const f of files) hash.update(f).update(readFileSync(join(dir, f)));
-    return `${hash.digest('hex').slice(0, 12)} (${files.length} files)`;
-  } catch {
-    return 'unknown';
-  }
-}
-
-function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
-  return [line(headers), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
-}
-
 const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 const pct = (x: number | undefined) => (x === undefined ? 'n/a' : `${(x * 100).toFixed(0)}%`);
 /** CPU microseconds per ok request, from a CPU fraction (of one core) and a rate. */
@@ -352,7 +275,7 @@ async function main(): Promise<void> {
   const info = machine();
   console.log(`CreateTicket benchmark, ${started.toISOString()}`);
   console.log(`machine: ${info.cpus} cpus (${info.model}), ${info.memory}, node ${info.node}, loadavg ${info.loadavg}`);
-  const build = buildFingerprint();
+  const build = buildFingerprint(ROOT);
   console.log(`settings: ${JSON.stringify(settings)}`);
   console.log(`service build: dist/src sha256 ${build}\n`);
 

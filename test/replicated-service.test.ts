@@ -59,7 +59,7 @@ function useGroup(
       throw err;
     }
     group = { nats, cluster, clients: new ClusterClients(cluster), nc, outcomes: new OutcomeLog(nc, cluster.outcomeStream) };
-  }, 60_000);
+  }, 90_000);
   beforeEach(({ onTestFailed }) => {
     const startedAt = Date.now();
     // What the replicas warned about during a failed test: the service's side of the story.

@@ -46,6 +46,10 @@ export interface ReplicatedHistoryOptions {
   checkpointIntervalMs?: number;
 }
 
+/** Backoff of the start-up steps while the broker does not answer. */
+const START_RETRY_FIRST_MS = 250;
+const START_RETRY_MAX_MS = 5_000;
+
 /** How long a replica waits to apply an entry it appended before it answers UNAVAILABLE. */
 const APPLY_TIMEOUT_MS = 10_000;
 const CHECKPOINT_INTERVAL_RECORDS = 100_000;
@@ -127,15 +131,22 @@ export class ReplicatedHistory implements QueueHistory {
    */
   async start(): Promise<void> {
     const { log, lease, queueId } = this.options;
-    const checkpoint = await this.checkpoints?.latest();
-    const caughtUp = await log.lastSeq();
-    const from = (checkpoint?.appliedSeq ?? 0) + 1;
-    const first = await log.firstSeq();
-    if (first > from || from > caughtUp + 1) {
-      throw new LogPositionError(queueId, log.stream, from, { first, last: caughtUp }, checkpoint?.appliedSeq);
-    }
+    // Where to start: nothing changes until both are known, so a broker that does not answer yet (a cluster
+    // still forming, a stream electing its leader) is waited out rather than leaving the queue starting.
+    const { checkpoint, caughtUp, from } = await this.untilAnswered('locate the log and its checkpoint', async () => {
+      const checkpoint = await this.checkpoints?.latest();
+      const caughtUp = await log.lastSeq();
+      const from = (checkpoint?.appliedSeq ?? 0) + 1;
+      const first = await log.firstSeq();
+      if (first > from || from > caughtUp + 1) {
+        throw new LogPositionError(queueId, log.stream, from, { first, last: caughtUp }, checkpoint?.appliedSeq);
+      }
+      return { checkpoint, caughtUp, from };
+    });
     if (checkpoint) await this.restore(checkpoint);
-    this.reader = await log.read(from, (seq, bytes, msgId) => this.onEntry(seq, bytes, msgId));
+    this.reader = await this.untilAnswered('open the log reader', () =>
+      log.read(from, (seq, bytes, msgId) => this.onEntry(seq, bytes, msgId)),
+    );
     await this.appliedThrough(caughtUp);
     lease.onChange((leading) => {
       if (leading) void this.claim();
@@ -151,6 +162,23 @@ export class ReplicatedHistory implements QueueHistory {
         Math.min(1_000, Math.max(10, intervalMs / 4)),
       );
       this.checkpointTimer.unref();
+    }
+  }
+
+  /**
+   * Runs `step` until it answers, retrying with backoff while the broker fails or times out; a log that
+   * cannot be followed (LogPositionError) fails at once, as does a stop.
+   */
+  private async untilAnswered<T>(what: string, step: () => Promise<T>): Promise<T> {
+    for (let retryInMs = START_RETRY_FIRST_MS; ; retryInMs = Math.min(retryInMs * 2, START_RETRY_MAX_MS)) {
+      if (this.stopped) throw unavailable(`queue "${this.options.queueId}" is stopping`);
+      try {
+        return await step();
+      } catch (err) {
+        if (err instanceof LogPositionError || this.stopped) throw err;
+        this.options.logger.warn({ queue: this.options.queueId, err, retryInMs }, `could not ${what}; retrying`);
+        await new Promise((resolve) => setTimeout(resolve, retryInMs));
+      }
     }
   }
 

@@ -34,7 +34,22 @@ export interface NatsClusterOptions {
   readyTimeoutMs?: number;
 }
 
+/**
+ * Starts a cluster; one that does not form is thrown away and started again on other ports (up to three
+ * times): a cluster port taken between its reservation and the node's bind leaves that node without
+ * routes, and the cluster then never has the peers to place a stream ("no suitable peers for placement").
+ */
 export async function startNatsCluster(options: NatsClusterOptions = {}): Promise<TestNatsCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNatsClusterOnce(options);
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
+}
+
+async function startNatsClusterOnce(options: NatsClusterOptions): Promise<TestNatsCluster> {
   const size = options.size ?? 3;
   const dir = tempDir('nats-cluster');
   const name = `mm-test-${randomBytes(3).toString('hex')}`;
@@ -64,7 +79,7 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
   };
   try {
     await Promise.all(nodes.map((n) => n.start()));
-    await untilJetStreamClustered(servers, size, options.readyTimeoutMs ?? 20_000);
+    await untilJetStreamClustered(servers, size, options.readyTimeoutMs ?? 15_000);
   } catch (err) {
     await dispose();
     throw err;

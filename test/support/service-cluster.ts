@@ -190,7 +190,15 @@ export async function startServiceCluster(options: ServiceClusterOptions): Promi
           runningIndexes().map(async (i) => (await summaries(i).catch(() => [{ queueId: '?', state: 'unanswered' }])).map((q) => q.state)),
         );
         if (states.every((s) => s.length > 0 && s.every((state) => state === 'running'))) return;
-        if (Date.now() >= deadline) throw new Error(`replicas not all running within ${timeoutMs} ms: ${JSON.stringify(states)}`);
+        if (Date.now() >= deadline) {
+          // What the replicas that are not there yet said: why a queue stays starting.
+          const said = runningIndexes()
+            .filter((i) => !states[runningIndexes().indexOf(i)]!.every((state) => state === 'running'))
+            .map((i) => ({ replica: i, logs: services[i]!.logs.filter((l) => Number(l.level) >= 40).slice(-10) }));
+          throw new Error(
+            `replicas not all running within ${timeoutMs} ms: ${JSON.stringify(states)}; they logged ${JSON.stringify(said)}`,
+          );
+        }
         await sleep(100);
       }
     },

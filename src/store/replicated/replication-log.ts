@@ -105,27 +105,61 @@ export class ReplicationLog {
   ): Promise<LogReader> {
     let next = Math.max(1, fromSeq);
     let stopped = false;
+    // Entries are applied one at a time, in order, whichever path brings them (the consumer, or the
+    // catch-up by direct reads below): each path takes this turn before applying.
+    let turn: Promise<unknown> = Promise.resolve();
+    const exclusive = <T>(step: () => Promise<T>): Promise<T> => {
+      const run = turn.then(step);
+      turn = run.catch(() => undefined);
+      return run;
+    };
+    const apply = async (seq: number, data: Uint8Array, msgId: string | undefined) => {
+      try {
+        await onEntry(seq, data, msgId);
+      } catch (err) {
+        this.log.fatal({ stream: this.stream, seq, err }, 'replication log entry could not be applied');
+        stopped = true;
+        messages.stop();
+        throw err;
+      }
+      next = seq + 1;
+    };
+    /** Reads entries by their position up to `through`, one request each: no consumer involved. */
+    const readDirect = async (through: number) => {
+      while (!stopped && next <= through) {
+        const stored = await this.jsm.streams.getMessage(this.stream, { seq: next });
+        if (!stored) throw new Error(`entry ${next} of ${this.stream} is gone (purged)`);
+        await apply(stored.seq, stored.data, stored.header?.get(MSG_ID_HEADER) || undefined);
+      }
+    };
     const open = async () => {
       const consumer = await this.js.consumers.get(this.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next });
       return consumer.consume();
     };
     let messages: ConsumerMessages = await open();
     // A consumer can stall without ending or failing (seen after a node of the cluster is killed): when the
-    // log holds entries past the last one read and nothing came for a while, the stalled one is replaced.
+    // log holds entries past the last one read and nothing came for a while, the stalled one is replaced;
+    // and since replacements were seen to stall too for many seconds while the stream answered requests,
+    // the entries are read directly meanwhile.
     let progressAt = next;
+    let stalls = 0;
     const watchdog = setInterval(() => {
       if (stopped) return;
       const stalledAt = next;
       if (stalledAt !== progressAt) {
         progressAt = stalledAt;
+        stalls = 0;
         return;
       }
       this.lastSeq().then(
         (last) => {
-          if (!stopped && last >= stalledAt && next === stalledAt) {
-            this.log.warn({ stream: this.stream, next, last }, 'replication log reader stalled; reopening');
-            messages.stop();
-          }
+          if (stopped || last < stalledAt || next !== stalledAt) return;
+          stalls++;
+          this.log.warn({ stream: this.stream, next, last, stalls }, 'replication log reader stalled; reopening and reading directly');
+          messages.stop();
+          exclusive(() => readDirect(last)).catch((err: unknown) =>
+            this.log.warn({ stream: this.stream, next, err }, 'replication log could not be read directly; retrying'),
+          );
         },
         () => undefined,
       );
@@ -134,15 +168,12 @@ export class ReplicationLog {
       while (!stopped) {
         try {
           for await (const msg of messages) {
-            try {
-              await onEntry(msg.seq, msg.data, msg.headers?.get(MSG_ID_HEADER) || undefined);
-            } catch (err) {
-              this.log.fatal({ stream: this.stream, seq: msg.seq, err }, 'replication log entry could not be applied');
-              stopped = true;
-              messages.stop();
-              throw err;
-            }
-            next = msg.seq + 1;
+            await exclusive(async () => {
+              // The direct path may have applied it (and what comes before it) already.
+              if (msg.seq < next) return;
+              if (msg.seq > next) await readDirect(msg.seq - 1);
+              await apply(msg.seq, msg.data, msg.headers?.get(MSG_ID_HEADER) || undefined);
+            });
           }
         } catch (err) {
           if (stopped) throw err;

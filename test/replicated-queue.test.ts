@@ -9,7 +9,11 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '../src/errors.js';
 import { encodeLogEntry } from '../src/queue/record-codec.js';
-import { uuid } from './support/fixtures.js';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { timestampNow } from '@bufbuild/protobuf/wkt';
+import { parseTicketEngineInput } from '../src/engine/engine-input.js';
+import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
+import { engineInput, uuid } from './support/fixtures.js';
 import { natsClient, startNatsServer, type TestNatsServer } from './support/nats.js';
 import { duelQueue } from './support/queues.js';
 import {
@@ -187,3 +191,58 @@ describe('a replicated queue', () => {
     await until('the ticket on the other replica', () => other.runtime.lookupTicket(id)?.state === 'active');
   });
 });
+
+describe('queue files that differ between replicas (a rollout)', () => {
+  /** Ruleset `duel`, and `squad` unless `withSquad` is false; the queue never ticks (nothing matches). */
+  const file = (withSquad: boolean) => `
+config:
+  tick_interval_ms: 3600000
+  rulesets:
+    - { id: duel, teams: 2, team_size: 1 }
+${withSquad ? '    - { id: squad, teams: 4, team_size: 1 }' : ''}
+`;
+
+  it('the leader\u2019s file governs: a replica taking the lead removes what its own file no longer admits, once for all', async () => {
+    const q = await newQueue();
+    const old = await startReplica('old', q, file(true));
+    await until('the old file leads', () => old.history.acting);
+    const newer = await startReplica('new', q, file(false));
+    const squad = [uuid(), uuid(), uuid()];
+    for (const id of squad) await createTicketFor(old, id, ['squad']);
+    await createTicketFor(newer, uuid(), ['duel']);
+    // A follower's file does not remove anything: all four stay while the old file leads.
+    await until('four tickets everywhere', () => [old, newer].every((r) => r.runtime.activeTicketCount === 4));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(newer.runtime.activeTicketCount).toBe(4);
+
+    // The old replica goes (rollout); the new one leads and its file governs from its term on.
+    await old.stop();
+    replicas.splice(replicas.indexOf(old), 1);
+    await until('the new file leads', () => newer.history.acting, 10_000);
+    await until('the squad tickets gone', () => newer.runtime.activeTicketCount === 1, 10_000);
+    const orphaned = newer.store.queueOutcomes(q.queueId, 0n, 100).filter((o) => o.kind === 'ticket.orphaned');
+    expect(orphaned.map((o) => (o.payload.case === 'ticketOrphaned' ? o.payload.value.ticket!.id : '')).sort()).toEqual([...squad].sort());
+    // A replica joining now applies the same removals from the log: the same state, the same outcomes.
+    const late = await startReplica('late', q, file(true));
+    expect(late.runtime.activeTicketCount).toBe(1);
+    expect(late.store.queueOutcomes(q.queueId, 0n, 100).map((o) => o.id)).toEqual(
+      newer.store.queueOutcomes(q.queueId, 0n, 100).map((o) => o.id),
+    );
+  });
+});
+
+/** A one-player ticket naming `rulesetIds`, through `replica`. */
+function createTicketFor(replica: Replica, id: string, rulesetIds: string[]): Promise<void> {
+  const ticket = create(TicketSchema, {
+    id,
+    queueId: replica.runtime.queueId,
+    createdAt: timestampNow(),
+    rulesetIds,
+    engineInput: engineInput({ players: [{ playerId: `p-${id}`, mmr: 0.5 }] }),
+  });
+  return replica.runtime.createTicket(
+    ticket,
+    toBinary(TicketSchema, ticket),
+    parseTicketEngineInput(ticket.engineInput, id, 'engine_input'),
+  );
+}

@@ -95,6 +95,55 @@ export class PoolRebuild {
     if (tickets.length > 0) q.log.info({ queue: q.queueId, tickets: tickets.length, ms: Date.now() - startedMs }, done);
   }
 
+  /**
+   * Checks every active ticket against this copy's configuration, without rebuilding the pool, and
+   * proposes the removal of those it no longer admits (a slice's misfits in one record): what a replica
+   * does on taking the lead of a queue, since it may run another version of the queue's file than the
+   * leader before it (a rollout), whose file governed what was admitted until then.
+   */
+  async evictMisfits(done: string): Promise<void> {
+    const { q } = this;
+    const tickets = q.state.activeInArrivalOrder();
+    let evictions: TicketEviction[] = [];
+    let evicted = 0;
+    const commit = async () => {
+      if (evictions.length === 0 || !q.acting) return;
+      const record = {
+        type: 'tickets.evict',
+        evictions,
+        atMs: Date.now(),
+        operationId: randomUUID(),
+        chunkSize: q.config.outcomes.batch_chunk_size,
+      } as const;
+      evictions = [];
+      try {
+        const [applied] = await q.propose([record]);
+        evicted += applied?.result.evicted ?? 0;
+      } catch (err) {
+        q.log.warn({ queue: q.queueId, err }, 'tickets that no longer fit were not removed: their records were not appended');
+      }
+    };
+    await timeSliced(
+      tickets.length,
+      (i) => {
+        if (!q.running || !q.acting) return false;
+        const { ticketId, position } = tickets[i]!;
+        if (!q.state.isActiveAt(tickets[i]!)) return;
+        const ticket = fromBinary(TicketSchema, q.ticketBytes(ticketId, position));
+        let players: number;
+        try {
+          players = parseTicketEngineInput(ticket.engineInput, ticketId, 'engine_input').playerIds.length;
+        } catch {
+          return; // as a rebuild does: it stays stored, and the rebuild said so
+        }
+        const fate = ticketFate(q.config, ticket, players);
+        if (fate.kind !== 'keep') evictions.push({ ticketId, position, eviction: fate });
+      },
+      commit,
+    );
+    if (evicted > 0) q.log.info({ queue: q.queueId, removed: evicted, tickets: q.state.active.size }, done);
+  }
+
   /** Backfill requests the configuration no longer admits leave at once (there are few of them). */
   evictMisfitBackfills(): Promise<void> | undefined {
     const { q } = this;

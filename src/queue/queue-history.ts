@@ -30,6 +30,8 @@ export interface QueueHistory {
   readonly replicated: boolean;
   /** Whether this copy of the queue may append a leader's records (ticks, expiry, evictions) now. */
   readonly acting: boolean;
+  /** Calls `listener` each time this copy starts to act for the queue (absent: it always acts). */
+  onLeading?(listener: () => void): void;
   /** False while the history cannot take records (the replicated log's broker unreachable); absent: always can. */
   readonly reachable?: boolean;
   /** Resolves once the copy has caught up with the history and may answer requests. */

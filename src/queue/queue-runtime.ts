@@ -92,10 +92,22 @@ export class QueueRuntime {
       restore: (data) => this.restoreSnapshot(data),
     };
     this.history = history ? history(queueId, applier) : new EmbeddedHistory(applier, store);
+    // A replica taking the lead runs its own version of the queue file from its term on: what that file no
+    // longer admits leaves (the leader before it may have run another version, during a rollout).
+    this.history.onLeading?.(() =>
+      setImmediate(() => {
+        if (this.state === 'running' && this.history.acting) this.checkAdmissionAsLeader();
+      }),
+    );
   }
 
   get config(): QueueConfig {
     return this.configValue;
+  }
+
+  private checkAdmissionAsLeader(): void {
+    void this.rebuild.evictMisfitBackfills();
+    void this.rebuild.evictMisfits("taking the lead: tickets this replica's queue file no longer admits left the pool");
   }
 
   /** Whether the queue can take requests now: running, and its history reachable. */
@@ -143,6 +155,7 @@ export class QueueRuntime {
           if (this.state !== 'starting') return;
           this.state = 'running';
           this.log.info({ queue: this.queueId, tickets: this.queue.active.size }, 'queue caught up with its replication log');
+          if (this.history.acting) this.checkAdmissionAsLeader();
           // Rows of a restored pool, as a follower's rebuild builds them: evictions are the leader's to propose.
           if (this.restoredFromCheckpoint)
             void this.rebuild.fill(this.queue.activeInArrivalOrder(), 'pool restored from a checkpoint', false);

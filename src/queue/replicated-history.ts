@@ -79,6 +79,7 @@ export class ReplicatedHistory implements QueueHistory {
   private batch: Batched[] = [];
   private reader: LogReader | undefined;
   private stopped = false;
+  private readonly leadingListeners: (() => void)[] = [];
   private readonly checkpoints: QueueCheckpoints | undefined;
   /** The position of the checkpoint this replica started from (undefined: from the log's start). */
   private restoredSeqValue: number | undefined;
@@ -180,6 +181,10 @@ export class ReplicatedHistory implements QueueHistory {
         await new Promise((resolve) => setTimeout(resolve, retryInMs));
       }
     }
+  }
+
+  onLeading(listener: () => void): void {
+    this.leadingListeners.push(listener);
   }
 
   async stop(): Promise<void> {
@@ -289,6 +294,7 @@ export class ReplicatedHistory implements QueueHistory {
       const own = entry.replicaId === this.options.replicaId && entry.incarnation === this.incarnation;
       this.ownTerm = own && this.options.lease.leading ? seq : 0;
       if (own) this.options.logger.info({ queue: this.options.queueId, term: seq }, 'leading the queue');
+      if (this.ownTerm !== 0) for (const listener of this.leadingListeners) listener();
     } else if (entry.term === 0 || entry.term === this.term) {
       applied = entry.records.map((record) => this.applier.apply(record));
       const changes = applied.flatMap((a) => a.changes);

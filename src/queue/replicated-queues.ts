@@ -224,6 +224,10 @@ class ProvisionedHistory implements QueueHistory {
     return this.connected();
   }
 
+  onLeading(listener: () => void): void {
+    this.inner.onLeading?.(listener);
+  }
+
   async start(): Promise<void> {
     for (let retryInMs = PROVISION_RETRY_FIRST_MS; ; retryInMs = Math.min(retryInMs * 2, PROVISION_RETRY_MAX_MS)) {
       try {

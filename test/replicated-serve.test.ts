@@ -9,17 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { uuid } from './support/fixtures.js';
 import { startNatsServer, type TestNatsServer } from './support/nats.js';
-import type { OutcomeJson } from './support/outcomes.js';
+import type { OutcomeJson, StreamFrame } from './support/outcomes.js';
 import { duelQueue, pollUntil } from './support/queues.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 import { httpRequest, httpTransport } from './support/transports.js';
 
-type Frame =
-  | { type: 'ready'; after: string; consumer?: string }
-  | { type: 'outcome'; offset: string; outcome: OutcomeJson }
-  | { type: 'acked'; offset: string; consumer?: string }
-  | { type: 'heartbeat' }
-  | { type: 'error'; code: string; message: string };
+type Frame = StreamFrame;
 
 /** Opens a stream; resolves with its frames once `ready` came (or the refusal's HTTP status). */
 function openStream(service: TestService, query: Record<string, string>): Promise<{ ws: WebSocket; frames: Frame[] } | number> {
@@ -142,7 +137,12 @@ describe('replicated mode on one nats-server', () => {
       );
       expect(split.replicaConfigHashes['ws-a']).toBe(split.configHash);
       expect(split.replicaConfigHashes['ws-c']).not.toBe(split.configHash);
-      expect((await summary(c, 'ws.other')).configDiverges).toBe(true);
+      // The newcomer sees it too, once it has counted the others (its first presence refresh).
+      await pollUntil(
+        () => summary(c, 'ws.other'),
+        (q) => q.configDiverges,
+        10_000,
+      );
       const duel = await pollUntil(
         () => summary(a, 'ws.duel'),
         (q) => 'ws-c' in q.replicaConfigHashes,

@@ -7,7 +7,7 @@ import { party, uuid } from './support/fixtures.js';
 import { duelQueue, pollUntil } from './support/queues.js';
 import { removeDirs, startService, tempDir, useService, writeQueues, type TestService } from './support/service.js';
 import { httpRequest, httpTransport, type Transport } from './support/transports.js';
-import type { OutcomeJson } from './support/outcomes.js';
+import type { OutcomeJson, StreamFrame } from './support/outcomes.js';
 
 /** A queue that never ticks: ClearQueuePool turns each of its tickets into one ticket.removed outcome. */
 const clearQueue = (outcomes: Record<string, unknown> = {}) => duelQueue(3600000, { outcomes: { ...outcomes, batch_chunk_size: 1 } });
@@ -28,12 +28,7 @@ const QUEUES = {
 
 const env = useService({ queues: QUEUES });
 
-type Frame =
-  | { type: 'ready'; after: string; consumer?: string }
-  | { type: 'outcome'; offset: string; outcome: OutcomeJson }
-  | { type: 'acked'; offset: string; consumer?: string }
-  | { type: 'heartbeat' }
-  | { type: 'error'; code: string; message: string };
+type Frame = StreamFrame;
 
 /** A stream connection that records every frame, ping and its close. */
 class StreamClient {

@@ -49,24 +49,10 @@ export class PoolRebuild {
     let evictions: TicketEviction[] = [];
     let evicted = 0;
     // A slice's misfits leave together, committed before the next slice starts.
-    const commitEvictions = () => {
-      if (evictions.length === 0) return undefined;
-      const record = {
-        type: 'tickets.evict',
-        evictions,
-        atMs: Date.now(),
-        operationId: randomUUID(),
-        chunkSize: q.config.outcomes.batch_chunk_size,
-      } as const;
+    const commitEvictions = async () => {
+      const slice = evictions;
       evictions = [];
-      return q.propose([record]).then(
-        ([applied]) => {
-          // No result when a replicated log skipped the entry (a new leader had claimed the queue).
-          evicted += applied?.result.evicted ?? 0;
-        },
-        (err: unknown) =>
-          q.log.warn({ queue: q.queueId, err }, 'tickets that no longer fit were not removed: their records were not appended'),
-      );
+      evicted += await this.evict(slice);
     };
     try {
       await timeSliced(
@@ -107,21 +93,9 @@ export class PoolRebuild {
     let evictions: TicketEviction[] = [];
     let evicted = 0;
     const commit = async () => {
-      if (evictions.length === 0 || !q.acting) return;
-      const record = {
-        type: 'tickets.evict',
-        evictions,
-        atMs: Date.now(),
-        operationId: randomUUID(),
-        chunkSize: q.config.outcomes.batch_chunk_size,
-      } as const;
+      const slice = evictions;
       evictions = [];
-      try {
-        const [applied] = await q.propose([record]);
-        evicted += applied?.result.evicted ?? 0;
-      } catch (err) {
-        q.log.warn({ queue: q.queueId, err }, 'tickets that no longer fit were not removed: their records were not appended');
-      }
+      evicted += await this.evict(slice);
     };
     await timeSliced(
       tickets.length,
@@ -165,6 +139,22 @@ export class PoolRebuild {
       (err: unknown) =>
         q.log.warn({ queue: q.queueId, err }, 'backfill requests that no longer fit were not removed: their records were not appended'),
     );
+  }
+
+  /** Proposes the removal of tickets that no longer fit (one record); answers how many left. */
+  private async evict(evictions: TicketEviction[]): Promise<number> {
+    const { q } = this;
+    if (evictions.length === 0) return 0;
+    try {
+      const [applied] = await q.propose([
+        { type: 'tickets.evict', evictions, atMs: Date.now(), operationId: randomUUID(), chunkSize: q.config.outcomes.batch_chunk_size },
+      ]);
+      // No result when a replicated log skipped the entry (a new leader had claimed the queue).
+      return applied?.result.evicted ?? 0;
+    } catch (err) {
+      q.log.warn({ queue: q.queueId, err }, 'tickets that no longer fit were not removed: their records were not appended');
+      return 0;
+    }
   }
 
   /** A stored ticket's row, into `pool`; with `evictions`, only if the configuration still admits it. */

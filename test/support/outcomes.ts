@@ -63,3 +63,11 @@ export interface OutcomeJson {
   ticketOrphaned?: { ticket: TicketJson; rulesetId: string };
   backfillRequestOrphaned?: { backfillRequest: BackfillRequestJson; rulesetId: string };
 }
+
+/** A frame of the WebSocket outcome stream, as a client reads it (docs/outcomes-websocket.md). */
+export type StreamFrame =
+  | { type: 'ready'; after: string; consumer?: string }
+  | { type: 'outcome'; offset: string; outcome: OutcomeJson }
+  | { type: 'acked'; offset: string; consumer?: string }
+  | { type: 'heartbeat' }
+  | { type: 'error'; code: string; message: string };

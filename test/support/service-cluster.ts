@@ -9,17 +9,12 @@ import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { OutcomeSchema, type Outcome } from '../../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import type { TestNatsCluster } from './nats-cluster.js';
+import type { QueueSummary } from '../../src/core/operator.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './service.js';
 import { httpRequest } from './transports.js';
 
-export interface QueueSummaryJson {
-  queueId: string;
-  state: string;
-  activeTickets: number;
-  resolvedTickets: number;
-  backfillRequests: number;
-  leading: boolean;
-}
+/** A queue as GET /admin/v1/queues answers it (the operator's summary, as JSON). */
+export type QueueSummaryJson = QueueSummary;
 
 export interface DeliveryJson {
   queueId: string;

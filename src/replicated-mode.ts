@@ -43,7 +43,7 @@ export async function openReplicatedMode(
   files: () => ReadonlyMap<string, QueueFile>,
   runtime: (queueId: string) => QueueRuntime | undefined,
 ): Promise<ReplicatedMode> {
-  const link = { connected: true };
+  const link = new Link();
   const nc = await connectUntilReachable(config, log, link);
   const settings = replicationSettings(config, REQUEST_TIMEOUT_MS);
   let resources: ReplicationResources | undefined;
@@ -68,7 +68,7 @@ export async function openReplicatedMode(
     log,
     files,
     runtime,
-    connected: () => link.connected,
+    connected: () => link.up,
     checkpointIntervalRecords: config.checkpoint_interval_records,
     checkpointIntervalMs: config.checkpoint_interval_secs * 1000,
   });
@@ -80,13 +80,14 @@ export async function openReplicatedMode(
     consumers: queues.consumers(),
     configHashes: (queueId) => queues.configHashes(queueId),
     async stop() {
+      link.stop();
       await queues.stop();
       await nc.drain().catch(() => undefined);
     },
   };
 }
 
-async function connectUntilReachable(config: ServiceConfig, log: Logger, link: { connected: boolean }): Promise<NatsConnection> {
+async function connectUntilReachable(config: ServiceConfig, log: Logger, link: Link): Promise<NatsConnection> {
   const target = brokerTarget(config);
   for (let retryInMs = RETRY_FIRST_MS; ; retryInMs = Math.min(retryInMs * 2, RETRY_MAX_MS)) {
     try {
@@ -101,7 +102,7 @@ async function connectUntilReachable(config: ServiceConfig, log: Logger, link: {
         maxPingOut: 2,
       });
       log.info({ url: target.display, server: nc.getServer() }, 'connected to the NATS cluster of the replicated mode');
-      void watch(nc, log, link);
+      link.watch(nc, log);
       return nc;
     } catch (err) {
       log.error({ url: target.display, err: describeError(err), retryInMs }, 'NATS unreachable: not ready, retrying');
@@ -110,19 +111,50 @@ async function connectUntilReachable(config: ServiceConfig, log: Logger, link: {
   }
 }
 
-/** Follows the connection: while it is down every replicated queue answers UNAVAILABLE at once. */
-async function watch(nc: NatsConnection, log: Logger, link: { connected: boolean }): Promise<void> {
-  try {
-    for await (const s of nc.status()) {
-      if (s.type === 'disconnect') {
-        link.connected = false;
-        log.warn({ server: s.server }, 'replication: NATS disconnected; queues unavailable until it reconnects');
-      } else if (s.type === 'reconnect') {
-        link.connected = true;
-        log.info({ server: s.server }, 'replication: NATS reconnected');
+/** How often the connection is proved with a round trip to the server, and how old a proof may be. */
+const LINK_CHECK_MS = 1_000;
+const LINK_PROOF_MS = 4_000;
+
+/**
+ * Whether the connection to the cluster is up: down at once on a disconnect, and up again once a round
+ * trip (PING/PONG) has come back since, so that a missed status event cannot leave a replica refusing
+ * requests on a connection that works.
+ */
+class Link {
+  private provedAt = performance.now();
+  private timer: NodeJS.Timeout | undefined;
+
+  get up(): boolean {
+    return performance.now() - this.provedAt < LINK_PROOF_MS;
+  }
+
+  watch(nc: NatsConnection, log: Logger): void {
+    this.timer = setInterval(() => {
+      nc.flush().then(
+        () => {
+          this.provedAt = performance.now();
+        },
+        () => undefined,
+      );
+    }, LINK_CHECK_MS);
+    this.timer.unref();
+    void (async () => {
+      try {
+        for await (const s of nc.status()) {
+          if (s.type === 'disconnect') {
+            this.provedAt = Number.NEGATIVE_INFINITY;
+            log.warn({ server: s.server }, 'replication: NATS disconnected; queues unavailable until it reconnects');
+          } else if (s.type === 'reconnect') {
+            log.info({ server: s.server }, 'replication: NATS reconnected');
+          }
+        }
+      } catch {
+        // ends with the connection
       }
-    }
-  } catch {
-    // ends with the connection
+    })();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
   }
 }

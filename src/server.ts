@@ -133,9 +133,11 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   setHealth('SERVING');
   // Per queue too (service name `queue/<queue_id>`): a replica catching up with a queue's log, or cut off
   // from its broker, does not serve that queue.
-  const queueHealth = setInterval(() => {
+  const updateQueueHealth = () => {
     for (const q of queues.all()) health.setStatus(`queue/${q.queueId}`, q.serving ? 'SERVING' : 'NOT_SERVING');
-  }, QUEUE_HEALTH_EVERY_MS);
+  };
+  updateQueueHealth();
+  const queueHealth = setInterval(updateQueueHealth, QUEUE_HEALTH_EVERY_MS);
   queueHealth.unref();
   log.info(
     {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { uuid } from './support/fixtures.js';
 import { startNatsServer, type TestNatsServer } from './support/nats.js';
-import type { OutcomeJson, StreamFrame } from './support/outcomes.js';
+import type { StreamFrame } from './support/outcomes.js';
 import { duelQueue, pollUntil } from './support/queues.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 import { httpRequest, httpTransport } from './support/transports.js';
@@ -78,7 +78,12 @@ describe('replicated mode on one nats-server', () => {
 
   it('answers UNAVAILABLE for a queue while NATS is gone, says so in health and readiness, and serves again after', async () => {
     const [a] = replicas as [TestService];
-    expect(await healthOf(a, 'queue/ws.other')).toBe('SERVING');
+    // Brought up to date every 500 ms: right after start-up it may still say the queue was starting.
+    await pollUntil(
+      () => healthOf(a, 'queue/ws.other'),
+      (s) => s === 'SERVING',
+      5_000,
+    );
     expect((await fetch(`${a.baseUrl}/readyz?queue_id=ws.other`)).status).toBe(200);
     expect((await fetch(`${a.baseUrl}/readyz?queue_id=nope`)).status).toBe(404);
 

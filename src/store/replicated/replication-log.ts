@@ -28,6 +28,8 @@ const PUBLISH_TIMEOUT_MS = 5_000;
 const REOPEN_AFTER_MS = 200;
 /** How often a reader checks that it is not stalled behind the log. */
 const STALL_CHECK_MS = 1_000;
+/** While stalled, how often the reader reads what the log holds past it directly. */
+const DIRECT_POLL_MS = 100;
 /** The header JetStream deduplicates on; readers use it to tell their own appends. */
 const MSG_ID_HEADER = 'Nats-Msg-Id';
 
@@ -137,29 +139,47 @@ export class ReplicationLog {
       return consumer.consume();
     };
     let messages: ConsumerMessages = await open();
-    // A consumer can stall without ending or failing (seen after a node of the cluster is killed): when the
-    // log holds entries past the last one read and nothing came for a while, the stalled one is replaced;
-    // and since replacements were seen to stall too for many seconds while the stream answered requests,
-    // the entries are read directly meanwhile.
+    // A consumer can stall without ending or failing (seen after a node of the cluster is killed, and its
+    // replacements with it, for many seconds, while the stream still answered requests). When the log holds
+    // entries past the last one read and nothing came for a while, the reader reads the log directly, by
+    // position, every DIRECT_POLL_MS, and keeps replacing its consumer, until a consumer delivers again.
     let progressAt = next;
-    let stalls = 0;
+    let consumerDelivered = false;
+    let direct: Promise<void> | undefined;
+    const readDirectly = async () => {
+      let replacedAt = performance.now();
+      while (!stopped && !consumerDelivered) {
+        try {
+          const last = await this.lastSeq();
+          await exclusive(() => readDirect(last));
+        } catch (err) {
+          this.log.warn({ stream: this.stream, next, err }, 'replication log could not be read directly; retrying');
+        }
+        if (performance.now() - replacedAt >= STALL_CHECK_MS) {
+          replacedAt = performance.now();
+          messages.stop();
+        }
+        await new Promise((resolve) => setTimeout(resolve, DIRECT_POLL_MS));
+      }
+      if (!stopped) this.log.info({ stream: this.stream, next }, 'replication log reader delivers again');
+    };
     const watchdog = setInterval(() => {
-      if (stopped) return;
+      if (stopped || direct) return;
       const stalledAt = next;
       if (stalledAt !== progressAt) {
         progressAt = stalledAt;
-        stalls = 0;
         return;
       }
       this.lastSeq().then(
         (last) => {
-          if (stopped || last < stalledAt || next !== stalledAt) return;
-          stalls++;
-          this.log.warn({ stream: this.stream, next, last, stalls }, 'replication log reader stalled; reopening and reading directly');
+          if (stopped || direct || last < stalledAt || next !== stalledAt) return;
+          this.log.warn({ stream: this.stream, next, last }, 'replication log reader stalled; reading directly until a consumer delivers');
+          consumerDelivered = false;
           messages.stop();
-          exclusive(() => readDirect(last)).catch((err: unknown) =>
-            this.log.warn({ stream: this.stream, next, err }, 'replication log could not be read directly; retrying'),
-          );
+          direct = readDirectly().finally(() => {
+            direct = undefined;
+            progressAt = next;
+          });
         },
         () => undefined,
       );
@@ -168,6 +188,7 @@ export class ReplicationLog {
       while (!stopped) {
         try {
           for await (const msg of messages) {
+            consumerDelivered = true;
             await exclusive(async () => {
               // The direct path may have applied it (and what comes before it) already.
               if (msg.seq < next) return;
@@ -196,6 +217,7 @@ export class ReplicationLog {
         clearInterval(watchdog);
         messages.stop();
         await done.catch(() => undefined);
+        await direct;
       },
     };
   }

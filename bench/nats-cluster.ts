@@ -1,6 +1,7 @@
 // A private three-node nats-server cluster (JetStream, routes on loopback, free ports) for the replicated
-// mode's benchmark: R3 streams as in production. bench/ cannot import test/, so this is the benchmark's own
-// small starter (test/support/nats-cluster.ts is the tests', with node kill and restart).
+// mode's benchmark: R3 streams as in production. bench/ cannot import test/ (its support pulls in vitest), so
+// this is the benchmark's own small starter; the tests' (test/support/nats-cluster.ts, with node kill and
+// restart) builds on its port and formation helpers.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -107,10 +108,13 @@ export async function startNatsCluster(size = 3): Promise<BenchNatsCluster> {
 }
 
 /** Resolves once the cluster can place a stream on `replicas` nodes (routes up, a meta leader knowing every
- *  peer): a probe stream is created and deleted until that works. */
-async function untilClustered(servers: string[], replicas: number, timeoutMs: number): Promise<void> {
+ *  peer): a probe stream is created and deleted until that works. Until then a JetStream request goes
+ *  unanswered or fails ("insufficient resources"); the short request timeout matters, since the first
+ *  request usually goes unanswered and the cluster is ready about half a second later. The tests' cluster
+ *  (test/support/nats-cluster.ts) uses it too. */
+export async function untilClustered(servers: readonly string[], replicas: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const nc = await connect({ servers, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  const nc = await connect({ servers: [...servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
   try {
     for (let attempt = 0; ; attempt++) {
       const name = `BENCH_PROBE_${attempt}`;

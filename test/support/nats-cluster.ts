@@ -4,8 +4,9 @@
 // per file (beforeAll): forming the cluster takes about a second on a 2-core machine.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { jetstreamManager, StorageType } from '@nats-io/jetstream';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { untilClustered } from '../../bench/nats-cluster.js';
 import { freePort, natsProcess, type NatsProcess } from './nats.js';
 import { removeDirs, tempDir } from './service.js';
 
@@ -79,7 +80,7 @@ async function startNatsClusterOnce(options: NatsClusterOptions): Promise<TestNa
   };
   try {
     await Promise.all(nodes.map((n) => n.start()));
-    await untilJetStreamClustered(servers, size, options.readyTimeoutMs ?? 15_000);
+    await untilClustered(servers, size, options.readyTimeoutMs ?? 15_000);
   } catch (err) {
     await dispose();
     throw err;
@@ -102,33 +103,6 @@ async function startNatsClusterOnce(options: NatsClusterOptions): Promise<TestNa
 /** A client of the whole cluster; it fails over to another node when one goes, and reconnects quickly. */
 export function clusterClient(cluster: TestNatsCluster): Promise<NatsConnection> {
   return connect({ servers: [...cluster.servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
-}
-
-/**
- * Resolves once the cluster can place a stream on `replicas` nodes: the routes are up and JetStream has a
- * meta leader that knows every peer. Until then a JetStream request goes unanswered (or fails: "insufficient
- * resources"), so a probe stream is created (and deleted) until it works. The short request timeout matters:
- * the first request usually goes unanswered, and the cluster is ready about half a second later.
- */
-async function untilJetStreamClustered(servers: readonly string[], replicas: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  const nc = await connect({ servers: [...servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
-  try {
-    for (let attempt = 0; ; attempt++) {
-      const name = `HARNESS_PROBE_${attempt}`;
-      try {
-        const jsm = await jetstreamManager(nc, { timeout: 500 });
-        await jsm.streams.add({ name, subjects: [`harness.probe.${attempt}`], num_replicas: replicas, storage: StorageType.Memory });
-        await jsm.streams.delete(name);
-        return;
-      } catch (err) {
-        if (Date.now() >= deadline) throw new Error(`the NATS cluster did not form within ${timeoutMs} ms`, { cause: err });
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-  } finally {
-    await nc.close();
-  }
 }
 
 /** Resolves once the node at `server` answers a JetStream request (it has rejoined and knows a meta leader). */

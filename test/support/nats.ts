@@ -2,9 +2,9 @@
 // store directory, so tests never touch a shared server. It can be killed (SIGKILL, like a crash) and
 // restarted on the same port and store directory, and read back the way a customer would: a durable pull
 // consumer with explicit acknowledgements.
+import { freePort } from '../../bench/nats-cluster.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fromBinary } from '@bufbuild/protobuf';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
@@ -31,17 +31,6 @@ export interface TestNatsServer {
   restart(): Promise<void>;
   /** Kills the server and removes its directories. */
   dispose(): Promise<void>;
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** One nats-server process, started with the same arguments every time: it can be killed and started again. */
@@ -244,3 +233,5 @@ export async function streamMessageCount(nc: NatsConnection, stream: string): Pr
   const jsm = await jetstreamManager(nc);
   return (await jsm.streams.info(stream)).state.messages;
 }
+
+export { freePort };

@@ -8,6 +8,7 @@ import { BackfillRequestSchema, TicketSchema } from '../gen/matchmaker/core/v1/r
 import { MatchmakerService } from '../gen/matchmaker/core/v1/service_pb.js';
 import { decodePathSegment, readJsonBody } from './http-json.js';
 import { checkBase64Fields } from './json-base64.js';
+import { BACKFILL_ENGINE_INPUT, serializeJsonEngineInput, TICKET_ENGINE_INPUT, type EngineInputAt } from './json-engine-input.js';
 
 type Operation = keyof typeof MatchmakerService.method;
 
@@ -37,6 +38,8 @@ export function operationRoutes(core: MatchmakerCore): OperationRoute[] {
     rpc: DescMethodUnary<I, O>;
     /** Puts the path parameters into the request; a body value that disagrees with the path is refused. */
     bind: (request: MessageShape<I>, params: string[]) => void;
+    /** Where the body may hold an engine input as JSON (json-engine-input.ts). */
+    engineInput?: EngineInputAt;
     call: (request: MessageShape<I>) => Promise<MessageShape<O>>;
   }): OperationRoute => {
     const operation = spec.rpc.localName as Operation;
@@ -51,7 +54,9 @@ export function operationRoutes(core: MatchmakerCore): OperationRoute[] {
             .exec(path)!
             .slice(1)
             .map((p, i) => decodePathSegment(p, i));
-          request = decodeJson(spec.rpc.input, await readJsonBody(req, maxBodyBytes));
+          let body = await readJsonBody(req, maxBodyBytes);
+          if (spec.engineInput) body = serializeJsonEngineInput(body, spec.engineInput);
+          request = decodeJson(spec.rpc.input, body);
           spec.bind(request, params);
         } catch (err) {
           throw core.malformed(operation, err instanceof ServiceError ? err.message : clip((err as Error).message));
@@ -66,6 +71,7 @@ export function operationRoutes(core: MatchmakerCore): OperationRoute[] {
       method: 'POST',
       pattern: new RegExp(`^/v1/queues/${QUEUE}/tickets$`),
       rpc: method.createTicket,
+      engineInput: TICKET_ENGINE_INPUT,
       bind(req, [queueId]) {
         req.ticket ??= create(TicketSchema);
         req.ticket.queueId = fromPath(req.ticket.queueId, queueId!, 'ticket.queue_id');
@@ -93,6 +99,7 @@ export function operationRoutes(core: MatchmakerCore): OperationRoute[] {
       method: 'POST',
       pattern: new RegExp(`^/v1/queues/${QUEUE}/backfills$`),
       rpc: method.createBackfillRequest,
+      engineInput: BACKFILL_ENGINE_INPUT,
       bind(req, [queueId]) {
         req.backfillRequest ??= create(BackfillRequestSchema);
         req.backfillRequest.queueId = fromPath(req.backfillRequest.queueId, queueId!, 'backfill_request.queue_id');

@@ -55,8 +55,15 @@ export class QueueRegistry {
         if (runtime?.state === 'retiring') continue; // re-added while its pool is being removed: next scan starts it
         // A retired replicated queue may still hold its lease (to deliver its last outcomes): let it go.
         if (runtime) void runtime.stop();
-        const { store, history } = this.backing(queueId, file);
-        const fresh = new QueueRuntime(queueId, file.config, store, this.log, history);
+        let backing: QueueBacking;
+        try {
+          backing = this.backing(queueId, file);
+        } catch (err) {
+          // A file that cannot run here (bind mode without its stream's name): the other queues still start.
+          this.log.error({ queue: queueId, file: file.file, err }, 'queue not started');
+          continue;
+        }
+        const fresh = new QueueRuntime(queueId, file.config, backing.store, this.log, backing.history);
         this.runtimes.set(queueId, fresh);
         fresh.start();
       } else if (JSON.stringify(runtime.config) !== JSON.stringify(file.config)) {

@@ -117,11 +117,12 @@ export async function untilClustered(servers: readonly string[], replicas: numbe
   const nc = await connect({ servers: [...servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
   try {
     for (let attempt = 0; ; attempt++) {
-      const name = `BENCH_PROBE_${attempt}`;
       try {
         const jsm = await jetstreamManager(nc, { timeout: 500 });
-        await jsm.streams.add({ name, subjects: [`bench.probe.${attempt}`], num_replicas: replicas, storage: StorageType.Memory });
-        await jsm.streams.delete(name);
+        const name = `${PROBE_PREFIX}${attempt}`;
+        await jsm.streams.add({ name, subjects: [`cluster.probe.${attempt}`], num_replicas: replicas, storage: StorageType.Memory });
+        // An earlier attempt that timed out on this side may still have made its stream: none is left behind.
+        for (let i = 0; i <= attempt; i++) await jsm.streams.delete(`${PROBE_PREFIX}${i}`).catch(() => undefined);
         return;
       } catch (err) {
         if (Date.now() >= deadline) throw new Error(`the NATS cluster did not form within ${timeoutMs} ms`, { cause: err });
@@ -132,3 +133,6 @@ export async function untilClustered(servers: readonly string[], replicas: numbe
     await nc.close();
   }
 }
+
+/** The names of the probe streams untilClustered makes (and deletes). */
+export const PROBE_PREFIX = 'CLUSTER_PROBE_';

@@ -2,6 +2,7 @@
 // cluster, R3 streams, LEADER_LEASE_MS=2000. Tickets go to every replica over both transports; outcomes are
 // read back from the outcome stream as a customer would (deduplicated by outcome id). Each describe has a
 // cluster and three replicas of its own.
+import { PROBE_PREFIX } from '../bench/nats-cluster.js';
 import { jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
@@ -490,7 +491,7 @@ describe('bind mode: resources provisioned by the operator', () => {
     // Nothing else was made: the streams are the ones provisioned.
     const jsm = await jetstreamManager(g.nc);
     const streams: string[] = [];
-    for await (const s of jsm.streams.list()) if (!s.config.name.startsWith('HARNESS_PROBE_')) streams.push(s.config.name);
+    for await (const s of jsm.streams.list()) if (!s.config.name.startsWith(PROBE_PREFIX)) streams.push(s.config.name);
     expect(streams.sort()).toEqual(['BIND_EU_DUEL', 'BIND_OUTCOMES', 'KV_BIND_COORD', 'OBJ_BIND_CKPT']);
   });
 

@@ -83,6 +83,8 @@ const splitProperty = (trip: (data: QueueSnapshotData) => QueueSnapshotData) =>
     await checkSplit(records, k, trip);
   });
 
+const MUTATION_SEED = 20261124;
+
 describe('a queue snapshot', () => {
   it('restores a state that applies the rest of the records exactly as the original', async () => {
     await fc.assert(
@@ -109,9 +111,11 @@ describe('a queue snapshot', () => {
     ['the resolved tickets', (d) => ({ ...d, resolved: [] })],
     ['the resolution times', (d) => ({ ...d, resolved: d.resolved.map((t) => ({ ...t, resolvedAtMs: 0 })) })],
   ])('fails when the snapshot drops %s', async (_what, drop) => {
+    // A fixed seed: whether 1,000 random runs happen to hit a case that shows the loss is chance (one in
+    // CI did not, for the posting versions); with this seed each loss is shown, every time.
     const report = await fc.check(
       splitProperty((data) => throughWire(drop(data))),
-      { numRuns: 1000 },
+      { numRuns: 1000, seed: MUTATION_SEED },
     );
     expect(report.failed).toBe(true);
   });

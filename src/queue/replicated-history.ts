@@ -44,6 +44,10 @@ export interface ReplicatedHistoryOptions {
   checkpointIntervalRecords?: number;
   /** ...or this long after the last, if any entry came since (default 300 s), whichever comes first. */
   checkpointIntervalMs?: number;
+  /** Runs first at start, retried like the other start-up steps: making sure of the queue's stream. */
+  prepare?: () => Promise<void>;
+  /** Whether the broker connection is up now (absent: taken as up). */
+  reachable?: () => boolean;
 }
 
 /** Backoff of the start-up steps while the broker does not answer. */
@@ -121,6 +125,10 @@ export class ReplicatedHistory implements QueueHistory {
     return this.savedSeqValue;
   }
 
+  get reachable(): boolean {
+    return this.options.reachable?.() ?? true;
+  }
+
   get acting(): boolean {
     return this.ownTerm !== 0 && this.ownTerm === this.term && this.options.lease.leading;
   }
@@ -134,6 +142,9 @@ export class ReplicatedHistory implements QueueHistory {
     const { log, lease, queueId } = this.options;
     // Where to start: nothing changes until both are known, so a broker that does not answer yet (a cluster
     // still forming, a stream electing its leader) is waited out rather than leaving the queue starting.
+    const { prepare } = this.options;
+    // A queue added by a reload may have no stream yet (create mode), or must wait for it (bind mode).
+    if (prepare) await this.untilAnswered('make sure of its replication stream', prepare);
     const { checkpoint, caughtUp, from } = await this.untilAnswered('locate the log and its checkpoint', async () => {
       const checkpoint = await this.checkpoints?.latest();
       const caughtUp = await log.lastSeq();

@@ -113,7 +113,6 @@ export class ReplicatedQueues {
       share: this.share,
     });
     const provision = async () => {
-      // A queue added by a reload has no stream yet (create mode) or must find it (bind mode).
       const others = planQueueLogs(
         settings,
         [...this.options.files().values()].filter((f) => f.queueId !== queueId),
@@ -125,46 +124,36 @@ export class ReplicatedQueues {
     return {
       store,
       history: (id: string, applier: QueueApplier) =>
-        new ProvisionedHistory(
-          new ReplicatedHistory(applier, {
-            queueId: id,
-            replicaId,
-            log: replicationLog,
-            lease,
-            store,
-            logger: log,
-            checkpoints: resources.checkpoints,
-            checkpointIntervalRecords: this.options.checkpointIntervalRecords,
-            checkpointIntervalMs: this.options.checkpointIntervalMs,
-          }),
-          provision,
-          this.options.connected,
-          (err, retryInMs) =>
-            log.error({ queue: id, stream: plan!.stream, err, retryInMs }, 'replication stream not usable; the queue waits for it'),
-        ),
+        new ReplicatedHistory(applier, {
+          queueId: id,
+          replicaId,
+          log: replicationLog,
+          lease,
+          store,
+          logger: log,
+          checkpoints: resources.checkpoints,
+          checkpointIntervalRecords: this.options.checkpointIntervalRecords,
+          checkpointIntervalMs: this.options.checkpointIntervalMs,
+          prepare: provision,
+          reachable: this.options.connected,
+        }),
     };
   }
 
   /** Where outcome delivery finds each queue's outbox: its local copy, delivered by its leader. */
   outboxes(): Outboxes {
-    const { runtime } = this.options;
-    const storeOf = (queueId: string): Store => this.stores.get(queueId) ?? EMPTY;
-    const recording = (queueId: string) => {
-      const queue = runtime(queueId);
-      if (!queue) throw new Error(`queue "${queueId}" is not running on this replica`);
-      return queue;
-    };
+    const queues = this;
     return {
       of: (queueId): QueueOutbox => ({
         get store() {
-          return storeOf(queueId);
+          return queues.storeOf(queueId);
         },
         get delivering() {
-          return runtime(queueId)?.leading ?? false;
+          return queues.options.runtime(queueId)?.leading ?? false;
         },
-        advance: (sequence) => recording(queueId).recordOutbox({ type: 'delivery.advance', sequence }),
-        park: (parked) => recording(queueId).recordOutbox({ type: 'delivery.park', parked }),
-        release: () => recording(queueId).recordOutbox({ type: 'delivery.release' }),
+        advance: (sequence) => this.running(queueId).recordOutbox({ type: 'delivery.advance', sequence }),
+        park: (parked) => this.running(queueId).recordOutbox({ type: 'delivery.park', parked }),
+        release: () => this.running(queueId).recordOutbox({ type: 'delivery.release' }),
       }),
       stores: () => this.stores.values(),
       onOutcomesCommitted: (listener) => {
@@ -175,17 +164,24 @@ export class ReplicatedQueues {
 
   /** Stream consumers' positions: per queue, recorded through the queue's log. */
   consumers(): ConsumerPositions {
-    const storeOf = (queueId: string | undefined): Store => (queueId === undefined ? EMPTY : (this.stores.get(queueId) ?? EMPTY));
     return {
       perQueue: true,
-      lastSequence: (queueId) => storeOf(queueId).lastSequence(),
-      position: (consumer, queueId) => storeOf(queueId).consumerPosition(consumer),
-      advance: async (consumer, sequence, queueId) => {
-        const queue = queueId === undefined ? undefined : this.options.runtime(queueId);
-        if (!queue) throw new Error(`queue "${queueId}" is not running on this replica`);
-        await queue.recordOutbox({ type: 'consumer.advance', consumer, sequence });
-      },
+      lastSequence: (queueId) => this.storeOf(queueId).lastSequence(),
+      position: (consumer, queueId) => this.storeOf(queueId).consumerPosition(consumer),
+      advance: (consumer, sequence, queueId) => this.running(queueId).recordOutbox({ type: 'consumer.advance', consumer, sequence }),
     };
+  }
+
+  /** The queue's local copy; an empty one for a queue this replica has none of. */
+  private storeOf(queueId: string | undefined): Store {
+    return (queueId === undefined ? undefined : this.stores.get(queueId)) ?? EMPTY;
+  }
+
+  /** The queue's runtime, through which its outbox records go. */
+  private running(queueId: string | undefined): QueueRuntime {
+    const queue = queueId === undefined ? undefined : this.options.runtime(queueId);
+    if (!queue) throw new Error(`queue "${queueId}" is not running on this replica`);
+    return queue;
   }
 
   async stop(): Promise<void> {
@@ -196,57 +192,3 @@ export class ReplicatedQueues {
 
 /** Stands in for a queue this replica has no copy of: nothing recorded. */
 const EMPTY = new MemoryStore({ producerId: '' });
-
-const PROVISION_RETRY_FIRST_MS = 500;
-const PROVISION_RETRY_MAX_MS = 15_000;
-
-/**
- * A replicated history whose stream is made sure of first, when its queue starts; until then (NATS
- * unreachable, a bind-mode stream not provisioned yet) the queue stays `starting` and answers UNAVAILABLE,
- * and the attempt is repeated with backoff.
- */
-class ProvisionedHistory implements QueueHistory {
-  readonly replicated = true;
-  private stopped = false;
-
-  constructor(
-    private readonly inner: QueueHistory,
-    private readonly provision: () => Promise<void>,
-    private readonly connected: () => boolean,
-    private readonly failed: (err: unknown, retryInMs: number) => void,
-  ) {}
-
-  get acting(): boolean {
-    return this.inner.acting;
-  }
-
-  get reachable(): boolean {
-    return this.connected();
-  }
-
-  onLeading(listener: () => void): void {
-    this.inner.onLeading?.(listener);
-  }
-
-  async start(): Promise<void> {
-    for (let retryInMs = PROVISION_RETRY_FIRST_MS; ; retryInMs = Math.min(retryInMs * 2, PROVISION_RETRY_MAX_MS)) {
-      try {
-        await this.provision();
-        break;
-      } catch (err) {
-        if (this.stopped) throw err;
-        this.failed(err, retryInMs);
-        await new Promise((resolve) => setTimeout(resolve, retryInMs));
-      }
-    }
-    if (this.stopped) throw new Error('stopped before it started');
-    await this.inner.start();
-  }
-
-  propose: QueueHistory['propose'] = (records) => this.inner.propose(records);
-
-  stop(): Promise<void> {
-    this.stopped = true;
-    return this.inner.stop();
-  }
-}

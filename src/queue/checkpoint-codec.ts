@@ -138,12 +138,16 @@ function* checkpointParts(checkpoint: Checkpoint, sliceSize: number): Generator<
   );
   const stateLength = parts.reduce((n, part) => n + part.length, 0);
   const head = new BinaryWriter().raw(envelope).tag(STATE_FIELD, WireType.LengthDelimited).uint32(stateLength).finish();
-  const out = new Uint8Array(head.length + stateLength);
-  out.set(head, 0);
-  let offset = head.length;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
+  return joined([head, ...parts]);
+}
+
+/** The parts' bytes one after another, in one new array. */
+function joined(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
   }
   return out;
 }
@@ -237,25 +241,12 @@ function splitFields(bytes: Uint8Array, apart: readonly number[]): Split {
       rest.push(bytes.subarray(start, reader.pos));
     }
   }
-  const restBytes = new Uint8Array(rest.reduce((n, r) => n + r.length, 0));
-  let at = 0;
-  for (const r of rest) {
-    restBytes.set(r, at);
-    at += r.length;
-  }
-  return { rest: restBytes, apart: found };
+  return { rest: joined(rest), apart: found };
 }
 
 /** Several occurrences of one embedded message field merge, as their concatenation decodes. */
 function concat(parts: readonly Uint8Array[]): Uint8Array | undefined {
-  if (parts.length <= 1) return parts[0];
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return parts.length <= 1 ? parts[0] : joined(parts);
 }
 
 const ACTIVE_FIELD = QueueStateSnapshotSchema.field.active!.number;

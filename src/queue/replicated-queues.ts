@@ -17,7 +17,7 @@ import { leaderLeaseKey } from '../store/replicated/names.js';
 import { ReplicationLog } from '../store/replicated/replication-log.js';
 import { ensureQueueLog, planQueueLogs, type ReplicationResources, type ReplicationSettings } from '../store/replicated/resources.js';
 import type { Store } from '../store/store.js';
-import type { QueueApplier, QueueHistory } from './queue-history.js';
+import type { QueueApplier } from './queue-history.js';
 import type { QueueBacking } from './queue-registry.js';
 import type { QueueRuntime } from './queue-runtime.js';
 import { ReplicatedHistory } from './replicated-history.js';

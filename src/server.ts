@@ -6,6 +6,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import { createGrpcServer } from './api/grpc.js';
 import { createHttpServer } from './api/http.js';
+import { ServiceMetrics } from './api/metrics/service-metrics.js';
 import { attachOutcomeStream } from './api/outcome-stream.js';
 import { scanQueueDirectory, watchQueueDirectory, type DirectoryScan, type QueueFile } from './config/queue-files.js';
 import type { ServiceConfig } from './config/service-config.js';
@@ -22,7 +23,6 @@ import { BrokerConnection } from './outcomes/broker/connection.js';
 import { sinkFactory } from './outcomes/sinks/index.js';
 import { codeOf } from './store/data-dir.js';
 import { LmdbStore } from './store/lmdb-store.js';
-import { ProcessMetrics } from './api/process-metrics.js';
 import type { Store } from './store/store.js';
 import { MatchmakerService } from './gen/matchmaker/core/v1/service_pb.js';
 
@@ -43,15 +43,15 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   setHealth('NOT_SERVING');
 
   let opened: OpenedService | undefined;
-  const grpcServer = createGrpcServer(core, health, log);
-  const processMetrics = new ProcessMetrics();
   const operator = new Operator(core, () => opened);
+  const metrics = new ServiceMetrics(() => operator.metricsSnapshot());
+  const grpcServer = createGrpcServer(core, health, log, metrics);
   const httpServer = createHttpServer({
     core,
     operator,
     maxBodyBytes: config.http_max_body_bytes,
     log,
-    processMetrics,
+    metrics,
     limits: {
       requestTimeoutMs: config.http_request_timeout_ms,
       headersTimeoutMs: config.http_headers_timeout_ms,
@@ -93,17 +93,17 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     );
     store = replicated.store;
     outboxes = replicated.outboxes;
-    registry = new QueueRegistry(store, log, replicated.backing);
+    registry = new QueueRegistry(store, log, { backing: replicated.backing, telemetry: metrics.queues });
   } else {
     const lmdb = new LmdbStore({ path: config.data_dir, onFatal: fatal });
     await untilWritable(lmdb, { dataDir: config.data_dir, grpcPort, httpPort }, log);
     store = lmdb;
     outboxes = storeOutboxes(store);
-    registry = new QueueRegistry(store, log);
+    registry = new QueueRegistry(store, log, { telemetry: metrics.queues });
   }
   const queues = registry;
   const broker = new BrokerConnection(config, log);
-  const delivery = new OutcomeDelivery(outboxes, sinkFactory({ broker, log }), log, config.outcome_retention_secs * 1000);
+  const delivery = new OutcomeDelivery(outboxes, sinkFactory({ broker, log }), log, config.outcome_retention_secs * 1000, metrics.delivery);
   // Every queue known this run, retired ones included: their last outcomes still go out.
   const follow = (scan: DirectoryScan) => {
     queues.applyScan(scan);
@@ -180,7 +180,6 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       await replicated?.stop();
       await store.close();
       phases.mark('store');
-      processMetrics.stop();
       log.info({ phasesMs: phases.durations }, 'stopped');
     })());
   return { grpcPort, httpPort, stop };

@@ -9,9 +9,12 @@ import type { MatchmakerCore } from '../core/matchmaker-core.js';
 import { asServiceError, clip, type ServiceError } from '../errors.js';
 import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
 import { libraryErrorInterceptor } from './grpc-library-errors.js';
+import type { ServiceMetrics } from './metrics/service-metrics.js';
 import { grpcServiceDefinition, MatchmakerService, reflectionPackageDefinition } from './grpc-definitions.js';
 
 type Operation = keyof typeof MatchmakerService.method;
+/** Counts each answered call (metrics/service-metrics.ts). */
+type RequestObserver = Pick<ServiceMetrics, 'observeRequest'>;
 type UnaryHandler = (call: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => void;
 
 function toGrpcError(err: ServiceError) {
@@ -20,7 +23,7 @@ function toGrpcError(err: ServiceError) {
   return { code: ERROR_CODES[err.code].grpc, details: messageOf(err), metadata };
 }
 
-export function createGrpcServer(core: MatchmakerCore, health: HealthImplementation, log: Logger): Server {
+export function createGrpcServer(core: MatchmakerCore, health: HealthImplementation, log: Logger, metrics: RequestObserver): Server {
   const { method } = MatchmakerService;
   /** One handler for one method: its request decoded from the received bytes, its answer typed by the method. */
   const unary =
@@ -29,20 +32,28 @@ export function createGrpcServer(core: MatchmakerCore, health: HealthImplementat
       call: (request: MessageShape<I>, encoded: Uint8Array) => Promise<MessageShape<O>>,
     ): UnaryHandler =>
     (unaryCall, callback) => {
+      const started = performance.now();
+      const fail = (err: ServiceError) => {
+        metrics.observeRequest(rpc.name, 'grpc', err.code, (performance.now() - started) / 1000);
+        callback(toGrpcError(err));
+      };
       let request: MessageShape<I>;
       try {
         request = fromBinary(rpc.input, unaryCall.request);
       } catch (err) {
         const message = `request does not decode as ${rpc.input.typeName}: ${clip((err as Error).message)}`;
-        callback(toGrpcError(core.malformed(rpc.localName as Operation, message)));
+        fail(core.malformed(rpc.localName as Operation, message));
         return;
       }
       call(request, unaryCall.request).then(
-        (response) => callback(null, response),
+        (response) => {
+          metrics.observeRequest(rpc.name, 'grpc', 'OK', (performance.now() - started) / 1000);
+          callback(null, response);
+        },
         (err: unknown) => {
           const serviceError = asServiceError(err);
           if (serviceError.code === 'INTERNAL') log.error({ err, method: rpc.name }, 'internal error');
-          callback(toGrpcError(serviceError));
+          fail(serviceError);
         },
       );
     };

@@ -9,7 +9,8 @@ import { admin } from './http-admin.js';
 import { sendError, sendJson } from './http-json.js';
 import { metrics } from './http-metrics.js';
 import { type OperationRoute, operationRoutes } from './http-operations.js';
-import type { ProcessMetrics } from './process-metrics.js';
+import type { ServiceMetrics } from './metrics/service-metrics.js';
+import { MatchmakerService } from '../gen/matchmaker/core/v1/service_pb.js';
 
 export interface HttpApiOptions {
   core: MatchmakerCore;
@@ -17,8 +18,8 @@ export interface HttpApiOptions {
   operator: Operator;
   maxBodyBytes: number;
   log: Logger;
-  /** Event-loop delay and GC pauses, appended to /metrics. */
-  processMetrics: ProcessMetrics;
+  /** Served on /metrics; counts every operation's answer. */
+  metrics: ServiceMetrics;
   limits: HttpLimits;
 }
 
@@ -90,7 +91,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Operati
     const ready = options.core.state === 'serving';
     return sendJson(res, ready ? 200 : 503, { status: ready ? 'ok' : options.core.state });
   }
-  if (req.method === 'GET' && path === '/metrics') return metrics(res, options.operator, options.processMetrics);
+  if (req.method === 'GET' && path === '/metrics') return metrics(res, options.metrics);
   if (path.startsWith('/admin/')) return admin(req.method ?? 'GET', path, url, res, options.operator);
 
   const matched = routes.filter((r) => r.pattern.test(path));
@@ -103,5 +104,13 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Operati
     }
     throw new ServiceError('NOT_FOUND', `no route for ${req.method} ${quote(path)}`);
   }
-  sendJson(res, 200, await route.run(req, path, options.maxBodyBytes));
+  const started = performance.now();
+  const operation = MatchmakerService.method[route.operation].name;
+  try {
+    sendJson(res, 200, await route.run(req, path, options.maxBodyBytes));
+    options.metrics.observeRequest(operation, 'http', 'OK', (performance.now() - started) / 1000);
+  } catch (err) {
+    options.metrics.observeRequest(operation, 'http', asServiceError(err).code, (performance.now() - started) / 1000);
+    throw err;
+  }
 }

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { QueueConfig } from '../config/queue-config.js';
 import { timestampMs } from '@bufbuild/protobuf/wkt';
 import type { Store, StoreChange } from '../store/store.js';
+import { noDeliveryTelemetry, type DeliveryTelemetry } from './delivery-telemetry.js';
 import { QueueDispatcher } from './dispatcher.js';
 import type { Outboxes } from './outbox.js';
 import type { OutcomeSink } from './sink.js';
@@ -35,6 +36,7 @@ export class OutcomeDelivery {
     private readonly createSink: SinkFactory,
     private readonly log: Logger,
     private readonly retentionMs: number,
+    private readonly telemetry: DeliveryTelemetry = noDeliveryTelemetry,
   ) {
     outboxes.onOutcomesCommitted((queueIds) => {
       for (const id of queueIds) this.dispatchers.get(id)?.dispatcher.notify();
@@ -113,7 +115,10 @@ export class OutcomeDelivery {
       }
       const sink = this.createSink(queueId, config);
       if (!sink) continue;
-      this.dispatchers.set(queueId, { settings, dispatcher: new QueueDispatcher(queueId, sink, this.outboxes.of(queueId), this.log) });
+      this.dispatchers.set(queueId, {
+        settings,
+        dispatcher: new QueueDispatcher(queueId, sink, this.outboxes.of(queueId), this.log, this.telemetry),
+      });
       this.log.info({ queue: queueId, sink: sink.kind }, current ? 'outcome sink reconfigured' : 'outcome sink started');
     }
   }

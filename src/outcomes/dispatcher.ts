@@ -4,7 +4,9 @@
 // is parked (recorded, counted, listed) and holds back the queue's later outcomes until released. It
 // delivers only while its outbox says this process delivers (in the replicated mode: while it leads the
 // queue), and on taking over resumes from the outbox's cursor, wherever another process left it.
+import { timestampMs } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
+import type { DeliveryTelemetry } from './delivery-telemetry.js';
 import type { QueueOutbox } from './outbox.js';
 import type { OutcomeSink } from './sink.js';
 
@@ -24,6 +26,7 @@ export class QueueDispatcher {
     readonly sink: OutcomeSink,
     private readonly outbox: QueueOutbox,
     private readonly log: Logger,
+    private readonly telemetry: DeliveryTelemetry,
   ) {
     this.cursor = outbox.store.deliveryCursor(queueId);
     this.done = this.loop();
@@ -80,6 +83,12 @@ export class QueueDispatcher {
         continue;
       }
       this.attempts = 0;
+      const ackedMs = Date.now();
+      this.telemetry.delivered(
+        this.queueId,
+        this.sink.kind,
+        batch.map((o) => (o.occurredAt ? Math.max(0, ackedMs - timestampMs(o.occurredAt)) / 1000 : 0)),
+      );
       this.cursor = batch[batch.length - 1]!.producerSequence;
       try {
         await this.outbox.advance(this.cursor);
@@ -101,6 +110,7 @@ export class QueueDispatcher {
         { queue: this.queueId, sink: this.sink.kind, sequence: String(sequence), attempts: this.attempts, err: message },
         'outcome delivery parked: retries exhausted',
       );
+      this.telemetry.parked(this.queueId, this.sink.kind);
       try {
         await this.outbox.park({ sequence, attempts: this.attempts, lastError: message, parkedAtMs: Date.now() });
       } catch (err) {
@@ -109,6 +119,7 @@ export class QueueDispatcher {
       }
       return;
     }
+    this.telemetry.retried(this.queueId, this.sink.kind);
     const delay = Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (this.attempts - 1));
     this.log.warn(
       {

@@ -8,6 +8,7 @@ import type { PoolLayout } from '../engine/ticket-pool.js';
 import type { PoolColumns } from './pool-columns.js';
 import type { Applied, QueueState } from './queue-state.js';
 import type { QueueRecord } from './records.js';
+import type { QueueTelemetry } from './queue-telemetry.js';
 
 export interface QueueContext {
   readonly queueId: string;
@@ -27,6 +28,8 @@ export interface QueueContext {
    * delivers them, on every replica alike.
    */
   propose<R extends QueueRecord>(records: readonly R[]): Promise<Applied<R['type']>[]>;
+  /** Where the queue reports what it does (metrics, the dashboard). */
+  readonly telemetry: QueueTelemetry;
   /** A pooled or resolved ticket's bytes: from memory while its commit is in flight, else from the store. */
   ticketBytes(ticketId: string, position: number): Uint8Array;
 }

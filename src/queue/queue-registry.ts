@@ -5,6 +5,7 @@ import type { DirectoryScan, QueueFile } from '../config/queue-files.js';
 import type { Store } from '../store/store.js';
 import type { HistoryFactory } from './queue-history.js';
 import { QueueRuntime } from './queue-runtime.js';
+import { noTelemetry, type QueueTelemetry } from './queue-telemetry.js';
 
 /** What a queue runs on: the store it reads (and, embedded, commits to) and where its records go. */
 export interface QueueBacking {
@@ -22,12 +23,18 @@ export class QueueRegistry {
   /** Last error reported per file, so an unchanged bad file is not reported again on every rescan. */
   private reportedErrors = new Map<string, string>();
 
+  private readonly backing: QueueBackingFactory;
+  private readonly telemetry: QueueTelemetry;
+
   /** `store`: the embedded store, which every queue shares unless `backing` gives a queue its own. */
   constructor(
     private readonly store: Store,
     private readonly log: Logger,
-    private readonly backing: QueueBackingFactory = () => ({ store }),
-  ) {}
+    options: { backing?: QueueBackingFactory; telemetry?: QueueTelemetry } = {},
+  ) {
+    this.backing = options.backing ?? (() => ({ store }));
+    this.telemetry = options.telemetry ?? noTelemetry;
+  }
 
   get(queueId: string): QueueRuntime | undefined {
     return this.runtimes.get(queueId);
@@ -63,7 +70,7 @@ export class QueueRegistry {
           this.log.error({ queue: queueId, file: file.file, err }, 'queue not started');
           continue;
         }
-        const fresh = new QueueRuntime(queueId, file.config, backing.store, this.log, backing.history);
+        const fresh = new QueueRuntime(queueId, file.config, backing.store, this.log, backing.history, this.telemetry);
         this.runtimes.set(queueId, fresh);
         fresh.start();
       } else if (JSON.stringify(runtime.config) !== JSON.stringify(file.config)) {

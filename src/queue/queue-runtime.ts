@@ -24,6 +24,7 @@ import type { QueueSnapshotData } from './queue-snapshot.js';
 import { QueueState, type Applied } from './queue-state.js';
 import { EmbeddedHistory, isCreate, type HistoryFactory, type QueueApplier, type QueueHistory } from './queue-history.js';
 import type { QueueRecord, RecordOf, TicketAt } from './records.js';
+import { noTelemetry, reportExits, type QueueTelemetry } from './queue-telemetry.js';
 import { Ticker } from './tick.js';
 
 /** Where a queue is in its life: it takes requests only while running. */
@@ -59,6 +60,7 @@ export class QueueRuntime {
     private readonly store: Store,
     private readonly log: Logger,
     history?: HistoryFactory,
+    private readonly telemetry: QueueTelemetry = noTelemetry,
   ) {
     this.queue = new QueueState(queueId, (ticketId, position) => this.ticketBytes(ticketId, position));
     this.columns = new PoolColumns(layoutOf(configValue), log, queueId);
@@ -81,6 +83,7 @@ export class QueueRuntime {
         return runtime.history.acting;
       },
       propose: (records) => this.history.propose(records),
+      telemetry,
       ticketBytes: (ticketId, position) => this.ticketBytes(ticketId, position),
     };
     this.ticker = new Ticker(context, this.runner);
@@ -321,6 +324,7 @@ export class QueueRuntime {
     if (record.type === 'ticket.create' && (applied as Applied<'ticket.create'>).result.created)
       this.pending.set(record.ticketId, record.ticket);
     for (const at of applied.activated) this.insertActivated(at);
+    if (this.history.acting) reportExits(this.queueId, record, applied, this.telemetry);
     return applied;
   }
 

@@ -4,22 +4,26 @@
 // between its proposal and its commit is void when applied (queue-state.ts), so a ticket is never matched
 // after a successful cancel. Results are resolved in time slices (time-slices.ts).
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { toBinary } from '@bufbuild/protobuf';
 import type { QueueConfig } from '../config/queue-config.js';
 import { EngineOutputSchema } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { parseTicketEngineInput } from '../engine/engine-input.js';
 import { buildEngineOutput } from '../engine/engine-output.js';
+import { matchQuality, type MatchQuality } from '../engine/match-quality.js';
 import type { PoolRow, TicketPool } from '../engine/ticket-pool.js';
 import type { EngineBackfillRequest, EngineMatch, TickResult, TickRunner } from '../engine/tick-runner.js';
 import { engineInputOf } from '../store/ticket-encoding.js';
 import { createdAtMs, type QueueContext } from './queue-context.js';
-import type { QueueRecord, TicketAt } from './records.js';
+import type { Applied } from './queue-state.js';
+import type { QueueRecord, RecordOf, TicketAt } from './records.js';
 import { timeSliced } from './time-slices.js';
 
-/** A match of a tick, with its rows already turned into tickets where the engine saw them. */
+/** A match of a tick, with its rows already turned into tickets (and measured) where the engine saw them. */
 interface FormedMatch {
   match: EngineMatch;
   tickets: TicketAt[];
+  quality: MatchQuality;
 }
 
 /**
@@ -76,14 +80,23 @@ export class Ticker {
     const { pool } = q.columns;
     const { config } = q;
     const startedMs = Date.now();
+    const started = performance.now();
     this.inProgress = true;
     // Backfill first: a running match's open slots go ahead of new matches.
     if (q.state.backfills.size > 0) await this.fillBackfills(pool, config);
+    let engineMs = 0;
+    let ticketsExamined = 0;
     const formed =
       q.columns.pool === pool
         ? await q.columns.withEngine(
-            () => this.runner.run(pool, Date.now(), this.seed++),
-            (result) => this.formedMatches(result, pool),
+            async () => {
+              ticketsExamined = pool.count;
+              const engineStarted = performance.now();
+              const result = await this.runner.run(pool, Date.now(), this.seed++);
+              engineMs = performance.now() - engineStarted;
+              return result;
+            },
+            (result) => this.formedMatches(result, pool, config),
           )
         : undefined;
     // One commit per match, issued (and encoded) in its slice. The next slice waits until that slice's
@@ -101,6 +114,7 @@ export class Ticker {
         },
         () => Promise.all(sliceCommits.splice(0)),
       );
+      q.telemetry.tick({ queueId: q.queueId, tickMs: performance.now() - started, engineMs, ticketsExamined, rejections: [] });
     }
     q.log.debug({ queue: q.queueId, matches: formed?.length ?? 0, pool: q.columns.pool.count, ms: Date.now() - startedMs }, 'tick');
   }
@@ -147,16 +161,18 @@ export class Ticker {
   }
 
   /** Records whose answer the tick does not wait for (expiry, fills); their failure is only logged. */
-  private proposeInBackground(records: QueueRecord[]): void {
+  private proposeInBackground<R extends QueueRecord>(records: R[], onApplied?: (applied: Applied<R['type']>[]) => void): void {
     this.q
       .propose(records)
+      .then(onApplied)
       .catch((err: unknown) => this.q.log.warn({ queue: this.q.queueId, err }, 'records of the tick were not appended'));
   }
 
   /** A tick's matches with their rows turned into tickets, in time slices (the columns stay frozen). */
-  private async formedMatches(result: TickResult, pool: TicketPool): Promise<FormedMatch[]> {
+  private async formedMatches(result: TickResult, pool: TicketPool, config: QueueConfig): Promise<FormedMatch[]> {
     const formed: FormedMatch[] = [];
     const { state, log, queueId } = this.q;
+    const nowMs = Date.now();
     await timeSliced(result.count, (m) => {
       const match = result.match(m);
       const ids = Array.from(match.rows, (row) => pool.ids[row]!);
@@ -164,13 +180,17 @@ export class Ticker {
         log.debug({ queue: queueId, tickets: ids }, 'match dropped: one of its tickets left the pool during the tick');
         return;
       }
-      formed.push({ match, tickets: ids.map((ticketId) => ({ ticketId, position: state.active.get(ticketId)! })) });
+      formed.push({
+        match,
+        tickets: ids.map((ticketId) => ({ ticketId, position: state.active.get(ticketId)! })),
+        quality: matchQuality(match, pool, config, nowMs),
+      });
     });
     return formed;
   }
 
   /** Proposes a formed match as a `match.commit` record; answers when it is durable, or undefined when it is void. */
-  private commitMatch({ match, tickets }: FormedMatch, pool: TicketPool, config: QueueConfig): Promise<void> | undefined {
+  private commitMatch({ match, tickets, quality }: FormedMatch, pool: TicketPool, config: QueueConfig): Promise<void> | undefined {
     const { q } = this;
     if (!tickets.every((t) => q.state.isActiveAt(t))) {
       q.log.debug(
@@ -182,15 +202,33 @@ export class Ticker {
     const inputs = tickets.map((t) =>
       parseTicketEngineInput(engineInputOf(q.ticketBytes(t.ticketId, t.position)), t.ticketId, 'engine_input'),
     );
-    const record: QueueRecord = {
+    const output = buildEngineOutput(match, inputs, pool, config);
+    const record: RecordOf<'match.commit'> = {
       type: 'match.commit',
       matchId: randomUUID(),
       tickets,
       rulesetId: config.rulesets[match.rulesetIndex]!.id,
-      engineOutput: toBinary(EngineOutputSchema, buildEngineOutput(match, inputs, pool, config)),
+      engineOutput: toBinary(EngineOutputSchema, output),
       atMs: Date.now(),
     };
-    return q.propose([record]).then(() => undefined);
+    return q.propose([record]).then(([applied]) => {
+      if (!applied?.result.committed) return;
+      const { matchId, rulesetId, atMs } = record;
+      const { waitsMs, players, skillSpread, teamImbalance } = quality;
+      const teams = output.teams.map((t) => t.playerIds);
+      q.telemetry.matchFormed({
+        queueId: q.queueId,
+        rulesetId,
+        matchId,
+        atMs,
+        waitsMs,
+        players,
+        skillSpread,
+        teamImbalance,
+        host: output.host?.preferred,
+        teams,
+      });
+    });
   }
 
   /**
@@ -215,16 +253,27 @@ export class Ticker {
     if (requests.some((r) => r.rulesetIndex < 0)) return; // a reload removed a ruleset: its requests are being orphaned
     const fills = await q.columns.withEngine(
       () => this.runner.backfill(pool, requests, Date.now()),
-      (perRequest) => perRequest.map((rows) => rows.map((row) => pool.ids[row]!)),
+      (perRequest) =>
+        perRequest.map((rows) => ({
+          ids: rows.map((row) => pool.ids[row]!),
+          players: rows.reduce((sum, row) => sum + pool.partySize[row]!, 0),
+        })),
     );
-    const records: QueueRecord[] = [];
+    const records: RecordOf<'backfill.fill'>[] = [];
+    const filled: { rulesetId: string; players: number }[] = [];
     const atMs = Date.now();
-    fills?.forEach((ids, i) => {
+    fills?.forEach(({ ids, players }, i) => {
       if (ids.length === 0 || ids.some((id) => this.leftDuringTick.has(id) || !q.state.active.has(id))) return;
-      const [backfillId, { version }] = open[i]!;
+      const [backfillId, { version, request }] = open[i]!;
       const tickets = ids.map((ticketId) => ({ ticketId, position: q.state.active.get(ticketId)! }));
       records.push({ type: 'backfill.fill', backfill: { backfillId, version }, fillId: randomUUID(), tickets, atMs });
+      filled.push({ rulesetId: request.rulesetId, players });
     });
-    if (records.length > 0) this.proposeInBackground(records);
+    if (records.length === 0) return;
+    this.proposeInBackground(records, (applied) =>
+      applied.forEach((a, i) => {
+        if (a.result.committed) q.telemetry.backfillFilled(q.queueId, filled[i]!.rulesetId, filled[i]!.players);
+      }),
+    );
   }
 }

@@ -1,17 +1,22 @@
 // Matchmaking simulator: runs the real native engine in-process (TicketPool + TickRunner) on a simulated
 // clock against a synthetic player population, side by side with a naive first-come-first-served baseline
-// fed the same arrivals. Model, flags and a sample run: bench/SIMULATOR.md.
+// fed the same arrivals, and writes an HTML report with charts. Model, flags and a sample run:
+// bench/SIMULATOR.md.
 //
 //   node dist/bench/simulate.js [--rate 50] [--duration-secs 900] [--tick-ms 1000] [--seed 1]
 //                               [--queue queues/eu.ranked.yaml] [--require-host] [--json]
+//                               [--report-dir simulation-report] [--sweep max_skill_spread=1,1.5,2,3,4]
 import { readFileSync } from 'node:fs';
-import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { formatPath, queueConfigSchema, queueFileSchema, type QueueConfig } from '../src/config/queue-config.js';
 import { engineVersion } from '../src/engine/native.js';
+import { runCharts, sweepChart } from './simulator/charts.js';
+import { type ReportSection, writeReport } from './simulator/html-report.js';
 import { MEAN_PARTY_SIZE, MODEL, Population } from './simulator/population.js';
-import { formatComparison, formatSegments } from './simulator/report.js';
+import { formatComparison, formatSegments, formatSweep } from './simulator/report.js';
+import { runSystems } from './simulator/run.js';
+import { parseSweep, type Sweep, SWEEP_KEYS, withSetting } from './simulator/sweep.js';
 import { BaselineSystem, EngineSystem } from './simulator/systems.js';
 
 const USAGE = `Usage: node dist/bench/simulate.js [options]
@@ -23,6 +28,9 @@ const USAGE = `Usage: node dist/bench/simulate.js [options]
   --queue FILE        a queue file (queues/*.yaml format) instead of the built-in 5v5 queue
   --require-host      set require_host: true on every ruleset (latency then steers the search)
   --json              print the results as JSON on stdout (the tables go to stderr)
+  --report-dir DIR    where the HTML report (index.html) and its SVG charts go  [simulation-report]
+  --sweep KEY=V1,V2,...  also run the engine once per value of KEY on the same arrivals and chart
+                      wait against quality; KEY: ${SWEEP_KEYS.join(', ')}
   --help              this text`;
 
 /** The built-in queue; every key it leaves out takes its default from queueConfigSchema. */
@@ -103,6 +111,8 @@ function parseFlags() {
         queue: { type: 'string' },
         'require-host': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
+        'report-dir': { type: 'string', default: 'simulation-report' },
+        sweep: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
       strict: true,
@@ -133,44 +143,77 @@ async function main(): Promise<void> {
   );
   const seed = numberFlag(args.seed, 'seed', 1, (n) => Number.isInteger(n) && n >= 0 && n <= 0xffff_ffff, 'an integer in 0..2^32-1');
 
+  let sweep: Sweep | undefined;
+  let sweepConfigs: QueueConfig[] = [];
+  try {
+    sweep = args.sweep === undefined ? undefined : parseSweep(args.sweep);
+    sweepConfigs = sweep ? sweep.values.map((v) => withSetting(config, sweep!.key, v)) : [];
+  } catch (err) {
+    fail((err as Error).message);
+  }
+
   const startMs = Date.UTC(2025, 0, 1);
-  const endMs = startMs + durationSecs * 1000;
   const population = new Population(config, rate, seed, startMs);
   const engine = new EngineSystem(config, seed);
   const baseline = new BaselineSystem(config);
-
-  const wallStart = performance.now();
-  const ticks = Math.ceil((durationSecs * 1000) / tickMs);
-  let arrivedTickets = 0;
-  let arrivedPlayers = 0;
-  for (let k = 1; k <= ticks; k++) {
-    const nowMs = startMs + k * tickMs;
-    const arrivals = population.arrivalsUntil(Math.min(nowMs, endMs));
-    arrivedTickets += arrivals.length;
-    for (const t of arrivals) arrivedPlayers += t.partySize;
-    await engine.tick(nowMs, arrivals, k);
-    await baseline.tick(nowMs, arrivals);
-  }
-  const wallSecs = (performance.now() - wallStart) / 1000;
+  // The sweep's engines tick in the same loop: one arrival sequence for every system.
+  const sweepEngines = sweepConfigs.map((c) => new EngineSystem(c, seed));
+  const totals = await runSystems(population, [engine, baseline, ...sweepEngines], {
+    startMs,
+    endMs: startMs + durationSecs * 1000,
+    tickMs,
+  });
+  const { ticks, arrivedPlayers, arrivedTickets, wallSecs } = totals;
   const engineSummary = engine.metrics.summary(engine.waiting());
   const baselineSummary = baseline.metrics.summary(baseline.waiting());
+  const sweepPoints = sweepEngines.map((e, i) => ({
+    value: sweep!.values[i]!,
+    config: sweepConfigs[i]!,
+    summary: e.metrics.summary(e.waiting()),
+  }));
 
   const header = [
     `Matchmaking simulation (engine ${engineVersion()}): ${rate} players/s for ${durationSecs} simulated s, tick ${tickMs} ms, seed ${seed}`,
     `queue: ${args.queue ?? 'built-in default'}${args['require-host'] ? ' (require_host forced on)' : ''}`,
     ...describeQueue(config).map((l) => `  ${l}`),
-    `arrivals: ${arrivedPlayers.toLocaleString('en-US')} players in ${arrivedTickets.toLocaleString('en-US')} tickets; ${ticks} ticks in ${wallSecs.toFixed(1)} s wall clock`,
+    `arrivals: ${arrivedPlayers.toLocaleString('en-US')} players in ${arrivedTickets.toLocaleString('en-US')} tickets; ` +
+      `${ticks} ticks of ${2 + sweepEngines.length} systems in ${wallSecs.toFixed(1)} s wall clock`,
     ...population.unmodelledFilters.map((f) => `note: attribute filter "${f}" is not modelled; every ticket leaves it unspecified`),
-  ];
+  ].join('\n');
+  const comparison = formatComparison(engineSummary, baselineSummary, arrivedPlayers);
+  const segments = formatSegments(engineSummary, baselineSummary);
+  const sweepTable = sweep ? formatSweep(sweep.key, sweepPoints, baselineSummary, arrivedPlayers) : undefined;
   const text = [
-    header.join('\n'),
+    header,
     '',
-    formatComparison(engineSummary, baselineSummary, arrivedPlayers),
+    comparison,
     '',
     "Per segment (shares of the segment's arrived players; waits of its matched players):",
-    formatSegments(engineSummary, baselineSummary),
+    segments,
     '',
+    ...(sweep ? [`Sweep of ${sweep.key} (engine once per value, same arrivals; relaxation scaled alike):`, sweepTable!, ''] : []),
   ].join('\n');
+
+  const charts = runCharts({
+    config,
+    tickMs,
+    engine: { samples: engine.metrics.samples(), summary: engineSummary },
+    baseline: { samples: baseline.metrics.samples(), summary: baselineSummary },
+  });
+  const sections: ReportSection[] = [
+    { heading: 'Run', text: header },
+    {
+      heading: 'Engine beside the first-come baseline (same arrivals)',
+      text: comparison,
+      charts: charts.filter((c) => c.name !== 'segments'),
+    },
+    { heading: 'Per segment', text: segments, charts: charts.filter((c) => c.name === 'segments') },
+    ...(sweep
+      ? [{ heading: `Sweep of ${sweep.key}`, text: sweepTable, charts: [sweepChart(sweep.key, sweepPoints, baselineSummary)] }]
+      : []),
+  ];
+  const reportPath = await writeReport(args['report-dir'], 'Matchmaking simulation', sections);
+  const reportLine = `report: ${reportPath}\n`;
 
   if (args.json) {
     process.stderr.write(text);
@@ -184,10 +227,15 @@ async function main(): Promise<void> {
       wallSecs,
       engine: engineSummary,
       baseline: baselineSummary,
+      sweep: sweep
+        ? { key: sweep.key, points: sweepPoints.map((p) => ({ value: p.value, rulesets: p.config.rulesets, summary: p.summary })) }
+        : null,
+      report: reportPath,
     };
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    process.stderr.write(reportLine);
   } else {
-    process.stdout.write(text);
+    process.stdout.write(text + reportLine);
   }
 }
 

@@ -74,6 +74,19 @@ export interface Summary {
   }[];
 }
 
+/** The raw values behind a Summary's distributions, for the report's charts (bench/simulator/charts.ts). */
+export interface Samples {
+  /** Per matched player, seconds. */
+  waitSecs: readonly number[];
+  /** Per match, raw mmr units. */
+  skillSpread: readonly number[];
+  teamImbalance: readonly number[];
+  /** Per match, ms. */
+  hostLatencyMs: readonly number[];
+  /** Per tick, tickets in the pool when the tick began. */
+  poolTickets: readonly number[];
+}
+
 export interface Dist {
   count: number;
   mean: number;
@@ -237,6 +250,16 @@ export class Metrics {
           waitP95: w.p95,
         };
       }),
+    };
+  }
+
+  samples(): Samples {
+    return {
+      waitSecs: this.waits,
+      skillSpread: this.spreads,
+      teamImbalance: this.imbalances,
+      hostLatencyMs: this.hostLatencies,
+      poolTickets: this.poolSizes,
     };
   }
 

@@ -67,3 +67,29 @@ export function formatSegments(engine: Summary, baseline: Summary): string {
   });
   return table(rows, ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r']);
 }
+
+/** One row per swept value, and the baseline's row (which no bound affects). */
+export function formatSweep(
+  key: string,
+  points: readonly { value: number; summary: Summary }[],
+  baseline: Summary,
+  arrivedPlayers: number,
+): string {
+  const share = (n: number) => (arrivedPlayers === 0 ? '-' : pct(n / arrivedPlayers));
+  const row = (label: string, s: Summary) => [
+    label,
+    share(s.playersMatched),
+    share(s.expiredPlayers),
+    trio(s.waitSecs, 1),
+    pair(s.skillSpread, 3),
+    pair(s.teamImbalance, 3),
+    pair(s.hostLatencyMs, 0),
+    int(s.poolTickets.mean),
+  ];
+  const rows: string[][] = [
+    [key, 'matched', 'expired', 'wait p50 / p95 / max (s)', 'spread mean / p95', 'imbalance mean / p95', 'host ms mean / p95', 'pool mean'],
+    ...points.map((p) => row(`engine ${p.value}`, p.summary)),
+    row('FCFS baseline', baseline),
+  ];
+  return table(rows, ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r']);
+}

@@ -6,6 +6,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import { createGrpcServer } from './api/grpc.js';
 import { createHttpServer } from './api/http.js';
+import { Dashboard } from './api/dashboard/dashboard.js';
 import { ServiceMetrics } from './api/metrics/service-metrics.js';
 import { attachOutcomeStream } from './api/outcome-stream.js';
 import { scanQueueDirectory, watchQueueDirectory, type DirectoryScan, type QueueFile } from './config/queue-files.js';
@@ -16,6 +17,7 @@ import type { OpenedService } from './core/service-parts.js';
 import { OutcomeFeed } from './core/outcome-feed.js';
 import { engineVersion } from './engine/native.js';
 import { QueueRegistry } from './queue/queue-registry.js';
+import { fanOut } from './queue/queue-telemetry.js';
 import { OutcomeDelivery } from './outcomes/delivery.js';
 import { storeConsumers, storeOutboxes, type Outboxes } from './outcomes/outbox.js';
 import { openReplicatedMode, type ReplicatedMode } from './replicated-mode.js';
@@ -45,6 +47,8 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   let opened: OpenedService | undefined;
   const operator = new Operator(core, () => opened);
   const metrics = new ServiceMetrics(() => operator.metricsSnapshot());
+  const dashboard = new Dashboard(operator);
+  const telemetry = fanOut(metrics.queues, dashboard.activity);
   const grpcServer = createGrpcServer(core, health, log, metrics);
   const httpServer = createHttpServer({
     core,
@@ -52,6 +56,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     maxBodyBytes: config.http_max_body_bytes,
     log,
     metrics,
+    dashboard,
     limits: {
       requestTimeoutMs: config.http_request_timeout_ms,
       headersTimeoutMs: config.http_headers_timeout_ms,
@@ -93,13 +98,13 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     );
     store = replicated.store;
     outboxes = replicated.outboxes;
-    registry = new QueueRegistry(store, log, { backing: replicated.backing, telemetry: metrics.queues });
+    registry = new QueueRegistry(store, log, { backing: replicated.backing, telemetry });
   } else {
     const lmdb = new LmdbStore({ path: config.data_dir, onFatal: fatal });
     await untilWritable(lmdb, { dataDir: config.data_dir, grpcPort, httpPort }, log);
     store = lmdb;
     outboxes = storeOutboxes(store);
-    registry = new QueueRegistry(store, log, { telemetry: metrics.queues });
+    registry = new QueueRegistry(store, log, { telemetry });
   }
   const queues = registry;
   const broker = new BrokerConnection(config, log);
@@ -180,6 +185,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       await replicated?.stop();
       await store.close();
       phases.mark('store');
+      dashboard.stop();
       log.info({ phasesMs: phases.durations }, 'stopped');
     })());
   return { grpcPort, httpPort, stop };

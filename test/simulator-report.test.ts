@@ -6,11 +6,10 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from './support/browser.js';
 
 const SIMULATE = resolve(import.meta.dirname, '../dist/bench/simulate.js');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const run = promisify(execFile);
 
 async function simulate(args: string[]): Promise<{ stdout: string; stderr: string }> {
@@ -130,7 +129,7 @@ describe('simulator report', () => {
   });
 
   it('opens offline in a browser and shows every chart', async () => {
-    const browser = await chromium.launch({ executablePath: CHROMIUM });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage();
       const requests: string[] = [];

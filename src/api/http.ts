@@ -1,5 +1,5 @@
 // HTTP/JSON adapter: the spec's six routes (http-operations.ts), health probes, the operator routes
-// (http-admin.ts) and /metrics (http-metrics.ts). Every failure is a ServiceError, mapped once.
+// (http-admin.ts), /metrics (http-metrics.ts) and the dashboard (dashboard/dashboard.ts). Every failure is a ServiceError, mapped once.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
@@ -9,6 +9,7 @@ import { admin } from './http-admin.js';
 import { sendError, sendJson } from './http-json.js';
 import { metrics } from './http-metrics.js';
 import { type OperationRoute, operationRoutes } from './http-operations.js';
+import type { Dashboard } from './dashboard/dashboard.js';
 import type { ServiceMetrics } from './metrics/service-metrics.js';
 import { MatchmakerService } from '../gen/matchmaker/core/v1/service_pb.js';
 
@@ -20,6 +21,8 @@ export interface HttpApiOptions {
   log: Logger;
   /** Served on /metrics; counts every operation's answer. */
   metrics: ServiceMetrics;
+  /** GET /dashboard, its assets, and the activity it polls. */
+  dashboard: Dashboard;
   limits: HttpLimits;
 }
 
@@ -92,6 +95,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Operati
     return sendJson(res, ready ? 200 : 503, { status: ready ? 'ok' : options.core.state });
   }
   if (req.method === 'GET' && path === '/metrics') return metrics(res, options.metrics);
+  if (req.method === 'GET' && options.dashboard.serve(path, res)) return;
+  if (req.method === 'GET' && path === '/admin/v1/activity') return options.dashboard.sendActivity(res);
   if (path.startsWith('/admin/')) return admin(req.method ?? 'GET', path, url, res, options.operator);
 
   const matched = routes.filter((r) => r.pattern.test(path));

@@ -1,0 +1,72 @@
+// The live dashboard (GET /dashboard): a page served by the service itself, the uPlot library it draws
+// with (from node_modules: no build step), and the JSON it polls (GET /admin/v1/activity): every queue's
+// state and recent history (queue-activity.ts), the rule diagnostics, the last matches, and the
+// deliveries, parked ones first.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { ServerResponse } from 'node:http';
+import type { Operator } from '../../core/operator.js';
+import { sendJson } from '../http-json.js';
+import { DASHBOARD_PAGE } from './dashboard-page.js';
+import { QueueActivity } from './queue-activity.js';
+
+/** How often each queue's pool size is sampled into its history. */
+const POOL_SAMPLE_MS = 2_000;
+/** The rule diagnostics sum the candidates refused over this window. */
+const RULE_WINDOW_MS = 5 * 60_000;
+
+const require = createRequire(import.meta.url);
+const ASSETS: Record<string, { file: string; type: string }> = {
+  '/dashboard/uPlot.iife.min.js': { file: require.resolve('uplot/dist/uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
+  '/dashboard/uPlot.min.css': { file: require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' },
+};
+
+export class Dashboard {
+  readonly activity = new QueueActivity();
+  private readonly sampler: NodeJS.Timeout;
+  private readonly assets = new Map<string, Buffer>();
+
+  constructor(private readonly operator: Operator) {
+    this.sampler = setInterval(() => this.samplePools(), POOL_SAMPLE_MS);
+    this.sampler.unref();
+  }
+
+  /** Answers GET /dashboard and its assets; false for any other path. */
+  serve(path: string, res: ServerResponse): boolean {
+    if (path === '/dashboard' || path === '/dashboard/') {
+      send(res, 'text/html; charset=utf-8', DASHBOARD_PAGE);
+      return true;
+    }
+    const asset = ASSETS[path];
+    if (!asset) return false;
+    let body = this.assets.get(path);
+    if (!body) this.assets.set(path, (body = readFileSync(asset.file)));
+    send(res, asset.type, body, 'public, max-age=3600');
+    return true;
+  }
+
+  /** GET /admin/v1/activity. */
+  sendActivity(res: ServerResponse): void {
+    this.samplePools();
+    const queues = this.operator.queueSummaries().map((q) => ({ ...q, ...this.activity.view(q.queueId, RULE_WINDOW_MS) }));
+    const deliveries = this.operator.deliveryStatus();
+    sendJson(res, 200, { atMs: Date.now(), ruleWindowMs: RULE_WINDOW_MS, queues, deliveries });
+  }
+
+  stop(): void {
+    clearInterval(this.sampler);
+  }
+
+  private samplePools(): void {
+    try {
+      for (const q of this.operator.queueSummaries()) if (q.leading) this.activity.samplePool(q.queueId, q.activeTickets);
+    } catch {
+      // Not serving yet (or any more): nothing to sample.
+    }
+  }
+}
+
+function send(res: ServerResponse, type: string, body: string | Buffer, cache = 'no-store'): void {
+  res.writeHead(200, { 'content-type': type, 'content-length': Buffer.byteLength(body), 'cache-control': cache });
+  res.end(body);
+}

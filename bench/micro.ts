@@ -1,7 +1,7 @@
 // tinybench micro-benchmarks of the CreateTicket path inside one process, to split the per-request cost
 // the load test sees into pieces: request decode, engine_input parse, Ticket encode, the core's whole
-// createTicket (validation, parse, pool insert) on the in-memory store (commits cost no disk), and one durable
-// lmdb commit on this disk.
+// createTicket (validation, parse, pool insert) on the in-memory store (commits cost no disk), what the
+// metrics add per request, and one durable lmdb commit on this disk.
 //
 // The service's internals change often, so they are reached through loose types: a change there makes
 // this part fail at run time (reported, and the load phases still run) instead of breaking the build.
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { Bench } from 'tinybench';
+import { ServiceMetrics } from '../src/api/metrics/service-metrics.js';
 import { scanQueueDirectory } from '../src/config/queue-files.js';
 import { MatchmakerCore } from '../src/core/matchmaker-core.js';
 import { parseTicketEngineInput } from '../src/engine/engine-input.js';
@@ -60,6 +61,9 @@ export async function runMicro(queuesDir: string, queueId: string, timeMs = 500)
   const store = new LmdbStore({ path: dataDir, onFatal: () => undefined });
   let position = 0;
 
+  // What /metrics adds to each CreateTicket: the request counted and timed, the ticket counted.
+  const metrics = new ServiceMetrics(() => ({ serving: true }));
+
   const bench = new Bench({ name: 'CreateTicket path, in process', time: timeMs, warmupTime: 100 });
   bench
     .add('decode CreateTicketRequest (fromBinary)', () => {
@@ -73,6 +77,10 @@ export async function runMicro(queuesDir: string, queueId: string, timeMs = 500)
     })
     .add('core.createTicket, memory store (validate, parse, pool insert)', async () => {
       await core.createTicket(create(CreateTicketRequestSchema, { ticket: { id: randomUUID(), queueId, engineInput: nextInput() } }));
+    })
+    .add('metrics: a CreateTicket counted and timed, its ticket counted (prom-client)', () => {
+      metrics.observeRequest('CreateTicket', 'grpc', 'OK', 0.0004);
+      metrics.queues.ticketsCreated(queueId, 1);
     })
     .add('lmdb durable commit of 1 ticket, one at a time', async () => {
       await store.commit([

@@ -61,7 +61,7 @@ export class WebSocketOutcomeConsumer extends QueuedConsumer {
   private watermark = -1n;
   private confirmed = -1n;
   private readonly confirmWaiters: { offset: bigint; resolve: () => void }[] = [];
-  private readyWaiters: (() => void)[] = [];
+  private readonly readyWaiters: { resolve: () => void; reject: (err: Error) => void }[] = [];
   private isReady = false;
   private readonly reconnectPolicy: BackoffPolicy;
 
@@ -72,10 +72,11 @@ export class WebSocketOutcomeConsumer extends QueuedConsumer {
     this.connect();
   }
 
-  /** Resolves once a connection is open and the service sent `ready`. */
+  /** Resolves once a connection is open and the service sent `ready`; rejects if the consumer ends first. */
   ready(): Promise<void> {
     if (this.isReady) return Promise.resolve();
-    return new Promise((resolve) => this.readyWaiters.push(resolve));
+    if (this.closing) return Promise.reject(new Error('the outcome stream consumer is closed'));
+    return new Promise((resolve, reject) => this.readyWaiters.push({ resolve, reject }));
   }
 
   /** The stream URL of the next connection. */
@@ -145,7 +146,7 @@ export class WebSocketOutcomeConsumer extends QueuedConsumer {
         if (this.position === undefined || after > this.position) this.position = after;
         this.attempts = 0;
         this.isReady = true;
-        for (const w of this.readyWaiters.splice(0)) w();
+        for (const w of this.readyWaiters.splice(0)) w.resolve();
         // Acknowledgements not confirmed before the connection was lost go again.
         if (this.watermark > this.confirmed) this.sendAck();
         return;
@@ -189,6 +190,12 @@ export class WebSocketOutcomeConsumer extends QueuedConsumer {
       this.watermark = next;
     }
     if (offset <= this.confirmed) return Promise.resolve();
+    if (this.closing) {
+      // Sent if the socket is still open, but not waited for: a named consumer resumes from its last
+      // confirmed position, and dedupe or the handler's idempotence covers the rest.
+      if (this.watermark >= offset) this.sendAck();
+      return Promise.resolve();
+    }
     const confirmed = new Promise<void>((resolve) => this.confirmWaiters.push({ offset, resolve }));
     if (this.watermark >= offset) this.sendAck();
     return confirmed;
@@ -206,6 +213,7 @@ export class WebSocketOutcomeConsumer extends QueuedConsumer {
   private fail(err: Error): void {
     this.closing = true;
     clearTimeout(this.reconnectTimer);
+    for (const w of this.readyWaiters.splice(0)) w.reject(err);
     this.finish(err);
   }
 
@@ -218,6 +226,7 @@ export class WebSocketOutcomeConsumer extends QueuedConsumer {
     if (this.closing && !this.ws) return;
     this.closing = true;
     clearTimeout(this.reconnectTimer);
+    for (const w of this.readyWaiters.splice(0)) w.reject(new Error('the outcome stream consumer was closed before it was ready'));
     this.finish();
     if (this.confirmWaiters.length > 0 && this.isReady) {
       const waiting = this.confirmWaiters.map((w) => new Promise<void>((resolve) => (w.resolve = chain(w.resolve, resolve))));

@@ -52,6 +52,19 @@ describe('outcome core', () => {
     expect(core.duplicates).toBe(2);
   });
 
+  it('hands an outcome out again when the sink could not confirm its acknowledgement', async () => {
+    const core = new OutcomeCore();
+    const o = outcome();
+    const [first] = core.receive(o, () => Promise.reject(new Error('no confirmation')));
+    await expect(first!.ack()).rejects.toThrow('no confirmation');
+    const again = sinkAck();
+    const [redelivered] = core.receive(o, again.ack);
+    expect(redelivered!.outcome).toBe(o);
+    await redelivered!.ack();
+    expect(again.calls()).toBe(1);
+    expect(core.receive(o, sinkAck().ack)).toEqual([]);
+  });
+
   it('remembers a bounded number of ids, the least recently seen forgotten first', async () => {
     const core = new OutcomeCore({ dedupeSize: 2 });
     const [a, b, c] = [outcome(), outcome(), outcome()];

@@ -10,7 +10,8 @@ export interface OutcomeConsumer extends AsyncIterable<OutcomeDelivery> {
   /**
    * Handles every delivery with `handler`, one at a time in arrival order, acknowledging each once the handler
    * resolved. Resolves when the consumer is closed; rejects (and closes the consumer) when the handler or the
-   * sink fails: the delivery whose handler failed is not acknowledged, so the sink delivers it again later.
+   * sink fails: the delivery whose handler failed is not acknowledged, so the sink delivers it again later. An
+   * acknowledgement the sink could not confirm goes to the consumer's onError, and the consumer goes on.
    */
   run(handler: OutcomeHandler): Promise<void>;
   /** Stops receiving; deliveries not yet acknowledged are redelivered by the sink (not the webhook's). */
@@ -73,6 +74,9 @@ export abstract class QueuedConsumer implements OutcomeConsumer {
     return new Promise((resolve) => this.spaceWaiters.push(resolve));
   }
 
+  /** A problem that does not end the consumer (the sink's onError). */
+  protected abstract reportError(err: unknown): void;
+
   /** Called when the buffer went below the high-water mark; sinks that pause their source resume it. */
   protected onSpace(): void {}
 
@@ -117,7 +121,9 @@ export abstract class QueuedConsumer implements OutcomeConsumer {
         const result = await this.next();
         if (result.done) return;
         await handler(result.value.outcome, result.value);
-        await result.value.ack();
+        // An acknowledgement the sink did not confirm is not the handler's failure: the sink delivers the
+        // outcome again and it is handled again (at least once); the consumer goes on.
+        await result.value.ack().catch((err: unknown) => this.reportError(err));
       }
     } catch (err) {
       await this.close();

@@ -134,6 +134,10 @@ export class NatsOutcomeConsumer extends QueuedConsumer {
     });
   }
 
+  protected reportError(err: unknown): void {
+    this.options.onError?.(err instanceof Error ? err : new Error(String(err)));
+  }
+
   /** Stops pulling; a connection this consumer opened is closed (after its pending acknowledgements are sent). */
   async close(): Promise<void> {
     if (this.stopped.signal.aborted) return this.running;

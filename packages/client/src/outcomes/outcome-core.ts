@@ -20,7 +20,8 @@ export interface OutcomeDelivery {
   readonly complete: boolean;
   /**
    * Marks it handled: acknowledges every chunk to the sink (resolving once the sink confirmed) and remembers the
-   * ids, so a later copy is dropped. Call it after handling; calling it again returns the same promise.
+   * ids, so a later copy is dropped. Call it after handling; calling it again returns the same promise. When
+   * the sink cannot confirm, it rejects, and the sink's redelivery is handed out again.
    */
   ack(): Promise<void>;
 }
@@ -184,7 +185,10 @@ export class OutcomeCore {
           // Acks joined by copies that arrived meanwhile are in the list too.
           await Promise.all(pending.acks.map((a) => a()));
         } catch (err) {
-          acked = undefined; // the sink did not confirm: the caller may try again
+          // The sink did not confirm: it will deliver these again, and then they are handed out again (a
+          // redelivery joining this delivery would wait for an ack that may never be retried).
+          acked = undefined;
+          for (const id of pending.ids) if (this.inFlight.get(id) === pending) this.inFlight.delete(id);
           throw err;
         }
         for (const id of pending.ids) {

@@ -24,6 +24,8 @@ export interface WebhookReceiverOptions extends OutcomeCoreOptions, QueueOptions
   beforeAck?: (outcomes: Outcome[]) => Promise<void> | void;
   /** Largest accepted body (default 16 MiB). */
   maxBodyBytes?: number;
+  /** Problems that do not end the receiver. */
+  onError?: (err: Error) => void;
   /** Told about every refused request (status and why). */
   onReject?: (rejection: {
     status: number;
@@ -90,6 +92,10 @@ export class WebhookOutcomeReceiver extends QueuedConsumer {
   ): void {
     this.options.onReject?.({ status, reason });
     if (!res.headersSent) res.writeHead(status, { connection: 'close' }).end();
+  }
+
+  protected reportError(err: unknown): void {
+    this.options.onError?.(err instanceof Error ? err : new Error(String(err)));
   }
 
   /** Serves the handler on its own HTTP server; resolves with the URL to configure (`<url>` + your path is fine too). */

@@ -206,6 +206,10 @@ export class WebSocketOutcomeConsumer extends QueuedConsumer {
       this.ws.send(JSON.stringify({ type: 'ack', offset: String(this.watermark) }));
   }
 
+  protected reportError(err: unknown): void {
+    this.options.onError?.(err instanceof Error ? err : new Error(String(err)));
+  }
+
   protected override onSpace(): void {
     this.ws?.resume();
   }

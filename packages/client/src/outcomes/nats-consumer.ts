@@ -76,7 +76,12 @@ export class NatsOutcomeConsumer extends QueuedConsumer {
   private async loop(): Promise<void> {
     const nc =
       this.options.connection ??
-      (await connect({ maxReconnectAttempts: -1, ...this.options.connectOptions, servers: this.options.servers }));
+      (await connect({
+        maxReconnectAttempts: -1,
+        waitOnFirstConnect: true,
+        ...this.options.connectOptions,
+        servers: this.options.servers,
+      }));
     this.nc = nc;
     const policy = { ...RETRY, ...this.options.retry };
     for (let attempt = 1; !this.stopped.signal.aborted; attempt++) {

@@ -2,7 +2,7 @@
 // they would silently measure or test the old code. This compares each source file with its compiled output
 // and refuses to go on when one is missing or older. It lives under bench/ so the benchmarks (compiled by
 // tsconfig.build.json, which takes src and bench only) can use it as well as the tests.
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 export interface StaleSource {
@@ -35,14 +35,23 @@ export function staleSources(srcDir: string, outDir: string): StaleSource[] {
   return stale.sort((a, b) => a.source.localeCompare(b.source));
 }
 
-/** Throws, naming the first stale files, unless `<root>/dist/src` is compiled from the current `<root>/src`. */
+/** Each compiled tree: the service (and benches), the example, and the client package with its own dist/. */
+const TREES: readonly { src: string; out: string }[] = [
+  { src: 'src', out: 'dist/src' },
+  { src: 'examples', out: 'dist/examples' },
+  { src: 'packages/client/src', out: 'packages/client/dist' },
+];
+
+/** Throws, naming the first stale files, unless every tree's output under `<root>` is compiled from its current sources. */
 export function assertBuildFresh(root: string): void {
-  const stale = staleSources(join(root, 'src'), join(root, 'dist/src'));
+  const stale = TREES.filter((t) => existsSync(join(root, t.src))).flatMap((t) =>
+    staleSources(join(root, t.src), join(root, t.out)).map((s) => ({ ...s, tree: t.src })),
+  );
   if (stale.length === 0) return;
-  const shown = stale.slice(0, 5).map((s) => (s.reason === 'missing' ? `src/${s.source} (never compiled)` : `src/${s.source}`));
+  const shown = stale.slice(0, 5).map((s) => `${s.tree}/${s.source}${s.reason === 'missing' ? ' (never compiled)' : ''}`);
   const more = stale.length > shown.length ? ` and ${stale.length - shown.length} more` : '';
   throw new Error(
     `dist/ is older than ${shown.join(', ')}${more}: run \`npm run build:ts\` (or \`npm test\`, which builds first); ` +
-      'the tests and benchmarks run the compiled dist/src/cli.js',
+      "the tests and benchmarks run the compiled dist/src/cli.js and the client package's dist/",
   );
 }

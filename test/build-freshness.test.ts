@@ -67,4 +67,16 @@ describe('build freshness', () => {
     const root = tree(Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`src/m${i}.ts`, 100])));
     expect(() => assertBuildFresh(root)).toThrow(/src\/m4\.ts \(never compiled\) and 2 more: /);
   });
+
+  it('checks the example and the client package against their own outputs', () => {
+    const root = tree({
+      'src/cli.ts': 100,
+      'dist/src/cli.js': 200,
+      'examples/game/main.ts': 100,
+      'dist/examples/game/main.js': 200,
+      'packages/client/src/client.ts': 300,
+      'packages/client/dist/client.js': 200,
+    });
+    expect(() => assertBuildFresh(root)).toThrow(/^dist\/ is older than packages\/client\/src\/client\.ts: run `npm run build:ts`/);
+  });
 });

@@ -65,7 +65,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     },
   });
   const feed = new OutcomeFeed(() => opened);
-  const stream = attachOutcomeStream(httpServer, { feed, heartbeatMs: config.websocket_heartbeat_ms, log });
+  const stream = attachOutcomeStream(httpServer, { feed, heartbeatMs: config.websocket_heartbeat_ms, log, delivery: metrics.delivery });
 
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${config.bind_address}:${config.grpc_port}`, ServerCredentials.createInsecure(), (err, port) =>

@@ -9,6 +9,8 @@ import { metricFamilies, scrape, sampleSum, type Sample } from './support/promet
 import { BASIC_QUEUE, startService, type TestService } from './support/service.js';
 import { grpcTransport, httpTransport, type Transport } from './support/transports.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
+import type { StreamFrame } from './support/outcomes.js';
+import { WebSocket } from 'ws';
 
 const SECRET = 'whsec-metrics-7d1e';
 
@@ -35,7 +37,7 @@ describe('GET /metrics', () => {
     const refused = `http://127.0.0.1:${(probe.address() as { port: number }).port}/hook`;
     await new Promise((resolve) => probe.close(resolve));
     service = await startService({
-      queues: { 'test.basic': BASIC_QUEUE, 'm.duel': webhook(receiver.url, 5), 'm.refused': webhook(refused, 2) },
+      queues: { 'test.basic': BASIC_QUEUE, 'm.duel': webhook(receiver.url, 5), 'm.refused': webhook(refused, 2), 'm.ws': duelQueue(50) },
     });
     grpc = grpcTransport(service);
     http = httpTransport(service);
@@ -125,6 +127,35 @@ describe('GET /metrics', () => {
     expect(sampleSum(s, 'matchmaker_outcome_delivery_retries_total', labels)).toBe(2);
     expect(sampleSum(s, 'matchmaker_outcome_deliveries_parked_total', labels)).toBe(1);
     expect(sampleSum(s, 'matchmaker_outcome_delivery_lag_seconds_count', labels)).toBeUndefined();
+  });
+
+  it('reports the delivery lag of outcomes a WebSocket stream consumer acknowledges', async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${service.httpPort}/v1/outcomes/stream?queue_id=m.ws&consumer=metrics`);
+    const frames: StreamFrame[] = [];
+    ws.on('message', (data) => frames.push(JSON.parse(String(data)) as StreamFrame));
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    try {
+      for (const mmr of [0.5, 0.5])
+        expect((await grpc.createTicket({ id: uuid(), queueId: 'm.ws', engineInput: party(1, mmr) })).ok).toBe(true);
+      const outcome = await pollUntil(
+        async () => frames.find((f) => f.type === 'outcome'),
+        (f) => f !== undefined,
+      );
+      expect(outcome?.type).toBe('outcome');
+      const labels = { queue_id: 'm.ws', sink: 'websocket' };
+      // Sent but not acknowledged: no lag yet.
+      expect(sampleSum(await scrape(service.baseUrl), 'matchmaker_outcome_delivery_lag_seconds_count', labels)).toBeUndefined();
+      ws.send(JSON.stringify({ type: 'ack', offset: (outcome as { offset: string }).offset }));
+      await pollUntil(
+        async () => frames.some((f) => f.type === 'acked'),
+        (acked) => acked,
+      );
+      const s = await scrape(service.baseUrl);
+      expect(sampleSum(s, 'matchmaker_outcome_delivery_lag_seconds_count', labels)).toBe(1);
+      expect(sampleSum(s, 'matchmaker_outcome_delivery_lag_seconds_sum', labels)).toBeLessThan(10);
+    } finally {
+      ws.close();
+    }
   });
 
   it("includes Node's own metrics: event-loop lag, GC pauses by kind, heap and CPU", async () => {

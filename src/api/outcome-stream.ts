@@ -14,12 +14,16 @@ import type { OutcomeFeed } from '../core/outcome-feed.js';
 import { asServiceError, invalidArgument, notFound, quote, ServiceError, unavailable } from '../errors.js';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
+import type { DeliveryTelemetry } from '../core/telemetry.js';
+import { SentOutcomes } from './stream-delivery-lag.js';
 
 export interface OutcomeStreamDeps {
   /** The outbox and consumer positions (UNAVAILABLE while starting: upgrade requests get 503). */
   feed: OutcomeFeed;
   heartbeatMs: number;
   log: Logger;
+  /** Told each acknowledged outcome's lag (metrics). */
+  delivery: DeliveryTelemetry;
 }
 
 export const STREAM_PATH = '/v1/outcomes/stream';
@@ -152,7 +156,7 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
         ws.close(1001, 'going away');
         return;
       }
-      const connection = new StreamConnection(ws, feed, query, log);
+      const connection = new StreamConnection(ws, feed, query, log, deps.delivery);
       connections.add(connection);
       ws.once('close', () => connections.delete(connection));
       connection.start().catch((err: unknown) => {
@@ -189,12 +193,14 @@ class StreamConnection {
   private readonly accepts: (queueId: string) => boolean;
   /** The queue whose numbering the offsets are, when each queue numbers its own (the replicated mode). */
   private readonly offsetQueue: string | undefined;
+  private readonly unacknowledged = new SentOutcomes();
 
   constructor(
     private readonly ws: WebSocket,
     private readonly feed: OutcomeFeed,
     private readonly query: StreamQuery,
     private readonly log: Logger,
+    private readonly delivery: DeliveryTelemetry,
   ) {
     // The sink is looked up at read time, so a hot-reloaded sink change applies to later outcomes.
     this.accepts = (queueId) => query.matches(queueId) && feed.sinkOf(queueId) === 'websocket';
@@ -320,6 +326,7 @@ class StreamConnection {
     for (const outcome of page) {
       const text = JSON.stringify({ type: 'outcome', offset: String(outcome.producerSequence), outcome: toJson(OutcomeSchema, outcome) });
       this.sent = outcome.producerSequence;
+      this.unacknowledged.record(outcome);
       if (this.ws.bufferedAmount + text.length > HIGH_WATER_BYTES) {
         // Its write callback (always async) tells when everything queued before it has been written too.
         this.ws.send(text, () => this.drained());
@@ -345,6 +352,12 @@ class StreamConnection {
     }
     this.replyBacklog += text.length;
     this.ws.send(text, () => (this.replyBacklog -= text.length));
+  }
+
+  private acked(sequence: bigint, frame: ServerFrame): void {
+    for (const [queueId, lags] of this.unacknowledged.acknowledged(sequence, Date.now()))
+      this.delivery.delivered(queueId, 'websocket', lags);
+    this.reply(frame);
   }
 
   private fail(err: ServiceError): void {
@@ -375,9 +388,9 @@ class StreamConnection {
     const last = this.feed.lastSequence(this.offsetQueue);
     if (sequence > last) return this.fail(invalidArgument(`ack offset ${sequence} is beyond the last recorded outcome (${last})`));
     const { consumer } = this.query;
-    if (consumer === undefined) return this.reply({ type: 'acked', offset: String(sequence) });
+    if (consumer === undefined) return this.acked(sequence, { type: 'acked', offset: String(sequence) });
     this.feed.advanceConsumer(consumer, sequence, this.offsetQueue).then(
-      (position) => this.reply({ type: 'acked', offset: String(position), consumer }),
+      (position) => this.acked(sequence, { type: 'acked', offset: String(position), consumer }),
       (err: unknown) => {
         this.log.error({ err, consumer }, 'consumer position could not be stored');
         this.fail(new ServiceError('INTERNAL', 'the acknowledgement could not be stored; send it again', { cause: err }));

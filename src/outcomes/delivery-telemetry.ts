@@ -2,10 +2,11 @@
 // and the retries and parkings on the way.
 import type { OutcomeSink } from './sink.js';
 
-export type SinkKind = OutcomeSink['kind'];
+/** The push sinks, and the WebSocket stream (whose consumers acknowledge what they pulled). */
+export type SinkKind = OutcomeSink['kind'] | 'websocket';
 
 export interface DeliveryTelemetry {
-  /** A batch the sink acknowledged: per outcome, seconds from its occurrence to the acknowledgement. */
+  /** Outcomes the sink (or a stream consumer) acknowledged: per outcome, seconds from its occurrence to the acknowledgement. */
   delivered(queueId: string, sink: SinkKind, lagsSeconds: readonly number[]): void;
   /** A failed attempt that will be retried. */
   retried(queueId: string, sink: SinkKind): void;

@@ -19,8 +19,10 @@ export class ServiceMetrics {
   readonly delivery: DeliveryTelemetry;
   private readonly requests: Counter<'operation' | 'transport' | 'code'>;
   private readonly requestSeconds: Histogram<'operation' | 'transport' | 'code'>;
+  /** The state as the scrape in progress read it, once for all its gauges. */
+  private scraped: MetricsSnapshot | undefined;
 
-  constructor(snapshot: () => MetricsSnapshot) {
+  constructor(private readonly snapshot: () => MetricsSnapshot) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({
@@ -38,7 +40,7 @@ export class ServiceMetrics {
     });
     this.queues = queueMetrics(registers);
     this.delivery = deliveryMetrics(registers);
-    stateGauges(registers, snapshot);
+    stateGauges(registers, () => this.scraped ?? snapshot());
   }
 
   /** One answered request; `operation` is the spec's method name (CreateTicket). */
@@ -52,8 +54,13 @@ export class ServiceMetrics {
     return this.registry.contentType;
   }
 
-  text(): Promise<string> {
-    return this.registry.metrics();
+  async text(): Promise<string> {
+    this.scraped = this.snapshot();
+    try {
+      return await this.registry.metrics();
+    } finally {
+      this.scraped = undefined;
+    }
   }
 }
 
@@ -88,15 +95,8 @@ function deliveryMetrics(registers: Registry[]): DeliveryTelemetry {
   };
 }
 
-/** Gauges of the state as it is at the scrape, each read from one snapshot. */
-function stateGauges(registers: Registry[], snapshot: () => MetricsSnapshot): void {
-  // prom-client calls each gauge's collect() in turn: they share the snapshot taken for the first.
-  let taken: { at: number; value: MetricsSnapshot } | undefined;
-  const current = () => {
-    const now = performance.now();
-    if (!taken || now - taken.at > 50) taken = { at: now, value: snapshot() };
-    return taken.value;
-  };
+/** Gauges of the state as it is at the scrape, all read from `current`. */
+function stateGauges(registers: Registry[], current: () => MetricsSnapshot): void {
   const gauge = (
     name: string,
     help: string,

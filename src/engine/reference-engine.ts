@@ -4,7 +4,7 @@
 // test (test/engine-differential.test.ts), which requires bit-identical output from the native engine.
 //
 // It takes the same inputs as the napi binding (PoolArrays, QueueParams, nowMs, seed) and writes the same
-// MatchArrays layout. Faithfulness notes:
+// MatchArrays layout, rule diagnostics (`ruleCounts`, docs/rule-diagnostics.md) included. Faithfulness notes:
 // - Floating-point expressions are evaluated in the same order as the Rust code (JS numbers are f64, and
 //   Rust does not fuse multiply-adds), so every comparison sees the same bits.
 // - u64 bitsets (attributes, acceptable hosts) are bigint; u32 values (ruleset masks) use >>> 0.
@@ -22,6 +22,16 @@ const U64_MAX = 0xffff_ffff_ffff_ffffn;
 const MAX_RULESETS = 32;
 const MAX_HOSTS = 64;
 const MAX_PLAYERS_PER_MATCH = 1024;
+/** Values per ruleset in `ruleCounts` (RuleDiagnostics::COLUMNS): the five reasons, failed, examined. */
+const RULE_COLUMNS = 7;
+// Columns of `ruleCounts`, in RuleDiagnostics::columns order.
+const SKILL_SPREAD = 0;
+const TEAM_IMBALANCE = 1;
+const NO_ACCEPTABLE_HOST = 2;
+const ATTRIBUTES = 3;
+const PARTY_SIZE = 4;
+const FAILED = 5;
+const EXAMINED = 6;
 
 type Bounds = { maxSkillSpread: number; maxLatencyMs: number };
 
@@ -105,6 +115,18 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
   const seed64 = BigInt.asUintN(64, BigInt(seed));
 
   out.matchOffsets[0] = 0;
+  // Rule diagnostics: per ruleset, the failed candidate matches and the rule decisions against them.
+  const ruleCounts = out.ruleCounts;
+  ruleCounts?.fill(0, 0, rulesets.length * RULE_COLUMNS);
+  const count = (r: number, column: number, k = 1): void => {
+    if (ruleCounts !== undefined) ruleCounts[r * RULE_COLUMNS + column]! += k;
+  };
+  /** A candidate of ruleset r failed at once, for `reason`. */
+  const failAt = (r: number, reason: number): undefined => {
+    count(r, reason);
+    count(r, FAILED);
+    return undefined;
+  };
   if (n === 0 || rulesets.length === 0) return 0;
 
   // ---- 1. Skill order: tickets sorted by (effective skill, pool index). ----------------------------
@@ -183,13 +205,13 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
   const tryForm = (sp: number, r: number, rs: RulesetParams): Candidate | undefined => {
     const teamSize = rs.teamSize;
     const seedSize = party[sp]!;
-    if (seedSize > teamSize) return undefined;
-    if (rs.requireHost && H === 0) return undefined;
+    if (seedSize > teamSize) return failAt(r, PARTY_SIZE);
+    if (rs.requireHost && H === 0) return failAt(r, NO_ACCEPTABLE_HOST);
     // Bounds from the seed's wait: every older unused ticket has already seeded, so the seed is normally
     // the candidate's oldest; when it is not, these bounds are only tighter.
     const { maxSkillSpread: spread, maxLatencyMs: latBound } = boundsForWait(rs, waitOf(sp));
     let hosts = hostMask(sp, latBound);
-    if (rs.requireHost && hosts === 0n) return undefined;
+    if (rs.requireHost && hosts === 0n) return failAt(r, NO_ACCEPTABLE_HOST);
 
     const sel = [sp];
     const team = [0];
@@ -220,6 +242,8 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
     let dl = distLeft(left);
     let dr = distRight(right);
     let examined = 0;
+    // Rule decisions against this candidate by reason (column), counted only if it fails.
+    const rejected = [0, 0, 0, 0, 0];
     while (remaining > 0 && examined < limit) {
       let p: number;
       if (dl < dr) {
@@ -233,20 +257,32 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
       } else break;
       examined++;
 
-      // The ticket joins when all of these hold.
-      if (((rulesetMask[p]! >>> r) & 1) === 0) continue; // competes in this ruleset
+      // The ticket joins when all of these hold. A ticket that fails one counts under the first it fails, in
+      // this order (the Rust scan's).
+      if (((rulesetMask[p]! >>> r) & 1) === 0) continue; // competes in this ruleset (else no candidate here)
       const size = party[p]!;
-      if (size > remaining) continue;
       // Best fit: the fullest team that still has room (lowest index on ties).
       let best = -1;
       for (let t = 0; t < rs.teams; t++) if (room[t]! >= size && (best === -1 || room[t]! < room[best]!)) best = t;
-      if (best === -1) continue;
+      if (size > remaining || best === -1) {
+        rejected[PARTY_SIZE]!++; // fits in a team
+        continue;
+      }
       const nlo = fmin(lo, eff[p]!);
       const nhi = fmax(hi, eff[p]!);
-      if ((nhi - nlo) / norm > spread) continue; // skill spread within bound
+      if ((nhi - nlo) / norm > spread) {
+        rejected[SKILL_SPREAD]!++; // skill spread within bound
+        continue;
+      }
+      if (!sel.every((o) => compatible(o, p))) {
+        rejected[ATTRIBUTES]!++; // attribute-compatible with everyone chosen
+        continue;
+      }
       const m = hostMask(p, latBound);
-      if (rs.requireHost && (hosts & m) === 0n) continue; // an acceptable host remains
-      if (!sel.every((o) => compatible(o, p))) continue; // attribute-compatible with everyone chosen
+      if (rs.requireHost && (hosts & m) === 0n) {
+        rejected[NO_ACCEPTABLE_HOST]!++; // an acceptable host remains
+        continue;
+      }
 
       sel.push(p);
       team.push(best);
@@ -256,9 +292,20 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
       hi = nhi;
       hosts &= m;
     }
-    if (remaining !== 0) return undefined;
-    if (rs.teams > 1 && !balance(sel, team, rs)) return undefined;
-    return { sel, team, hosts };
+    const full = remaining === 0;
+    if (full && (rs.teams === 1 || balance(sel, team, rs))) return { sel, team, hosts };
+
+    // Failed: full but unbalanced, or short of players. Then the nearest unused ticket beyond the skill
+    // window on each side (if it competes in the ruleset) was turned away by the spread bound.
+    if (full) rejected[TEAM_IMBALANCE]!++;
+    else {
+      if (dl === Infinity && left !== 0 && ((rulesetMask[left - 1]! >>> r) & 1) === 1) rejected[SKILL_SPREAD]!++;
+      if (dr === Infinity && right !== n + 1 && ((rulesetMask[right - 1]! >>> r) & 1) === 1) rejected[SKILL_SPREAD]!++;
+    }
+    for (const [reason, k] of rejected.entries()) count(r, reason, k);
+    count(r, FAILED);
+    count(r, EXAMINED, examined);
+    return undefined;
   };
 
   // ---- Team balancing (only for full candidates with more than one team). ---------------------------------
@@ -377,7 +424,8 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
 
   // ---- Tickets that can be in no match are used from the start: for every ruleset they compete in, it
   // requires a host and none of theirs is within its widest latency bound. Seeds skip them and scans step
-  // over them without counting them as examined. ------------------------------------------------------------
+  // over them without counting them as examined. Each counts as a candidate of each of its rulesets that
+  // failed for want of a host (as its seed would have). -----------------------------------------------------
   const widest = rulesets.map((rs) =>
     rs.requireHost ? Math.max(rs.maxLatencyMs, ...rs.relaxation.map((s) => s.maxLatencyMs)) : undefined,
   );
@@ -388,7 +436,10 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
       const bound = widest[r];
       possible = bound === undefined || hostMask(p, bound) !== 0n;
     }
-    if (!possible) markUsed(p);
+    if (!possible) {
+      markUsed(p);
+      for (let r = 0; r < rulesets.length; r++) if (((rulesetMask[p]! >>> r) & 1) === 1) failAt(r, NO_ACCEPTABLE_HOST);
+    }
   }
 
   // ---- 3. Oldest first: each unused seed tries its rulesets in ascending index; the first match wins. ------
@@ -461,6 +512,9 @@ function validate(pool: PoolArrays, params: QueueParams, out: MatchArrays, nowMs
     ['matchPreferredHost', out.matchPreferredHost, n],
     ['matchAcceptableHosts', out.matchAcceptableHosts, n],
     ['matchAccepts', out.matchAccepts, n * F],
+    ...(out.ruleCounts === undefined
+      ? []
+      : [['ruleCounts', out.ruleCounts, params.rulesets.length * RULE_COLUMNS] as [string, { length: number }, number]]),
   ];
   for (const [name, buf, len] of outputs) if (buf.length < len) fail(`output ${name} has ${buf.length} elements, needs ${len}`);
 }

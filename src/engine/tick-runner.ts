@@ -63,10 +63,26 @@ export function engineParams(config: QueueConfig): QueueParams {
   };
 }
 
+/**
+ * Why candidate matches failed, in the engine's count order (RuleDiagnostics in crates/engine). What each one
+ * counts: docs/rule-diagnostics.md.
+ */
+export const REJECTION_REASONS = ['skill_spread', 'team_imbalance', 'no_acceptable_host', 'attributes', 'party_size'] as const;
+export type RejectionReason = (typeof REJECTION_REASONS)[number];
+/** Values per ruleset in the engine's `ruleCounts`: the reasons in order, then failed candidates, then tickets examined. */
+const RULE_COUNT_COLUMNS = REJECTION_REASONS.length + 2;
+
 /** A tick's matches, read from the engine's output arrays on demand (valid until the runner's next run). */
 export interface TickResult {
   count: number;
   match(m: number): EngineMatch;
+  /**
+   * This tick's rejections in the ruleset's failed candidate matches, by reason (docs/rule-diagnostics.md). Zero
+   * when none failed. Throws RangeError for an index that is not one of the queue's rulesets.
+   */
+  rejections(rulesetIndex: number): Record<RejectionReason, number>;
+  /** The ruleset's candidate matches that failed this tick, and the tickets their scans examined. */
+  candidates(rulesetIndex: number): { failed: number; examined: number };
 }
 
 /** Every match of a tick, read at once. */
@@ -79,14 +95,21 @@ export class TickRunner {
   private out: MatchArrays = TickRunner.outputs(0, 0);
   private outCapacity = 0;
   private outFilters = 0;
+  /** The engine's rule diagnostics: RULE_COUNT_COLUMNS values per ruleset. */
+  private ruleCounts: Float64Array;
 
   constructor(params: QueueParams) {
     this.engine = new TickEngine(params);
+    this.ruleCounts = new Float64Array(params.rulesets.length * RULE_COUNT_COLUMNS);
   }
 
   /** New parameters (hot reload); only between ticks. */
   configure(params: QueueParams): void {
     this.engine.configure(params);
+    // A new array only when the ruleset count changes: an earlier TickResult keeps reading its own.
+    if (this.ruleCounts.length !== params.rulesets.length * RULE_COUNT_COLUMNS) {
+      this.ruleCounts = new Float64Array(params.rulesets.length * RULE_COUNT_COLUMNS);
+    }
   }
 
   private assigned = new Uint32Array(0);
@@ -130,10 +153,26 @@ export class TickRunner {
       this.out = TickRunner.outputs(this.outCapacity, this.outFilters);
     }
     const o = this.out;
+    const counts = this.ruleCounts;
+    o.ruleCounts = counts;
     const count = await this.engine.run(pool.columns(), o, nowMs, seed >>> 0);
     const filters = pool.filterCount;
+    const row = (r: number): number => {
+      if (!(Number.isInteger(r) && r >= 0 && (r + 1) * RULE_COUNT_COLUMNS <= counts.length)) {
+        throw new RangeError(`no ruleset ${r} (the queue has ${counts.length / RULE_COUNT_COLUMNS})`);
+      }
+      return r * RULE_COUNT_COLUMNS;
+    };
     return {
       count,
+      rejections: (r) => {
+        const at = row(r);
+        return Object.fromEntries(REJECTION_REASONS.map((reason, k) => [reason, counts[at + k]!])) as Record<RejectionReason, number>;
+      },
+      candidates: (r) => {
+        const at = row(r) + REJECTION_REASONS.length;
+        return { failed: counts[at]!, examined: counts[at + 1]! };
+      },
       match: (m) => {
         const start = o.matchOffsets[m]!;
         const end = o.matchOffsets[m + 1]!;

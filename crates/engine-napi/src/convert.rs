@@ -2,7 +2,8 @@
 //! borrowed column slices and output buffers on every run (no copy).
 
 use matchmaker_engine::{
-    BackfillBuffers, BackfillColumns, FilterMode, MatchBuffers, PoolColumns, RelaxationStep, Ruleset, TickParams,
+    BackfillBuffers, BackfillColumns, FilterMode, MatchBuffers, PoolColumns, RelaxationStep, RuleDiagnostics, Ruleset,
+    TickParams,
 };
 
 use crate::error::BindingError;
@@ -86,6 +87,10 @@ impl TryFrom<QueueParams> for OwnedParams {
 }
 
 impl OwnedParams {
+    pub fn ruleset_count(&self) -> usize {
+        self.rulesets.len()
+    }
+
     /// Calls `run` with these parameters as the engine's `TickParams`.
     pub fn with<R>(&self, now_ms: f64, seed: u64, run: impl FnOnce(&TickParams<'_>) -> R) -> R {
         let rulesets: Vec<Ruleset<'_>> = self.rulesets.iter().map(OwnedRuleset::get).collect();
@@ -155,6 +160,33 @@ pub unsafe fn match_buffers(o: &mut MatchArrays) -> MatchBuffers<'_> {
             match_preferred_host: o.match_preferred_host.as_mut(),
             match_acceptable_hosts: o.match_acceptable_hosts.as_mut(),
             match_accepts: o.match_accepts.as_mut(),
+        }
+    }
+}
+
+/// Refuses a `ruleCounts` array too short for `rulesets` rulesets, before the tick writes anything.
+pub fn check_rule_counts(o: &MatchArrays, rulesets: usize) -> Result<(), BindingError> {
+    match &o.rule_counts {
+        Some(counts) => prefix("ruleCounts", counts, rulesets * RuleDiagnostics::COLUMNS).map(|_| ()),
+        None => Ok(()),
+    }
+}
+
+/// Copies the tick's rule diagnostics into `ruleCounts`, when given (checked by
+/// [`check_rule_counts`]), as numbers: a tick's counts stay far below 2^53.
+///
+/// # Safety
+///
+/// As for [`match_buffers`]: JavaScript must leave the array alone meanwhile.
+pub unsafe fn write_rule_counts(o: &mut MatchArrays, diagnostics: &[RuleDiagnostics]) {
+    if let Some(counts) = &mut o.rule_counts {
+        // SAFETY: the caller guarantees JavaScript leaves the array alone meanwhile, so this is the only
+        // reference to its memory; `o` keeps it alive.
+        let counts = unsafe { counts.as_mut() };
+        for (row, d) in counts.chunks_exact_mut(RuleDiagnostics::COLUMNS).zip(diagnostics) {
+            for (x, &c) in row.iter_mut().zip(&d.columns()) {
+                *x = c as f64;
+            }
         }
     }
 }

@@ -6,7 +6,7 @@ use matchmaker_engine::run_tick;
 use napi::bindgen_prelude::{Env, Result, Task};
 use napi_derive::napi;
 
-use crate::convert::{match_buffers, pool_columns};
+use crate::convert::{check_rule_counts, match_buffers, pool_columns, write_rule_counts};
 use crate::engine::{lock, EngineState};
 use crate::error::BindingError;
 use crate::types::{MatchArrays, PoolArrays};
@@ -45,6 +45,7 @@ impl Task for TickTask {
         let mut guard = lock(&self.state)?;
         let state = &mut *guard;
         let columns = pool_columns(&self.pool)?;
+        check_rule_counts(&self.out, state.params.ruleset_count())?;
         // SAFETY: `new`'s caller promised that JavaScript leaves `out` alone until this task's promise
         // settles, which is after `compute` returns.
         let mut buffers = unsafe { match_buffers(&mut self.out) };
@@ -53,6 +54,8 @@ impl Task for TickTask {
             .params
             .with(self.now_ms, self.seed, |params| run_tick(&columns, params, workspace, &mut buffers))
             .map_err(BindingError::from)?;
+        // SAFETY: as for `match_buffers` above (the buffers are no longer used).
+        unsafe { write_rule_counts(&mut self.out, workspace.rule_diagnostics()) };
         Ok(matches as u32)
     }
 

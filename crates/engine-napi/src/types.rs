@@ -60,6 +60,11 @@ pub struct MatchArrays {
     pub match_preferred_host: Uint32Array,
     pub match_acceptable_hosts: BigUint64Array,
     pub match_accepts: BigUint64Array,
+    /// When given, the tick's rule diagnostics (docs/rule-diagnostics.md): per ruleset r, at
+    /// `r * 7`, the rejections by reason (skill_spread, team_imbalance, no_acceptable_host,
+    /// attributes, party_size), then failed candidates, then tickets examined. Needs at least
+    /// rulesets × 7 elements; every one of them is written.
+    pub rule_counts: Option<Float64Array>,
 }
 
 /// A queue's open backfill requests as columns (arrays may be longer than `requestCount`).

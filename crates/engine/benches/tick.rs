@@ -7,7 +7,7 @@ mod common;
 
 use common::{Pool, Rng};
 use matchmaker_engine::{
-    run_tick, FilterMode, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams, Workspace,
+    run_tick, FilterMode, MatchOutput, OutputCapacity, Rejection, RelaxationStep, Ruleset, TickParams, Workspace,
 };
 use std::hint::black_box;
 use std::time::Instant;
@@ -136,5 +136,9 @@ fn main() {
             best,
             100.0 * matched_tickets as f64 / n as f64
         );
+        // What the last tick's failed candidates ran into (docs/rule-diagnostics.md).
+        let d = &ws.rule_diagnostics()[0];
+        let reasons: Vec<String> = Rejection::ALL.iter().map(|&r| format!("{} {}", r.name(), d.rejected(r))).collect();
+        println!("  failed candidates {}, examined {} | {}", d.failed, d.examined, reasons.join(", "));
     }
 }

@@ -6,6 +6,7 @@
 //! [`Workspace`] the caller keeps between ticks, so steady-state ticks do not allocate.
 
 mod backfill;
+mod diagnostics;
 mod error;
 mod input;
 mod output;
@@ -13,6 +14,7 @@ mod tick;
 mod validate;
 
 pub use backfill::{run_backfill, BackfillBuffers, BackfillColumns, BackfillWorkspace};
+pub use diagnostics::{Rejection, RuleDiagnostics};
 pub use error::EngineError;
 pub use input::{FilterMode, PoolColumns, RelaxationStep, Ruleset, TickParams};
 pub use output::{MatchBuffers, MatchOutput, OutputCapacity};
@@ -45,6 +47,7 @@ pub struct Workspace {
     pub(crate) sorted: tick::Sorted,
     pub(crate) links: tick::Links,
     pub(crate) scratch: tick::Scratch,
+    pub(crate) diagnostics: Vec<RuleDiagnostics>,
 }
 
 impl Workspace {
@@ -60,10 +63,18 @@ impl Workspace {
         ws.links.reserve(tickets);
         ws
     }
+
+    /// The last successful tick's rule diagnostics, one record per ruleset of its params
+    /// (docs/rule-diagnostics.md). Empty before the first tick; a tick that returns `Err` leaves
+    /// them as they were.
+    pub fn rule_diagnostics(&self) -> &[RuleDiagnostics] {
+        &self.diagnostics
+    }
 }
 
 /// Matches one queue's pool once. Validates every input first (never panics on bad input), then
-/// writes matches into `out` and returns how many were formed.
+/// writes matches into `out` and returns how many were formed. Per ruleset, why candidate matches
+/// failed is then in [`Workspace::rule_diagnostics`].
 pub fn run_tick(
     pool: &PoolColumns<'_>,
     params: &TickParams<'_>,

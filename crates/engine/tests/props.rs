@@ -1,8 +1,9 @@
-//! Property tests: every formed match satisfies every constraint; obvious matches are found.
+//! Property tests: every formed match satisfies every constraint; obvious matches are found; the rule
+//! diagnostics are consistent with the matches.
 mod common;
 
-use common::{check_invariants, run, Pool};
-use matchmaker_engine::{FilterMode, RelaxationStep, Ruleset, TickParams};
+use common::{check_invariants, run, run_diagnosed, Pool};
+use matchmaker_engine::{FilterMode, RelaxationStep, RuleDiagnostics, Ruleset, TickParams};
 use proptest::prelude::*;
 
 const NOW: f64 = 10_000_000.0;
@@ -156,6 +157,45 @@ proptest! {
         }
         // Determinism.
         prop_assert_eq!(run(&pool, &p), m);
+    }
+
+    #[test]
+    fn rule_diagnostics_are_consistent_with_the_matches(c in case()) {
+        let pool = build(&c);
+        // One more ruleset, in no ticket's mask (the case's masks only use its own rulesets).
+        let mut rs = rulesets(&c);
+        rs.push(Ruleset { teams: 1, team_size: 2, max_skill_spread: 0.0, max_team_imbalance: 0.0, max_latency_ms: 0, require_host: true, relaxation: &[] });
+        let p = TickParams {
+            mmr_normalization_ref: 0.1,
+            party_synergy_bonus: c.bonus,
+            filters: &c.filters,
+            rulesets: &rs,
+            now_ms: NOW,
+            seed: c.seed,
+        };
+        let (m, d) = run_diagnosed(&pool, &p);
+        prop_assert_eq!(d.len(), rs.len());
+        prop_assert_eq!(d[c.rulesets.len()], RuleDiagnostics::default());
+        // The same input, the same counts; and the counts do not change the matches.
+        prop_assert_eq!(&run_diagnosed(&pool, &p), &(m.clone(), d.clone()));
+        prop_assert_eq!(&run(&pool, &p), &m);
+        let mut matched = vec![false; pool.len()];
+        for t in m.iter().flat_map(|mm| &mm.tickets) {
+            matched[*t as usize] = true;
+        }
+        for (r, (d, rs)) in d.iter().zip(&rs).enumerate() {
+            let competing = (0..pool.len()).filter(|&t| pool.ruleset_mask[t] >> r & 1 == 1);
+            let waiting = competing.clone().filter(|&t| !matched[t]).count() as u64;
+            // A ticket left waiting failed in each of its rulesets (as a seed or set aside); no ticket
+            // fails in a ruleset twice in one tick.
+            prop_assert!(waiting <= d.failed && d.failed <= competing.count() as u64, "ruleset {}: {:?}", r, d);
+            // Every rejection belongs to a failed candidate: a ticket its scan examined, or one per
+            // candidate (its seed, its balance) or two (the window's edges).
+            let rejected: u64 = d.rejections.iter().sum();
+            prop_assert!(rejected <= d.examined + 2 * d.failed, "ruleset {}: {:?}", r, d);
+            let limit = (rs.players_per_match() as u64 * 16).clamp(64, 16_384);
+            prop_assert!(d.examined <= d.failed * limit, "ruleset {}: {:?}", r, d);
+        }
     }
 
     #[test]

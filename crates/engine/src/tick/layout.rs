@@ -7,7 +7,7 @@ use super::classes::{FilterBits, Interner};
 use super::lanes::{lat_words, row_words};
 use super::sort::{fix_prefix_runs, mix, order_key, sort_by_prefix};
 use super::valid_rulesets;
-use crate::{PoolColumns, TickParams};
+use crate::{PoolColumns, Rejection, RuleDiagnostics, TickParams};
 
 /// The fields every examined candidate needs, in skill order: one 16-byte load per candidate.
 #[derive(Clone, Copy, Debug, Default)]
@@ -259,8 +259,14 @@ impl Ctx<'_> {
     }
 }
 
-/// Re-lays the pool out in skill order and builds the seed order.
-pub(super) fn prepare(pool: &PoolColumns<'_>, params: &TickParams<'_>, s: &mut Sorted) {
+/// Re-lays the pool out in skill order and builds the seed order. The tickets set aside for want of
+/// a host count in `diagnostics` (one record per ruleset).
+pub(super) fn prepare(
+    pool: &PoolColumns<'_>,
+    params: &TickParams<'_>,
+    s: &mut Sorted,
+    diagnostics: &mut [RuleDiagnostics],
+) {
     let n = pool.len();
     let (f, h) = (pool.filter_count, pool.host_count);
     let w = lat_words(h);
@@ -294,6 +300,8 @@ pub(super) fn prepare(pool: &PoolColumns<'_>, params: &TickParams<'_>, s: &mut S
         if reach.could_match(mask, &pool.latency_ms[i * h..(i + 1) * h]) {
             s.by_skill.push(order_key(eff));
             s.candidates.push(i as u32);
+        } else {
+            set_aside(diagnostics, mask & reach.valid_rulesets);
         }
     }
     let n = s.candidates.len();
@@ -366,6 +374,18 @@ pub(super) fn prepare(pool: &PoolColumns<'_>, params: &TickParams<'_>, s: &mut S
         let i = rows[p * (w + 1)] as u32 as usize;
         (order_key(pool.arrival_ms[i]), mix(seed ^ mix(i as u64)) >> 32, p)
     });
+}
+
+/// Counts a ticket set aside for want of a host: each ruleset in `mask` requires one and it has none
+/// in reach, so as a seed it would fail there at once. Out of line, so the layout pass that rarely
+/// takes it is compiled as without it.
+#[cold]
+#[inline(never)]
+fn set_aside(diagnostics: &mut [RuleDiagnostics], mut mask: u32) {
+    while mask != 0 {
+        diagnostics[mask.trailing_zeros() as usize].fail(Rejection::NoAcceptableHost);
+        mask &= mask - 1;
+    }
 }
 
 /// Tells the tickets that can be in no match: for every ruleset they compete in (vacuously so
@@ -516,7 +536,7 @@ mod tests {
         pool.ticket(1, 0.9, 0.0).mask(0b10);
         let rulesets = [ruleset(false, 100, &[])];
         let mut s = Sorted::default();
-        prepare(&pool.columns(), &params(&[FilterMode::Overlap], &rulesets), &mut s);
+        prepare(&pool.columns(), &params(&[FilterMode::Overlap], &rulesets), &mut s, &mut [RuleDiagnostics::default()]);
 
         let ctx = Ctx { s: &s, f: 1, h: 2, norm: 0.1 };
         assert_eq!(s.live, 4);
@@ -564,7 +584,7 @@ mod tests {
         }
         let rulesets = [ruleset(false, 100, &[])];
         let mut s = Sorted::default();
-        prepare(&pool.columns(), &params(&[FilterMode::Overlap], &rulesets), &mut s);
+        prepare(&pool.columns(), &params(&[FilterMode::Overlap], &rulesets), &mut s, &mut [RuleDiagnostics::default()]);
         assert!(!s.interned);
         let rw = row_words(5);
         let mut links = Links::default();

@@ -17,7 +17,7 @@ mod sort;
 pub(crate) use layout::{Links, Sorted};
 pub(crate) use search::Scratch;
 
-use crate::{FilterMode, MatchBuffers, PoolColumns, TickParams, Workspace};
+use crate::{FilterMode, MatchBuffers, PoolColumns, RuleDiagnostics, TickParams, Workspace};
 use emit::emit;
 use lanes::{lat_words, row_words};
 use layout::{prefetch, prefetch_range, prepare, Ctx};
@@ -33,11 +33,14 @@ pub(crate) fn run(
 ) -> usize {
     let n = pool.len();
     out.match_offsets[0] = 0;
+    // Zeroed in place: the records only grow (to at most 32), so this does not allocate.
+    ws.diagnostics.clear();
+    ws.diagnostics.resize(params.rulesets.len(), RuleDiagnostics::default());
     if n == 0 || params.rulesets.is_empty() {
         return 0;
     }
-    prepare(pool, params, &mut ws.sorted);
-    let Workspace { sorted, links, scratch } = ws;
+    prepare(pool, params, &mut ws.sorted, &mut ws.diagnostics);
+    let Workspace { sorted, links, scratch, diagnostics } = ws;
     // Every ticket that could be in a match is a seed, in age order.
     let seeds = sorted.by_age.len();
     scratch.overlap.clear();
@@ -126,7 +129,7 @@ pub(crate) fn run(
                 0 => (rs.max_skill_spread, rs.max_latency_ms),
                 j => (rs.relaxation[j - 1].max_skill_spread, rs.relaxation[j - 1].max_latency_ms),
             };
-            if let Some((acceptable, lat)) = try_form(&ctx, links, scratch, sp, bounds, r, rs) {
+            if let Some((acceptable, lat)) = try_form(&ctx, links, scratch, sp, bounds, r, rs, &mut diagnostics[r]) {
                 emit(&ctx, scratch, out, matches, written, r, rs, acceptable, &lat);
                 written += scratch.sel.len();
                 matches += 1;

@@ -1,12 +1,13 @@
 //! Growing one candidate match around a seed: scan outwards in skill order over the unused
 //! tickets, take each one that keeps every bound (ruleset, room in a team, skill spread,
-//! attributes, a common host), and balance the teams once they are full.
+//! attributes, a common host), and balance the teams once they are full. A candidate that fails
+//! adds the rule decisions against it to the ruleset's diagnostics.
 
 use super::balance::{balance, BigBalance};
 use super::classes::FilterBits;
 use super::lanes::{lat_words, LatBound};
 use super::layout::{find, Ctx, Links};
-use crate::Ruleset;
+use crate::{Rejection, RuleDiagnostics, Ruleset};
 
 /// Per-candidate scratch; all indices are live positions or indices into `sel`.
 #[derive(Debug, Default)]
@@ -43,6 +44,12 @@ struct Agg {
     nonzero: u64,
 }
 
+/// Bit offsets of the per-candidate rejection counts packed in one u64 (see `try_form`).
+const LANE_PARTY: u32 = 0;
+const LANE_SPREAD: u32 = 16;
+const LANE_ATTRS: u32 = 32;
+const LANE_HOST: u32 = 48;
+
 /// The largest `t` with `t / norm <= spread` (IEEE division, `spread >= 0`, `norm > 0`):
 /// division is monotone, so for every x (negative, infinite and NaN included),
 /// `x / norm > spread` exactly when `x > t`.
@@ -67,7 +74,9 @@ fn spread_threshold(spread: f64, norm: f64) -> f64 {
 /// Tries to build a match of ruleset `r` around the seed at live position `sp`, under the
 /// seed's (spread, latency) bounds. On success `sc.sel` holds the live positions (seed first)
 /// and `sc.sel_team` their teams, and the acceptable-host mask (exact only with
-/// `require_host`) and the latency bound are returned.
+/// `require_host`) and the latency bound are returned. On failure the rule decisions against the
+/// candidate are added to `diag` (docs/rule-diagnostics.md).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn try_form(
     ctx: &Ctx<'_>,
     links: &mut Links,
@@ -76,6 +85,7 @@ pub(super) fn try_form(
     (spread, lat_bound): (f64, u32),
     r: usize,
     rs: &Ruleset<'_>,
+    diag: &mut RuleDiagnostics,
 ) -> Option<(u64, LatBound)> {
     let s = ctx.s;
     let w = lat_words(ctx.h);
@@ -84,10 +94,12 @@ pub(super) fn try_form(
     let team_size = rs.team_size;
     let size_s = seed.party();
     if size_s > team_size {
+        diag.fail(Rejection::PartySize);
         return None;
     }
     let require_host = rs.require_host;
     if require_host && ctx.h == 0 {
+        diag.fail(Rejection::NoAcceptableHost);
         return None;
     }
     // The bounds follow the seed's wait. The seed is the oldest ticket processed so far that is
@@ -108,6 +120,7 @@ pub(super) fn try_form(
     let row_of = |p: u32| &rows[p as usize * (w + 1) + 1..(p as usize + 1) * (w + 1)];
     let mut hosts = if require_host { lat.host_mask(row_of(sp)) } else { 0 };
     if require_host && hosts == 0 {
+        diag.fail(Rejection::NoAcceptableHost);
         return None;
     }
 
@@ -197,7 +210,12 @@ pub(super) fn try_form(
     let mut right = find(next, sp + 2, 1);
     let mut dl = within(e_s - hot[left as usize].eff);
     let mut dr = within(hot[right as usize].eff - e_s);
-    for _ in 0..limit {
+    // Rule decisions against this candidate, kept only if it fails. One register holds the four
+    // counts as 16-bit lanes (a scan examines at most 16,384 tickets), so the scan's registers do
+    // not spill for them.
+    let mut rejected = 0u64;
+    let mut examined = limit;
+    for i in 0..limit {
         let from_left = dl < dr;
         let p = if from_left {
             let p = left - 1;
@@ -206,6 +224,7 @@ pub(super) fn try_form(
             p
         } else {
             if dr == f64::INFINITY {
+                examined = i;
                 break;
             }
             let p = right - 1;
@@ -219,10 +238,13 @@ pub(super) fn try_form(
         // which tickets are taken. Skill order: a left candidate is at or below every selected
         // ticket, a right one at or above, so only one end of the skill range moves.
         if c.mask & bit == 0 || c.party() > max_room {
+            // A ticket of another ruleset is no candidate here: only a party too large counts.
+            rejected += u64::from(c.mask & bit != 0) << LANE_PARTY;
             continue;
         }
         let span = if from_left { hi - c.eff } else { c.eff - lo };
         if span > max_span {
+            rejected += 1 << LANE_SPREAD;
             continue;
         }
         let ok = if fb.enabled {
@@ -231,11 +253,13 @@ pub(super) fn try_form(
             attrs_ok(agg, overlap_values, ctx.attrs(p, c.meta))
         };
         if !ok {
+            rejected += 1 << LANE_ATTRS;
             continue;
         }
         let m = if require_host {
             let m = lat.host_mask(row_of(p));
             if hosts & m == 0 {
+                rejected += 1 << LANE_HOST;
                 continue;
             }
             m
@@ -261,6 +285,7 @@ pub(super) fn try_form(
         remaining -= size;
         hosts &= m;
         if remaining == 0 {
+            examined = i + 1;
             break;
         }
         max_room = room.iter().copied().max().unwrap_or(0);
@@ -287,13 +312,28 @@ pub(super) fn try_form(
             }
         }
     }
-    if remaining != 0 {
-        return None;
+    let full = remaining == 0;
+    if full && (teams == 1 || balance(norm, sc, rs)) {
+        return Some((hosts, lat));
     }
-    if teams > 1 && !balance(norm, sc, rs) {
-        return None;
+    let d = &mut diag.rejections;
+    if full {
+        d[Rejection::TeamImbalance as usize] += 1;
+    } else {
+        // Short of players. Where the skill window cut the scan off, the nearest unused ticket
+        // beyond it (outside the window its distance reads infinite) was turned away by the spread
+        // bound, when it competes in the ruleset (the sentinels at the ends compete in none).
+        let beyond = |slot: u32, d: f64| u64::from(d == f64::INFINITY && hot[slot as usize].mask & bit != 0);
+        d[Rejection::SkillSpread as usize] += beyond(left, dl) + beyond(right, dr);
     }
-    Some((hosts, lat))
+    let lane = |shift: u32| rejected >> shift & 0xFFFF;
+    d[Rejection::SkillSpread as usize] += lane(LANE_SPREAD);
+    d[Rejection::NoAcceptableHost as usize] += lane(LANE_HOST);
+    d[Rejection::Attributes as usize] += lane(LANE_ATTRS);
+    d[Rejection::PartySize as usize] += lane(LANE_PARTY);
+    diag.failed += 1;
+    diag.examined += examined as u64;
+    None
 }
 
 #[cfg(test)]
@@ -329,14 +369,15 @@ mod tests {
         };
         let mut s = Sorted::default();
         let columns = pool.columns();
-        prepare(&columns, &params, &mut s);
+        prepare(&columns, &params, &mut s, &mut [RuleDiagnostics::default()]);
         let mut links = Links::default();
         links.reset(s.live);
         let mut sc = Scratch::default();
         sc.overlap.extend(modes.iter().map(|&m| m == FilterMode::Overlap));
         let ctx = Ctx { s: &s, f: columns.filter_count, h: columns.host_count, norm: 0.1 };
         let sp = (0..s.live).find(|&p| ctx.ticket(p) == seed).unwrap() as u32;
-        let (hosts, _) = try_form(&ctx, &mut links, &mut sc, sp, (rs.max_skill_spread, rs.max_latency_ms), 0, &rs)?;
+        let bounds = (rs.max_skill_spread, rs.max_latency_ms);
+        let (hosts, _) = try_form(&ctx, &mut links, &mut sc, sp, bounds, 0, &rs, &mut RuleDiagnostics::default())?;
         Some((sc.sel.iter().map(|&p| ctx.ticket(p as usize)).collect(), hosts))
     }
 

@@ -3,8 +3,8 @@
 #![allow(dead_code)]
 
 use matchmaker_engine::{
-    run_tick, EngineError, FilterMode, MatchOutput, OutputCapacity, PoolColumns, Ruleset, TickParams, Workspace,
-    NO_HOST,
+    run_tick, EngineError, FilterMode, MatchOutput, OutputCapacity, PoolColumns, RuleDiagnostics, Ruleset, TickParams,
+    Workspace, NO_HOST,
 };
 
 /// SplitMix64: small and seeded, for generated pools.
@@ -141,6 +141,15 @@ pub fn try_run(pool: &Pool, params: &TickParams<'_>) -> Result<Vec<Match>, Engin
 
 pub fn run(pool: &Pool, params: &TickParams<'_>) -> Vec<Match> {
     try_run(pool, params).expect("valid input")
+}
+
+/// One tick's matches and its rule diagnostics (one record per ruleset).
+pub fn run_diagnosed(pool: &Pool, params: &TickParams<'_>) -> (Vec<Match>, Vec<RuleDiagnostics>) {
+    let mut ws = Workspace::new();
+    let cap = OutputCapacity::for_pool(pool.len(), pool.filters.len(), pool.host_count);
+    let mut out = MatchOutput::with_capacity(cap);
+    let count = run_tick(&pool.columns(), params, &mut ws, &mut out.buffers()).expect("valid input");
+    (decode(&out, count, pool.filters.len()), ws.rule_diagnostics().to_vec())
 }
 
 pub fn decode(out: &MatchOutput, count: usize, f: usize) -> Vec<Match> {

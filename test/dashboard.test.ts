@@ -41,7 +41,13 @@ describe('GET /dashboard', () => {
         retry_max_delay_ms: 20,
       },
     };
-    service = await startService({ queues: { 'd.duel': duelQueue(50), 'd.parked': duelQueue(50, { outcomes: refusing }) } });
+    service = await startService({
+      queues: {
+        'd.duel': duelQueue(50),
+        'd.parked': duelQueue(50, { outcomes: refusing }),
+        'd.far': duelQueue(50, { ruleset: { max_skill_spread: 0.5 } }),
+      },
+    });
     api = grpcTransport(service);
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
@@ -73,9 +79,9 @@ describe('GET /dashboard', () => {
 
   it('lists every queue with its charts drawn', async () => {
     const queues = await page.$$eval('section[data-queue]', (sections) => sections.map((s) => s.getAttribute('data-queue')));
-    expect(queues.sort()).toEqual(['d.duel', 'd.parked']);
+    expect(queues.sort()).toEqual(['d.duel', 'd.far', 'd.parked']);
     expect(await page.locator('section[data-queue="d.duel"] .chart canvas').count()).toBe(4);
-    await expect.poll(() => page.textContent('#status')).toMatch(/2 queue\(s\)/);
+    await expect.poll(() => page.textContent('#status')).toMatch(/3 queue\(s\)/);
   });
 
   it('shows a match created through the API: its teams, host and quality, and the wait it took', async () => {
@@ -93,6 +99,17 @@ describe('GET /dashboard', () => {
     const figures = await page.locator('section[data-queue="d.duel"] .figure b').allTextContents();
     expect(Number(figures[2])).toBeGreaterThan(0);
     expect(figures[3]).toMatch(/^\d+\.\d \/ \d+\.\d$/);
+  });
+
+  it('shows which rule refused the candidates of a queue whose players do not match', async () => {
+    for (const mmr of [0.1, 0.9])
+      expect((await api.createTicket({ id: uuid(), queueId: 'd.far', engineInput: party(1, mmr) })).ok).toBe(true);
+    const row = page.locator('section[data-queue="d.far"] tr[data-rule="skill_spread"]');
+    await row.waitFor({ timeout: 10_000 });
+    const cells = await row.locator('td').allTextContents();
+    expect(cells.slice(0, 2)).toEqual(['duel', 'skill_spread']);
+    expect(Number(cells[2])).toBeGreaterThan(0);
+    expect(await page.locator('section[data-queue="d.far"] tr[data-rule]').count()).toBe(1);
   });
 
   it('releases a parked delivery with its button, and the outcome then reaches the sink', async () => {

@@ -37,7 +37,13 @@ describe('GET /metrics', () => {
     const refused = `http://127.0.0.1:${(probe.address() as { port: number }).port}/hook`;
     await new Promise((resolve) => probe.close(resolve));
     service = await startService({
-      queues: { 'test.basic': BASIC_QUEUE, 'm.duel': webhook(receiver.url, 5), 'm.refused': webhook(refused, 2), 'm.ws': duelQueue(50) },
+      queues: {
+        'test.basic': BASIC_QUEUE,
+        'm.duel': webhook(receiver.url, 5),
+        'm.refused': webhook(refused, 2),
+        'm.ws': duelQueue(50),
+        'm.far': duelQueue(50, { ruleset: { max_skill_spread: 0.5 } }),
+      },
     });
     grpc = grpcTransport(service);
     http = httpTransport(service);
@@ -113,6 +119,22 @@ describe('GET /metrics', () => {
     expect(lagSum).toBeGreaterThanOrEqual(0);
     expect(lagSum).toBeLessThan(waitedSecs + 1);
     expect(sampleSum(s, 'matchmaker_outcome_delivery_retries_total', { queue_id: 'm.duel' })).toBeUndefined();
+  });
+
+  it("counts, per ruleset and rule, the engine's reasons for the candidates it refused", async () => {
+    // 0.8 apart: a spread of 8 against max_skill_spread 0.5, tick after tick.
+    for (const mmr of [0.1, 0.9])
+      expect((await grpc.createTicket({ id: uuid(), queueId: 'm.far', engineInput: party(1, mmr) })).ok).toBe(true);
+    const labels = { queue_id: 'm.far', ruleset_id: 'duel' };
+    const s = await pollUntil(
+      () => scrape(service.baseUrl),
+      (samples) => (sampleSum(samples, 'matchmaker_rule_rejections_total', { ...labels, rule: 'skill_spread' }) ?? 0) >= 4,
+    );
+    expect(sampleSum(s, 'matchmaker_rule_rejections_total', { ...labels, rule: 'skill_spread' })).toBeGreaterThanOrEqual(4);
+    for (const rule of ['team_imbalance', 'no_acceptable_host', 'attributes', 'party_size'])
+      expect(sampleSum(s, 'matchmaker_rule_rejections_total', { ...labels, rule })).toBeUndefined();
+    expect(sampleSum(s, 'matchmaker_matches_total', labels)).toBeUndefined();
+    expect(sampleSum(s, 'matchmaker_rule_rejections_total', { queue_id: 'm.duel' })).toBeUndefined();
   });
 
   it('counts retries and parks of a delivery its sink refuses', async () => {

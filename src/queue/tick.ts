@@ -16,6 +16,7 @@ import type { EngineBackfillRequest, EngineMatch, TickResult, TickRunner } from 
 import { engineInputOf } from '../store/ticket-encoding.js';
 import { createdAtMs, type QueueContext } from './queue-context.js';
 import type { Applied } from './queue-state.js';
+import type { RuleRejections } from './queue-telemetry.js';
 import type { QueueRecord, RecordOf, TicketAt } from './records.js';
 import { timeSliced } from './time-slices.js';
 
@@ -86,6 +87,7 @@ export class Ticker {
     if (q.state.backfills.size > 0) await this.fillBackfills(pool, config);
     let engineMs = 0;
     let ticketsExamined = 0;
+    const rejections: RuleRejections[] = [];
     const formed =
       q.columns.pool === pool
         ? await q.columns.withEngine(
@@ -94,6 +96,10 @@ export class Ticker {
               const engineStarted = performance.now();
               const result = await this.runner.run(pool, Date.now(), this.seed++);
               engineMs = performance.now() - engineStarted;
+              config.rulesets.forEach(({ id: rulesetId }, r) => {
+                for (const [rule, count] of Object.entries(result.rejections(r)))
+                  if (count > 0) rejections.push({ rulesetId, rule, count });
+              });
               return result;
             },
             (result) => this.formedMatches(result, pool, config),
@@ -114,7 +120,7 @@ export class Ticker {
         },
         () => Promise.all(sliceCommits.splice(0)),
       );
-      q.telemetry.tick({ queueId: q.queueId, tickMs: performance.now() - started, engineMs, ticketsExamined, rejections: [] });
+      q.telemetry.tick({ queueId: q.queueId, tickMs: performance.now() - started, engineMs, ticketsExamined, rejections });
     }
     q.log.debug({ queue: q.queueId, matches: formed?.length ?? 0, pool: q.columns.pool.count, ms: Date.now() - startedMs }, 'tick');
   }

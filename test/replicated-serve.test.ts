@@ -7,9 +7,10 @@ import { credentials, makeGenericClientConstructor, type Client } from '@grpc/gr
 import { service as healthService } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { uuid } from './support/fixtures.js';
+import { party, uuid } from './support/fixtures.js';
 import { startNatsServer, type TestNatsServer } from './support/nats.js';
 import type { StreamFrame } from './support/outcomes.js';
+import { sampleSum, scrape, type Sample } from './support/prometheus.js';
 import { duelQueue, pollUntil } from './support/queues.js';
 import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 import { httpRequest, httpTransport } from './support/transports.js';
@@ -52,7 +53,7 @@ describe('replicated mode on one nats-server', () => {
 
   beforeAll(async () => {
     nats = await startNatsServer();
-    writeQueues(queueDir, { 'ws.duel': duelQueue(50), 'ws.other': duelQueue(50) });
+    writeQueues(queueDir, { 'ws.duel': duelQueue(50), 'ws.other': duelQueue(50), 'ws.count': duelQueue(50) });
     for (const id of ['a', 'b']) {
       replicas.push(
         await startService({
@@ -224,4 +225,37 @@ describe('replicated mode on one nats-server', () => {
     expect(outcomesOf(resumed.frames)[0]!.offset).toBe('2');
     resumed.ws.close();
   }, 60_000);
+
+  it("counts a queue's events on the replica that leads it only, so the replicas add up to each event once", async () => {
+    // Tickets created through both replicas; the leader matches them.
+    const [a, b] = replicas as [TestService, TestService];
+    const requestsOk = (samples: Sample[]) =>
+      sampleSum(samples, 'matchmaker_requests_total', { operation: 'CreateTicket', transport: 'http', code: 'OK' }) ?? 0;
+    const before = (await Promise.all(replicas.map((r) => scrape(r.baseUrl)))).map(requestsOk);
+    for (const [i, replica] of [a, b, a, b].entries()) {
+      const created = await httpTransport(replica).createTicket({
+        id: uuid(),
+        queueId: 'ws.count',
+        engineInput: party(1, 0.5 + i * 0.001),
+      });
+      expect(created.ok).toBe(true);
+    }
+    const labels = { queue_id: 'ws.count', ruleset_id: 'duel' };
+    const both = await pollUntil(
+      () => Promise.all(replicas.map((r) => scrape(r.baseUrl))),
+      (scrapes) => scrapes.reduce((n, s) => n + (sampleSum(s, 'matchmaker_matches_total', labels) ?? 0), 0) >= 2,
+      15_000,
+    );
+    const sum = (name: string, l: Record<string, string>) => both.reduce((n, s) => n + (sampleSum(s, name, l) ?? 0), 0);
+    expect(sum('matchmaker_matches_total', labels)).toBe(2);
+    expect(sum('matchmaker_players_matched_total', labels)).toBe(4);
+    expect(sum('matchmaker_tickets_created_total', { queue_id: 'ws.count' })).toBe(4);
+    // One replica leads the queue, and it is the one that counted.
+    const leading = both.map((s) => sampleSum(s, 'matchmaker_queue_leading', { queue_id: 'ws.count' }));
+    expect(leading.sort()).toEqual([0, 1]);
+    const leader = both.find((s) => sampleSum(s, 'matchmaker_queue_leading', { queue_id: 'ws.count' }) === 1)!;
+    expect(sampleSum(leader, 'matchmaker_matches_total', labels)).toBe(2);
+    // Each replica counts the requests it answered itself.
+    expect(both.map((s, i) => requestsOk(s) - before[i]!)).toEqual([2, 2]);
+  });
 });

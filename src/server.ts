@@ -77,11 +77,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     httpServer.listen(config.http_port, config.bind_address, () => resolve((httpServer.address() as AddressInfo).port));
   });
 
-  const fatal = (err: unknown) => {
-    const where = { dataDir: config.data_dir, code: codeOf(err) };
-    log.fatal({ ...where, err }, 'store commit failed: stopping so that a restart reloads the durable state');
-    process.exit(1);
-  };
+  const fatal = (err: unknown) => storeFailed(log, config.data_dir, err);
   let registry: QueueRegistry | undefined;
   let files: ReadonlyMap<string, QueueFile> = new Map();
   let store: Store;
@@ -189,6 +185,12 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       log.info({ phasesMs: phases.durations }, 'stopped');
     })());
   return { grpcPort, httpPort, stop };
+}
+
+/** A commit to the embedded store failed: the durable state is behind memory, so the process stops. */
+export function storeFailed(log: Logger, dataDir: string, err: unknown): never {
+  log.fatal({ dataDir, code: codeOf(err), err }, 'store commit failed: stopping so that a restart reloads the durable state');
+  process.exit(1);
 }
 
 /** How often each queue's health status is brought up to date. */

@@ -143,13 +143,9 @@ export class LmdbStore implements Store {
         if (outcomeQueues) for (const listener of this.outcomeListeners) listener(outcomeQueues);
       },
       async (err: unknown) => {
-        // lmdb-js rejects with "Commit failed (see commitError for details)"; the cause (ENOSPC, EIO, with
-        // the page it could not write) comes in commitError, a promise it rejects right after (not waited
-        // for long: a failure must not hang on it).
-        const commitError = (err as { commitError?: Promise<unknown> }).commitError;
-        const cause = commitError && (await Promise.race([commitError.catch((e: unknown) => e), sleep(100)]));
-        this.options.onFatal(cause ?? err);
-        throw cause ?? err;
+        const cause = await commitFailureCause(err);
+        this.options.onFatal(cause);
+        throw cause;
       },
     );
   }
@@ -181,27 +177,27 @@ export class LmdbStore implements Store {
         const { ticket } = change;
         const written = this.tickets.put(ticketKey(ticket), encodeTicketRecord(ticket.ticketId, ticket.ticket));
         if (ticket.state === 'active') return written;
-        return this.resolutions.put(ticketKey(ticket), encodeResolution(ticket.matchId ?? '', ticket.resolvedAtMs ?? 0));
+        return both(written, this.resolutions.put(ticketKey(ticket), encodeResolution(ticket.matchId ?? '', ticket.resolvedAtMs ?? 0)));
       }
       case 'ticket.resolve':
         return this.resolutions.put(ticketKey(change.ref), encodeResolution(change.matchId, change.resolvedAtMs));
       case 'ticket.reactivate':
         return this.resolutions.remove(ticketKey(change.ref));
       case 'ticket.delete':
-        void this.tickets.remove(ticketKey(change.ref));
-        return this.resolutions.remove(ticketKey(change.ref));
+        return both(this.tickets.remove(ticketKey(change.ref)), this.resolutions.remove(ticketKey(change.ref)));
       case 'backfill.put':
         return this.backfills.put(key(change.backfill.queueId, change.backfill.backfillId), change.backfill);
       case 'backfill.delete':
         return this.backfills.remove(key(change.queueId, change.backfillId));
       case 'outcome.record': {
         const sequence = this.nextSequence++;
-        void this.outcomes.put(Number(sequence), withProducer(change.outcome.bytes, this.producerId, sequence));
-        return this.queueIndex.put(orderedKey(change.outcome.queueId, sequence), Number(sequence));
+        return both(
+          this.outcomes.put(Number(sequence), withProducer(change.outcome.bytes, this.producerId, sequence)),
+          this.queueIndex.put(orderedKey(change.outcome.queueId, sequence), Number(sequence)),
+        );
       }
       case 'outcome.delete':
-        void this.outcomes.remove(Number(change.sequence));
-        return this.queueIndex.remove(orderedKey(change.queueId, change.sequence));
+        return both(this.outcomes.remove(Number(change.sequence)), this.queueIndex.remove(orderedKey(change.queueId, change.sequence)));
       case 'delivery.advance': {
         const record = this.delivery.get(change.queueId);
         return this.delivery.put(change.queueId, { ...record, cursor: change.sequence.toString() });
@@ -305,4 +301,28 @@ export class LmdbStore implements Store {
     await this.root.close();
     this.lock.release();
   }
+}
+
+/**
+ * Two writes of one change as one promise. A failed commit rejects every write's promise, and one that
+ * nobody observes ends the process (an unhandled rejection) before the failure is reported as fatal.
+ */
+function both(first: Promise<unknown>, second: Promise<unknown>): Promise<unknown> {
+  return Promise.all([first, second]);
+}
+
+/** Whether `err` is lmdb-js's "Commit failed" (a transaction that did not reach the disk). */
+export function isCommitFailure(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { commitError?: unknown }).commitError instanceof Promise;
+}
+
+/**
+ * What made a commit fail. lmdb-js rejects with "Commit failed (see commitError for details)"; the cause
+ * (ENOSPC, EIO, with the page it could not write) comes in commitError, a promise it rejects right after
+ * (not waited for long: a failure must not hang on it).
+ */
+export async function commitFailureCause(err: unknown): Promise<unknown> {
+  if (!isCommitFailure(err)) return err;
+  const commitError = (err as { commitError: Promise<unknown> }).commitError;
+  return (await Promise.race([commitError.catch((e: unknown) => e), sleep(100)])) ?? err;
 }

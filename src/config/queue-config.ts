@@ -20,6 +20,9 @@ const relaxationStep = z
   })
   .strict();
 
+/** The engine's bound on the players of one match (MAX_PLAYERS_PER_MATCH in crates/engine). */
+export const MAX_PLAYERS_PER_MATCH = 1024;
+
 const ruleset = z
   .object({
     id: z.string().min(1).max(128),
@@ -40,6 +43,13 @@ const ruleset = z
   })
   .strict()
   .superRefine((r, ctx) => {
+    if (r.teams * r.team_size > MAX_PLAYERS_PER_MATCH) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['team_size'],
+        message: `teams × team_size is ${r.teams * r.team_size}; a match holds at most ${MAX_PLAYERS_PER_MATCH} players`,
+      });
+    }
     r.relaxation.forEach((step, i) => {
       const prev = i === 0 ? undefined : r.relaxation[i - 1]!;
       if (prev && step.after_wait_secs <= prev.after_wait_secs) {

@@ -1,7 +1,7 @@
 // The dashboard page: plain HTML, CSS and browser JavaScript, no build step. It polls GET /admin/v1/activity
 // every two seconds and draws with uPlot (served next to it, from node_modules). The release button posts
 // to the operator route that releases a parked delivery. Kept as a string so that `dist/` carries it.
-export const DASHBOARD_PAGE = String.raw`<!doctype html>
+export const DASHBOARD_PAGE = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">

@@ -16,8 +16,11 @@ export interface QueueApplier {
   apply<R extends QueueRecord>(record: R): Applied<R['type']>;
   /** The local store has committed the changes of these records. */
   committed(records: readonly QueueRecord[]): void;
-  /** The queue's state as data, between two records (QueueState.snapshot). */
-  snapshot(): QueueSnapshotData;
+  /**
+   * The queue's state as data (QueueState.snapshotInSlices): taken after one record, and valid only if no
+   * record is applied before it resolves.
+   */
+  snapshot(): Promise<QueueSnapshotData>;
   /**
    * Replaces the queue's state with a checkpoint's, before the first record is applied. The store must
    * already answer for its tickets (snapshotStoreChanges committed).

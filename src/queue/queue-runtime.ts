@@ -91,7 +91,7 @@ export class QueueRuntime {
     const applier: QueueApplier = {
       apply: (record) => this.apply(record),
       committed: (records) => this.forgetPending(records),
-      snapshot: () => this.queue.snapshot(),
+      snapshot: () => this.queue.snapshotInSlices(),
       restore: (data) => this.restoreSnapshot(data),
     };
     this.history = history ? history(queueId, applier) : new EmbeddedHistory(applier, store);

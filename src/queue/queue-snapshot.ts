@@ -75,3 +75,78 @@ export function snapshotStoreChanges(queueId: string, data: QueueSnapshotData): 
   }
   return changes;
 }
+
+/** What a snapshot is taken from: the state's tickets (id -> position, or the resolved record) and the rest. */
+export interface SnapshotSource {
+  /** Active tickets, id -> position, as the maps of a ShardedMap. */
+  active: readonly ReadonlyMap<string, number>[];
+  /** Resolved tickets; their order is kept (per shard, resolution order). */
+  resolved: readonly ReadonlyMap<string, { position: number; matchId: string; resolvedAtMs: number }>[];
+  backfills: SnapshotBackfill[];
+  nextBackfillVersion: number;
+  nextPosition: number;
+  readTicket(ticketId: string, position: number): Uint8Array;
+}
+
+/**
+ * A snapshot in two steps. Taking the frame reads every ticket's id and position (and the resolved records)
+ * at once: the part that must see one state. `fill(i)` then reads ticket i's bytes into `data`, for i below
+ * `tickets`; once every one is filled, `data` is the snapshot. Between the two nothing may change the state
+ * or forget a ticket's bytes, which a caller ensures by applying no record meanwhile (bytes never change).
+ */
+export function snapshotFrame(source: SnapshotSource): { data: QueueSnapshotData; tickets: number; fill(i: number): void } {
+  const ids: string[] = [];
+  const positions: number[] = [];
+  // Map.forEach over the shards: a third of the time of iterating entries through a generator.
+  for (const shard of source.active)
+    shard.forEach((position, ticketId) => {
+      ids.push(ticketId);
+      positions.push(position);
+    });
+  const order = byPosition(positions);
+  const resolvedIds: string[] = [];
+  const resolvedRecords: { position: number; matchId: string; resolvedAtMs: number }[] = [];
+  for (const shard of source.resolved)
+    shard.forEach((record, ticketId) => {
+      resolvedIds.push(ticketId);
+      resolvedRecords.push(record);
+    });
+  const data: QueueSnapshotData = {
+    active: new Array<SnapshotTicket>(ids.length),
+    resolved: new Array<SnapshotResolvedTicket>(resolvedIds.length),
+    backfills: source.backfills,
+    nextBackfillVersion: source.nextBackfillVersion,
+    nextPosition: source.nextPosition,
+  };
+  const fill = (i: number) => {
+    if (i < ids.length) {
+      const k = order[i]!;
+      const [ticketId, position] = [ids[k]!, positions[k]!];
+      data.active[i] = { ticketId, position, ticket: source.readTicket(ticketId, position) };
+    } else {
+      const r = i - ids.length;
+      const [ticketId, { position, matchId, resolvedAtMs }] = [resolvedIds[r]!, resolvedRecords[r]!];
+      data.resolved[r] = { ticketId, position, matchId, resolvedAtMs, ticket: source.readTicket(ticketId, position) };
+    }
+  };
+  return { data, tickets: ids.length + resolvedIds.length, fill };
+}
+
+/** Index bits of a packed sort key; a position must leave the rest of a double's 53 exact bits. */
+const INDEX_BITS = 2 ** 21;
+
+/**
+ * The indices of `positions` in increasing position. Positions are unique: packed with their index into one
+ * double each, a native numeric sort orders them (a comparator sort of a million indices takes 2-3 times longer).
+ */
+function byPosition(positions: readonly number[]): Uint32Array {
+  const n = positions.length;
+  const packable = n <= INDEX_BITS && positions.every((p) => Number.isSafeInteger(p) && p >= 0 && p < 2 ** 53 / INDEX_BITS);
+  if (!packable) return Uint32Array.from(positions.keys()).sort((a, b) => positions[a]! - positions[b]!);
+  const keys = new Float64Array(n);
+  for (let k = 0; k < n; k++) keys[k] = positions[k]! * INDEX_BITS + k;
+  keys.sort();
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = keys[i]! % INDEX_BITS;
+  return order;
+}

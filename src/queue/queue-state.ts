@@ -26,8 +26,9 @@ import {
 } from '../outcomes/outcome-factory.js';
 import type { QueueSnapshot, StoreChange, TicketRef } from '../store/store.js';
 import { BackfillBook } from './backfill-book.js';
-import type { QueueSnapshotData } from './queue-snapshot.js';
+import { snapshotFrame, type QueueSnapshotData } from './queue-snapshot.js';
 import type { Eviction, QueueRecord, RecordOf, RecordResults, RecordType, TicketAt } from './records.js';
+import { timeSliced } from './time-slices.js';
 
 export interface ResolvedTicket {
   position: number;
@@ -89,18 +90,30 @@ export class QueueState {
    * taken between two records, never in the middle of one.
    */
   snapshot(): QueueSnapshotData {
-    const bytes = (ticketId: string, position: number) => this.readTicket(ticketId, position);
-    // One object per ticket, sorted in place: a checkpoint of a large pool is taken between two entries.
-    const active: QueueSnapshotData['active'] = [];
-    for (const [ticketId, position] of this.active) active.push({ ticketId, position, ticket: bytes(ticketId, position) });
-    active.sort((a, b) => a.position - b.position);
-    return {
-      active,
-      resolved: Array.from(this.resolved, ([ticketId, r]) => ({ ticketId, ...r, ticket: bytes(ticketId, r.position) })),
+    const frame = this.snapshotFrame();
+    for (let i = 0; i < frame.tickets; i++) frame.fill(i);
+    return frame.data;
+  }
+
+  /**
+   * The same data, with the tickets' bytes read in time slices after their ids and positions are taken at
+   * once: a large queue does not hold the event loop. The caller applies no record until it resolves.
+   */
+  async snapshotInSlices(): Promise<QueueSnapshotData> {
+    const frame = this.snapshotFrame();
+    await timeSliced(frame.tickets, (i) => frame.fill(i));
+    return frame.data;
+  }
+
+  private snapshotFrame() {
+    return snapshotFrame({
+      active: this.active.eachShard(),
+      resolved: this.resolved.eachShard(),
       backfills: Array.from(this.backfills.entries(), ([, open]) => ({ request: open.request, version: open.version })),
       nextBackfillVersion: this.backfills.nextVersion,
       nextPosition: this.nextPosition,
-    };
+      readTicket: this.readTicket,
+    });
   }
 
   /**

@@ -334,11 +334,12 @@ export class ReplicatedHistory implements QueueHistory {
   }
 
   /**
-   * Takes a checkpoint and saves it in the background, if this replica leads the queue. Taking it is
-   * synchronous between two entries. The local store applies a commit once its promise settles, so the
-   * outbox is captured only after the store's pending commits (those of entries up to `applied`) have
-   * settled and while no entry was applied since: from onEntry the reader is held, so the first try holds;
-   * from the timer an entry may come in between, and it tries again (or leaves it to the next interval).
+   * Takes a checkpoint and saves it in the background, if this replica leads the queue. It is of the state
+   * after one entry: the local store applies a commit once its promise settles, so it is taken only after
+   * the store's pending commits (those of entries up to `applied`) have settled, and it holds only if no
+   * entry is applied until it is complete (the tickets' bytes are read in slices). From onEntry the reader
+   * is held meanwhile, so the first try holds; from the timer an entry may come in between, and it tries
+   * again (or leaves it to the next interval).
    */
   private async checkpoint(): Promise<void> {
     if (!this.checkpoints || this.saving || !this.acting) return;
@@ -349,7 +350,9 @@ export class ReplicatedHistory implements QueueHistory {
       for (let tries = 0; tries < 3 && !captured; tries++) {
         const at = this.applied;
         await this.options.store.whenDurable();
-        if (this.applied === at && this.acting) captured = this.capture();
+        if (this.applied !== at || !this.acting) continue;
+        const checkpoint = await this.capture();
+        if (this.applied === at && this.acting) captured = checkpoint;
       }
       if (!captured) return release();
       // A failed save is retried at the next interval, not at once.
@@ -364,19 +367,14 @@ export class ReplicatedHistory implements QueueHistory {
     }
   }
 
-  /** The queue at `applied`, synchronously. */
-  private capture(): Checkpoint {
+  /** The queue at `applied`: the outbox at once, the state in slices (valid if no entry came meanwhile). */
+  private async capture(): Promise<Checkpoint> {
     const { queueId, store, logger } = this.options;
     const started = performance.now();
-    const checkpoint = {
-      queueId,
-      appliedSeq: this.applied,
-      term: this.term,
-      state: this.applier.snapshot(),
-      outbox: store.outboxSnapshot(queueId),
-    };
-    logger.debug({ queue: queueId, seq: this.applied, ms: Math.round(performance.now() - started) }, 'checkpoint taken');
-    return checkpoint;
+    const [appliedSeq, term, outbox] = [this.applied, this.term, store.outboxSnapshot(queueId)];
+    const state = await this.applier.snapshot();
+    logger.debug({ queue: queueId, seq: appliedSeq, ms: Math.round(performance.now() - started) }, 'checkpoint taken');
+    return { queueId, appliedSeq, term, state, outbox };
   }
 
   private async save(checkpoint: Checkpoint): Promise<void> {

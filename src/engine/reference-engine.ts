@@ -12,6 +12,10 @@
 //   in the union-find) is either kept because it is short or replaced by the obvious equivalent; none of it
 //   changes the result.
 import type { MatchArrays, PoolArrays, QueueParams, RulesetParams } from './native.js';
+import { cmp, fmax, fmin, mix, range, totalCmp } from './reference-numbers.js';
+import { RULE_COLUMNS, validate } from './reference-validate.js';
+
+export { mix };
 
 /** As MIN_SWAP_GAIN in tick/balance.rs: a balancing swap must shrink the team gap, not mirror it. */
 const MIN_SWAP_GAIN = 1 - 1e-9;
@@ -19,11 +23,6 @@ const MIN_SWAP_GAIN = 1 - 1e-9;
 /** `match_preferred_host` value when a match has no host (u32::MAX). */
 export const NO_HOST = 0xffff_ffff;
 const U64_MAX = 0xffff_ffff_ffff_ffffn;
-const MAX_RULESETS = 32;
-const MAX_HOSTS = 64;
-const MAX_PLAYERS_PER_MATCH = 1024;
-/** Values per ruleset in `ruleCounts` (RuleDiagnostics::COLUMNS): the five reasons, failed, examined. */
-const RULE_COLUMNS = 7;
 // Columns of `ruleCounts`, in RuleDiagnostics::columns order.
 const SKILL_SPREAD = 0;
 const TEAM_IMBALANCE = 1;
@@ -59,45 +58,6 @@ export function boundsForWait(rs: RulesetParams, waitMs: number): Bounds {
     else break;
   }
   return bounds;
-}
-
-/** SplitMix64 finaliser (tick/sort.rs `mix`), on u64 as bigint. */
-export function mix(z: bigint): bigint {
-  z = BigInt.asUintN(64, z + 0x9e37_79b9_7f4a_7c15n);
-  z = BigInt.asUintN(64, (z ^ (z >> 30n)) * 0xbf58_476d_1ce4_e5b9n);
-  z = BigInt.asUintN(64, (z ^ (z >> 27n)) * 0x94d0_49bb_1331_11ebn);
-  return z ^ (z >> 31n);
-}
-
-/** Three-way comparison of numbers that are never NaN (safe for infinities, unlike `a - b`). */
-function cmp(a: number, b: number): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-/** Rust's f64::min / f64::max: a NaN argument is ignored (Math.min/max would return NaN). */
-function fmin(a: number, b: number): number {
-  return Number.isNaN(a) ? b : Number.isNaN(b) ? a : Math.min(a, b);
-}
-function fmax(a: number, b: number): number {
-  return Number.isNaN(a) ? b : Number.isNaN(b) ? a : Math.max(a, b);
-}
-
-/** Rust's f64::total_cmp restricted to finite numbers: like `a - b`, but -0 sorts before +0. */
-function totalCmp(a: number, b: number): number {
-  if (a !== b) return a < b ? -1 : 1;
-  if (a === 0) return (Object.is(a, -0) ? 0 : 1) - (Object.is(b, -0) ? 0 : 1);
-  return 0;
-}
-
-/** (max - min) of the team skill sums (tick/balance.rs `range`). */
-function range(sums: readonly number[]): number {
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const x of sums) {
-    lo = fmin(lo, x);
-    hi = fmax(hi, x);
-  }
-  return hi - lo;
 }
 
 /**
@@ -456,65 +416,4 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
     }
   }
   return matches;
-}
-
-/** The checks of validate.rs `validate` (message wording differs). */
-function validate(pool: PoolArrays, params: QueueParams, out: MatchArrays, nowMs: number): void {
-  const n = pool.ticketCount;
-  const F = pool.filterCount;
-  const H = pool.hostCount;
-  const fail = (msg: string): never => {
-    throw new Error(`reference engine: ${msg}`);
-  };
-  if (!Number.isInteger(n) || n < 0 || n >= 0xffff_ffff) fail('bad ticketCount');
-  if (H > MAX_HOSTS) fail(`too many hosts: ${H}`);
-  if (params.filterModes.length !== F) fail(`filterModes has ${params.filterModes.length} entries, pool has ${F} filters`);
-  for (const m of params.filterModes) if (m !== 'overlap' && m !== 'containment') fail(`unknown filter mode "${m}"`);
-  const columns: [string, { length: number }, number][] = [
-    ['partySize', pool.partySize, n],
-    ['mmrMean', pool.mmrMean, n],
-    ['arrivalMs', pool.arrivalMs, n],
-    ['rulesetMask', pool.rulesetMask, n],
-    ['attrValues', pool.attrValues, n * F],
-    ['attrAccepts', pool.attrAccepts, n * F],
-    ['latencyMs', pool.latencyMs, n * H],
-  ];
-  for (const [name, col, len] of columns) if (col.length < len) fail(`${name} has ${col.length} elements, needs ${len}`);
-  if (!(Number.isFinite(params.mmrNormalizationRef) && params.mmrNormalizationRef > 0)) fail('mmrNormalizationRef must be finite and > 0');
-  if (!Number.isFinite(params.partySynergyBonus)) fail('partySynergyBonus must be finite');
-  if (!Number.isFinite(nowMs)) fail('nowMs must be finite');
-  if (params.rulesets.length > MAX_RULESETS) fail(`too many rulesets: ${params.rulesets.length}`);
-  params.rulesets.forEach((rs, r) => {
-    const bad = (reason: string) => fail(`ruleset ${r}: ${reason}`);
-    if (rs.teams < 1 || rs.teamSize < 1) bad('teams and teamSize must be >= 1');
-    if (rs.teams * rs.teamSize > MAX_PLAYERS_PER_MATCH) bad('teams * teamSize exceeds 1024');
-    if (!(rs.maxSkillSpread >= 0)) bad('maxSkillSpread must be >= 0');
-    if (!(rs.maxTeamImbalance >= 0)) bad('maxTeamImbalance must be >= 0');
-    let prev = { afterWaitMs: -Infinity, maxSkillSpread: rs.maxSkillSpread, maxLatencyMs: rs.maxLatencyMs };
-    for (const step of rs.relaxation) {
-      if (!Number.isFinite(step.afterWaitMs)) bad('relaxation afterWaitMs must be finite');
-      if (step.afterWaitMs < prev.afterWaitMs) bad('relaxation steps must be sorted by afterWaitMs');
-      if (!(step.maxSkillSpread >= prev.maxSkillSpread)) bad('relaxation steps may only widen maxSkillSpread');
-      if (step.maxLatencyMs < prev.maxLatencyMs) bad('relaxation steps may only widen maxLatencyMs');
-      prev = step;
-    }
-  });
-  for (let i = 0; i < n; i++) {
-    if (pool.partySize[i] === 0) fail(`ticket ${i}: partySize is 0`);
-    if (!Number.isFinite(pool.mmrMean[i])) fail(`ticket ${i}: mmrMean is not finite`);
-    if (!Number.isFinite(pool.arrivalMs[i])) fail(`ticket ${i}: arrivalMs is not finite`);
-  }
-  const outputs: [string, { length: number }, number][] = [
-    ['matchRuleset', out.matchRuleset, n],
-    ['matchOffsets', out.matchOffsets, n + 1],
-    ['matchTickets', out.matchTickets, n],
-    ['ticketTeam', out.ticketTeam, n],
-    ['matchPreferredHost', out.matchPreferredHost, n],
-    ['matchAcceptableHosts', out.matchAcceptableHosts, n],
-    ['matchAccepts', out.matchAccepts, n * F],
-    ...(out.ruleCounts === undefined
-      ? []
-      : [['ruleCounts', out.ruleCounts, params.rulesets.length * RULE_COLUMNS] as [string, { length: number }, number]]),
-  ];
-  for (const [name, buf, len] of outputs) if (buf.length < len) fail(`output ${name} has ${buf.length} elements, needs ${len}`);
 }

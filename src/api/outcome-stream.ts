@@ -9,13 +9,13 @@ import type { Duplex } from 'node:stream';
 import { toJson } from '@bufbuild/protobuf';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
-import { QUEUE_ID_PATTERN } from '../config/queue-config.js';
 import type { OutcomeFeed } from '../core/outcome-feed.js';
 import { asServiceError, invalidArgument, notFound, quote, ServiceError, unavailable } from '../errors.js';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
 import type { DeliveryTelemetry } from '../core/telemetry.js';
 import { SentOutcomes } from './stream-delivery-lag.js';
+import { OFFSET_PATTERN, parseQuery, type StreamQuery } from './outcome-stream-query.js';
 
 export interface OutcomeStreamDeps {
   /** The outbox and consumer positions (UNAVAILABLE while starting: upgrade requests get 503). */
@@ -36,9 +36,6 @@ const REPLY_BACKLOG_BYTES = 1024 * 1024;
 const HEARTBEAT_FRAME = JSON.stringify({ type: 'heartbeat' });
 /** Client frames are small JSON objects. */
 const MAX_CLIENT_FRAME_BYTES = 16 * 1024;
-const CONSUMER_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-const OFFSET_PATTERN = /^\d{1,20}$/;
-const MAX_OFFSET = 2n ** 64n - 1n;
 /** After close(1001), how long a client gets to answer the close handshake before its socket is destroyed. */
 const CLOSE_GRACE_MS = 1000;
 
@@ -49,59 +46,6 @@ export type ServerFrame =
   | { type: 'acked'; offset: string; consumer?: string }
   | { type: 'heartbeat' }
   | { type: 'error'; code: ServiceError['code']; message: string };
-
-interface StreamQuery {
-  /** Accepts a queue id by the `queue_id` parameter (the sink check is separate). */
-  matches: (queueId: string) => boolean;
-  queueParam: string | undefined;
-  /** Set when `queue_id` names one queue: its outcomes are read through the store's per-queue index. */
-  exactQueue: string | undefined;
-  /** First offset to send (from_offset), if given. */
-  fromOffset: bigint | undefined;
-  consumer: string | undefined;
-}
-
-function parseQuery(url: URL): StreamQuery {
-  for (const key of url.searchParams.keys()) {
-    if (key !== 'queue_id' && key !== 'from_offset' && key !== 'consumer') throw invalidArgument(`unknown query parameter ${quote(key)}`);
-  }
-  const single = (key: string): string | undefined => {
-    const values = url.searchParams.getAll(key);
-    if (values.length > 1) throw invalidArgument(`${key} may be given once`);
-    return values[0] === '' ? undefined : values[0];
-  };
-  const queueParam = single('queue_id');
-  let matches: (queueId: string) => boolean = () => true;
-  let exactQueue: string | undefined;
-  if (queueParam !== undefined && queueParam !== '>') {
-    if (queueParam.endsWith('.>')) {
-      const namespace = queueParam.slice(0, -2);
-      if (!QUEUE_ID_PATTERN.test(namespace))
-        throw invalidArgument(`queue_id ${quote(queueParam)} is not a queue id or a namespace written "<namespace>.>"`);
-      const prefix = `${namespace}.`;
-      matches = (queueId) => queueId.startsWith(prefix);
-    } else {
-      if (!QUEUE_ID_PATTERN.test(queueParam))
-        throw invalidArgument(`queue_id ${quote(queueParam)} is not a queue id or a namespace written "<namespace>.>"`);
-      matches = (queueId) => queueId === queueParam;
-      exactQueue = queueParam;
-    }
-  }
-  const from = single('from_offset');
-  let fromOffset: bigint | undefined;
-  if (from !== undefined) {
-    if (!OFFSET_PATTERN.test(from) || BigInt(from) > MAX_OFFSET)
-      throw invalidArgument('from_offset must be a non-negative integer (uint64)');
-    fromOffset = BigInt(from);
-  }
-  const consumer = single('consumer');
-  if (consumer !== undefined && !CONSUMER_PATTERN.test(consumer)) {
-    throw invalidArgument(
-      'consumer must be 1 to 128 characters of letters, digits, ".", "_", ":" and "-", starting with a letter or digit',
-    );
-  }
-  return { matches, queueParam, exactQueue, fromOffset, consumer };
-}
 
 /** Answers an upgrade request with a plain HTTP error (the API's JSON error body) and closes the socket. */
 function refuse(socket: Duplex, err: ServiceError): void {

@@ -20,6 +20,14 @@ import type { RuleRejections } from './queue-telemetry.js';
 import type { QueueRecord, RecordOf, TicketAt } from './records.js';
 import { timeSliced } from './time-slices.js';
 
+/** What a tick reports (queue-telemetry.ts TickFacts), gathered as it runs. */
+interface TickMeasure {
+  started: number;
+  engineMs: number;
+  ticketsExamined: number;
+  rejections: RuleRejections[];
+}
+
 /** A match of a tick, with its rows already turned into tickets (and measured) where the engine saw them. */
 interface FormedMatch {
   match: EngineMatch;
@@ -80,28 +88,14 @@ export class Ticker {
     // replaces the pool or the config before every result is committed.
     const { pool } = q.columns;
     const { config } = q;
-    const startedMs = Date.now();
-    const started = performance.now();
+    const measure: TickMeasure = { started: performance.now(), engineMs: 0, ticketsExamined: 0, rejections: [] };
     this.inProgress = true;
     // Backfill first: a running match's open slots go ahead of new matches.
     if (q.state.backfills.size > 0) await this.fillBackfills(pool, config);
-    let engineMs = 0;
-    let ticketsExamined = 0;
-    const rejections: RuleRejections[] = [];
     const formed =
       q.columns.pool === pool
         ? await q.columns.withEngine(
-            async () => {
-              ticketsExamined = pool.count;
-              const engineStarted = performance.now();
-              const result = await this.runner.run(pool, Date.now(), this.seed++);
-              engineMs = performance.now() - engineStarted;
-              config.rulesets.forEach(({ id: rulesetId }, r) => {
-                for (const [rule, count] of Object.entries(result.rejections(r)))
-                  if (count > 0) rejections.push({ rulesetId, rule, count });
-              });
-              return result;
-            },
+            () => this.runEngine(pool, config, measure),
             (result) => this.formedMatches(result, pool, config),
           )
         : undefined;
@@ -120,9 +114,23 @@ export class Ticker {
         },
         () => Promise.all(sliceCommits.splice(0)),
       );
-      q.telemetry.tick({ queueId: q.queueId, tickMs: performance.now() - started, engineMs, ticketsExamined, rejections });
+      const { engineMs, ticketsExamined, rejections } = measure;
+      q.telemetry.tick({ queueId: q.queueId, tickMs: performance.now() - measure.started, engineMs, ticketsExamined, rejections });
     }
-    q.log.debug({ queue: q.queueId, matches: formed?.length ?? 0, pool: q.columns.pool.count, ms: Date.now() - startedMs }, 'tick');
+    const ms = Math.round(performance.now() - measure.started);
+    q.log.debug({ queue: q.queueId, matches: formed?.length ?? 0, pool: q.columns.pool.count, ms }, 'tick');
+  }
+
+  /** The engine's run over the pool, timed, with its rule rejections read while its result is valid. */
+  private async runEngine(pool: TicketPool, config: QueueConfig, measure: TickMeasure): Promise<TickResult> {
+    measure.ticketsExamined = pool.count;
+    const started = performance.now();
+    const result = await this.runner.run(pool, Date.now(), this.seed++);
+    measure.engineMs = performance.now() - started;
+    config.rulesets.forEach(({ id: rulesetId }, r) => {
+      for (const [rule, count] of Object.entries(result.rejections(r))) if (count > 0) measure.rejections.push({ rulesetId, rule, count });
+    });
+    return result;
   }
 
   /**

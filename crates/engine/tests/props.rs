@@ -136,6 +136,18 @@ fn rulesets(c: &Case) -> Vec<Ruleset<'_>> {
         .collect()
 }
 
+/// The tick parameters of a case, over `rs` (its rulesets, or more).
+fn params<'a>(c: &'a Case, rs: &'a [Ruleset<'a>]) -> TickParams<'a> {
+    TickParams {
+        mmr_normalization_ref: 0.1,
+        party_synergy_bonus: c.bonus,
+        filters: &c.filters,
+        rulesets: rs,
+        now_ms: NOW,
+        seed: c.seed,
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
@@ -143,14 +155,7 @@ proptest! {
     fn every_match_satisfies_every_constraint(c in case()) {
         let pool = build(&c);
         let rs = rulesets(&c);
-        let p = TickParams {
-            mmr_normalization_ref: 0.1,
-            party_synergy_bonus: c.bonus,
-            filters: &c.filters,
-            rulesets: &rs,
-            now_ms: NOW,
-            seed: c.seed,
-        };
+        let p = params(&c, &rs);
         let m = run(&pool, &p);
         if let Err(e) = check_invariants(&pool, &p, &m) {
             return Err(TestCaseError::fail(e));
@@ -165,14 +170,7 @@ proptest! {
         // One more ruleset, in no ticket's mask (the case's masks only use its own rulesets).
         let mut rs = rulesets(&c);
         rs.push(Ruleset { teams: 1, team_size: 2, max_skill_spread: 0.0, max_team_imbalance: 0.0, max_latency_ms: 0, require_host: true, relaxation: &[] });
-        let p = TickParams {
-            mmr_normalization_ref: 0.1,
-            party_synergy_bonus: c.bonus,
-            filters: &c.filters,
-            rulesets: &rs,
-            now_ms: NOW,
-            seed: c.seed,
-        };
+        let p = params(&c, &rs);
         let (m, d) = run_diagnosed(&pool, &p);
         prop_assert_eq!(d.len(), rs.len());
         prop_assert_eq!(d[c.rulesets.len()], RuleDiagnostics::default());
@@ -215,14 +213,7 @@ proptest! {
             pool.add(1, 0.5, NOW - 1_000.0, 1);
         }
         let rs = rulesets(&c);
-        let p = TickParams {
-            mmr_normalization_ref: 0.1,
-            party_synergy_bonus: c.bonus,
-            filters: &c.filters,
-            rulesets: &rs,
-            now_ms: NOW,
-            seed: c.seed,
-        };
+        let p = params(&c, &rs);
         let m = run(&pool, &p);
         prop_assert!(m.iter().any(|mm| mm.ruleset == 0), "no ruleset-0 match formed");
         if let Err(e) = check_invariants(&pool, &p, &m) {

@@ -61,6 +61,26 @@ describe('leader lease', () => {
     await Promise.all(replicas.map((l) => l.stop()));
   });
 
+  it('releases the key when stopped while a renewal is in flight (the renewal moves the key to a new revision)', async () => {
+    // The lease's KV, each renewal's answer held until the test lets it through: the server has the new
+    // revision while the lease still knows the old one.
+    let letThrough: (() => void) | undefined;
+    const held = Object.create(kv) as KV;
+    held.update = async (...args: Parameters<KV['update']>) => {
+      const revision = await kv.update(...args);
+      await new Promise<void>((resolve) => (letThrough = resolve));
+      return revision;
+    };
+    const lease = new LeaderLease(held, 'leader.renewing', { leaseMs: LEASE_MS, replicaId: 'replica-r', log });
+    lease.start();
+    await until('the leader', () => lease.leading, 3_000);
+    await until('a renewal in flight', () => letThrough !== undefined, 3_000);
+    const stopped = lease.stop();
+    letThrough!();
+    await stopped;
+    expect((await kv.get('leader.renewing'))?.operation).not.toBe('PUT');
+  });
+
   it('is taken over after a crashed holder’s lease ages out, and never while it is still valid', async () => {
     const [crashing, waiting] = leases('leader.crash', 2) as [LeaderLease, LeaderLease];
     crashing.start();

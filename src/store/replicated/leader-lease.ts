@@ -35,6 +35,8 @@ export class LeaderLease {
   private timer: NodeJS.Timeout | undefined;
   private expiry: NodeJS.Timeout | undefined;
   private stopped = true;
+  /** The claim or renewal in flight, if any (settled once its revision is recorded). */
+  private claiming: Promise<void> = Promise.resolve();
   private wasLeading = false;
   /** Campaigns skipped because the replica leads its share already. */
   private deferred = 0;
@@ -76,6 +78,9 @@ export class LeaderLease {
     this.stopped = true;
     clearTimeout(this.timer);
     this.options.share?.campaigning(false);
+    // A renewal in flight moves the key to a new revision: release that one, or the key stays ours until it
+    // ages out (the delete of the older revision is refused). Not waited for longer than a renewal period.
+    await Promise.race([this.claiming, new Promise((resolve) => setTimeout(resolve, this.renewEveryMs))]);
     await this.release();
   }
 
@@ -121,6 +126,14 @@ export class LeaderLease {
       if (!this.stopped) this.timer = setTimeout(() => void this.step(), this.campaignEveryMs);
       return;
     }
+    this.claiming = this.claimOrRenew();
+    await this.claiming;
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.step(), this.revision === undefined ? this.campaignEveryMs : this.renewEveryMs);
+  }
+
+  /** Creates the key (a campaign) or renews it; settles once the revision it got is recorded. */
+  private async claimOrRenew(): Promise<void> {
     const sentAt = this.now();
     try {
       this.revision =
@@ -138,8 +151,6 @@ export class LeaderLease {
         this.options.log.warn({ key: this.key, err }, 'leader lease could not be renewed or claimed');
       }
     }
-    if (this.stopped) return;
-    this.timer = setTimeout(() => void this.step(), this.revision === undefined ? this.campaignEveryMs : this.renewEveryMs);
   }
 
   private confirm(sentAt: number): void {

@@ -1,0 +1,100 @@
+// The client SDK against the replicated mode (two service processes on one nats-server): tickets created
+// through one replica are matched once, and a named WebSocket consumer on the other replica receives the
+// match, acknowledges it, and after reconnecting to the first replica resumes after it: the position is kept
+// in the queue's log. Each queue is its own producer here, so gap detection holds for a queue's stream.
+import { engineInput, MatchmakerClient, websocketConsumer, type OutcomeConsumer, type OutcomeDelivery } from '@matchmaker/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uuid } from './support/fixtures.js';
+import { startNatsServer, type TestNatsServer } from './support/nats.js';
+import { duelQueue, pollUntil } from './support/queues.js';
+import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
+import { httpRequest } from './support/transports.js';
+
+const QUEUE = 'sdk.replicated';
+
+let nats: TestNatsServer;
+const replicas: TestService[] = [];
+const queueDir = tempDir('queues');
+const clients: MatchmakerClient[] = [];
+const consumers: OutcomeConsumer[] = [];
+
+beforeAll(async () => {
+  nats = await startNatsServer();
+  writeQueues(queueDir, { [QUEUE]: duelQueue(50) });
+  for (const id of ['a', 'b']) {
+    replicas.push(
+      await startService({
+        queueDir,
+        env: { POOL_REPLICATION_BACKEND: 'broker', BROKER_URL: nats.url, REPLICA_ID: `sdk-${id}`, LEADER_LEASE_MS: '2000' },
+      }),
+    );
+  }
+  for (const r of replicas) {
+    await pollUntil(
+      () => httpRequest(r, 'GET', '/admin/v1/queues'),
+      (res) => (res.body.queues as { state: string }[]).every((q) => q.state === 'running'),
+      20_000,
+    );
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(consumers.map((c) => c.close()));
+  for (const c of clients) c.close();
+  await Promise.all(replicas.map((r) => r.stop()));
+  await nats?.dispose();
+  removeDirs(queueDir, ...replicas.map((r) => r.dataDir));
+});
+
+async function next(consumer: OutcomeConsumer, timeoutMs = 15_000): Promise<OutcomeDelivery> {
+  const result = await Promise.race([
+    consumer[Symbol.asyncIterator]().next(),
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no delivery within ${timeoutMs} ms`)), timeoutMs)),
+  ]);
+  if (result.done) throw new Error('the consumer ended');
+  return result.value;
+}
+
+/** Two players queued through `client`: their ticket ids. */
+async function duel(client: MatchmakerClient): Promise<string[]> {
+  const ids: string[] = [];
+  for (const playerId of [`p-${uuid()}`, `p-${uuid()}`]) {
+    ids.push((await client.createTicket({ queueId: QUEUE, engineInput: engineInput().player({ playerId, mmr: 0.5 }) })).ticketId);
+  }
+  return ids.sort();
+}
+
+const ticketsOf = (d: OutcomeDelivery) =>
+  d.outcome.payload.case === 'matchCreated' ? d.outcome.payload.value.match!.tickets.map((t) => t.id).sort() : [];
+
+describe('the client on two replicas', () => {
+  it('creates through one replica, consumes through the other, and resumes a named consumer on the first', async () => {
+    const [a, b] = replicas as [TestService, TestService];
+    const onA = new MatchmakerClient({ address: `127.0.0.1:${a.grpcPort}` });
+    clients.push(onA);
+    const gaps: unknown[] = [];
+    const options = { queueId: QUEUE, consumer: 'sdk-replicated', detectGaps: true, onGap: (g: unknown) => gaps.push(g) };
+
+    const onB = websocketConsumer({ url: b.baseUrl, ...options });
+    consumers.push(onB);
+    await onB.ready();
+    const first = await duel(onA);
+    const delivered = await next(onB);
+    expect(delivered.outcome.kind).toBe('match.created');
+    expect(ticketsOf(delivered)).toEqual(first);
+    await delivered.ack();
+    await onB.close();
+
+    // The acknowledged position is in the queue's log: on replica a the consumer starts after it.
+    const second = await duel(onA);
+    const resumed = websocketConsumer({ url: a.baseUrl, ...options });
+    consumers.push(resumed);
+    await resumed.ready();
+    const after = await next(resumed);
+    expect(ticketsOf(after)).toEqual(second);
+    expect(after.outcome.producerSequence).toBe(delivered.outcome.producerSequence + 1n);
+    expect(after.outcome.producerId).toBe(delivered.outcome.producerId);
+    await after.ack();
+    expect(gaps).toEqual([]);
+  });
+});

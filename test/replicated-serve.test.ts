@@ -177,7 +177,7 @@ describe('replicated mode on one nats-server', () => {
     const onA = await openStream(a, { queue_id: 'ws.duel', consumer: 'billing' });
     const onB = await openStream(b, { queue_id: 'ws.duel' });
     if (typeof onA === 'number' || typeof onB === 'number') throw new Error('stream refused');
-    expect(onA.frames[0]).toMatchObject({ type: 'ready', after: '0', consumer: 'billing' });
+    expect(onA.frames[0]).toMatchObject({ type: 'ready', after: '0', consumer: 'billing', offsets: 'queue' });
 
     // Four tickets through both replicas: two matches. Outcomes of another queue number on their own.
     const ids = [uuid(), uuid(), uuid(), uuid()];

@@ -239,7 +239,7 @@ describe('WebSocket outcome stream', () => {
   it('keeps independent durable positions for two consumers', async () => {
     const one = await connect({ consumer: 'consumer-one' });
     const two = await connect({ consumer: 'consumer-two' });
-    expect(one.ready).toMatchObject({ consumer: 'consumer-one' });
+    expect(one.ready).toMatchObject({ consumer: 'consumer-one', offsets: 'service' });
     const [o1, o2, o3] = (await removedOutcomes(api, env.service, 'ws.a', 3)).map(seq) as [bigint, bigint, bigint];
     await one.untilOffset(o3);
     await two.untilOffset(o3);

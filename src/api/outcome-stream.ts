@@ -41,7 +41,7 @@ const CLOSE_GRACE_MS = 1000;
 
 /** Server -> client frames. Offsets are decimal strings (uint64, as in the protobuf JSON mapping). */
 export type ServerFrame =
-  | { type: 'ready'; after: string; consumer?: string }
+  | { type: 'ready'; after: string; consumer?: string; offsets: 'service' | 'queue' }
   | { type: 'outcome'; offset: string; outcome: unknown }
   | { type: 'acked'; offset: string; consumer?: string }
   | { type: 'heartbeat' }
@@ -173,7 +173,10 @@ class StreamConnection {
       this.sent = feed.lastSequence(this.offsetQueue);
     }
     if (this.ws.readyState !== WebSocket.OPEN) return;
-    this.reply({ type: 'ready', after: String(this.sent), ...(consumer !== undefined ? { consumer } : {}) });
+    // Whose numbering the offsets are: the service's (every queue's outcomes in one sequence) or, in the
+    // replicated mode, the queue's own, so a client knows whether a jump in offsets is a gap.
+    const offsets = this.offsetQueue === undefined ? 'service' : 'queue';
+    this.reply({ type: 'ready', after: String(this.sent), ...(consumer !== undefined ? { consumer } : {}), offsets });
     this.started = true;
     this.log.debug({ queue: this.query.queueParam, consumer, after: String(this.sent) }, 'outcome stream connected');
     this.wake();

@@ -66,7 +66,7 @@ export interface OutcomeJson {
 
 /** A frame of the WebSocket outcome stream, as a client reads it (docs/outcomes-websocket.md). */
 export type StreamFrame =
-  | { type: 'ready'; after: string; consumer?: string }
+  | { type: 'ready'; after: string; consumer?: string; offsets: 'service' | 'queue' }
   | { type: 'outcome'; offset: string; outcome: OutcomeJson }
   | { type: 'acked'; offset: string; consumer?: string }
   | { type: 'heartbeat' }

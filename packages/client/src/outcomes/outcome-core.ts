@@ -108,7 +108,11 @@ export class OutcomeCore {
   /** Gaps reported so far. */
   gaps = 0;
 
+  /** Whether gaps are reported (options.detectGaps, or what the sink said of its numbering). */
+  detectGaps: boolean;
+
   constructor(private readonly options: OutcomeCoreOptions = {}) {
+    this.detectGaps = options.detectGaps ?? false;
     this.dedupeSize = Math.max(1, options.dedupeSize ?? DEFAULT_DEDUPE_SIZE);
     this.maxPendingBatches = Math.max(1, options.maxPendingBatches ?? DEFAULT_MAX_PENDING_BATCHES);
   }
@@ -138,7 +142,7 @@ export class OutcomeCore {
   }
 
   private checkSequence(outcome: Outcome): void {
-    if (!this.options.detectGaps) return;
+    if (!this.detectGaps) return;
     const last = this.lastSequence.get(outcome.producerId);
     const next = outcome.producerSequence;
     if (last !== undefined && next > last + 1n) {

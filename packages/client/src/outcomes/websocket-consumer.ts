@@ -40,7 +40,7 @@ export const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
 const FATAL_STATUS = new Set([400, 404]);
 
 type Frame =
-  | { type: 'ready'; after: string; consumer?: string }
+  | { type: 'ready'; after: string; consumer?: string; offsets?: 'service' | 'queue' }
   | { type: 'outcome'; offset: string; outcome: JsonValue }
   | { type: 'acked'; offset: string }
   | { type: 'heartbeat' }
@@ -142,6 +142,9 @@ export class WebSocketOutcomeConsumer extends QueuedConsumer {
   private onFrame(frame: Frame): void {
     switch (frame.type) {
       case 'ready': {
+        // Offsets numbered per queue (the replicated mode): a stream of one queue sees every number of its
+        // producer, so a jump is a gap, unless the caller chose otherwise.
+        if (this.options.detectGaps === undefined && frame.offsets === 'queue') this.core.detectGaps = true;
         const after = BigInt(frame.after);
         if (this.position === undefined || after > this.position) this.position = after;
         this.attempts = 0;

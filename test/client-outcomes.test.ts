@@ -27,6 +27,7 @@ import { natsClient, startNatsServer, type TestNatsServer } from './support/nats
 import { duelQueue } from './support/queues.js';
 import { removeDirs, startService, type TestService } from './support/service.js';
 import { startTcpProxy } from './support/tcp-proxy.js';
+import { nextDelivery } from './support/outcome-consumers.js';
 
 const SECRET = 'whsec-client-7d1e';
 const tag = randomBytes(4).toString('hex');
@@ -90,16 +91,6 @@ function track<T extends OutcomeConsumer>(consumer: T): T {
   return consumer;
 }
 
-/** The next delivery of the consumer (without closing it, as leaving a for-await loop would). */
-async function next(consumer: OutcomeConsumer, timeoutMs = 10_000): Promise<OutcomeDelivery> {
-  const result = await Promise.race([
-    consumer[Symbol.asyncIterator]().next(),
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no delivery within ${timeoutMs} ms`)), timeoutMs)),
-  ]);
-  if (result.done) throw new Error('the consumer ended');
-  return result.value;
-}
-
 /** Two players queued through the client in a 1v1 queue: one match.created. */
 async function queueDuel(queueId: string): Promise<{ ticketIds: string[]; playerIds: string[] }> {
   const playerIds = [`p-${uuid()}`, `p-${uuid()}`];
@@ -147,7 +138,7 @@ describe('every sink hands out a match.created made through the client', () => {
     const consumer = track(websocketConsumer({ url: service.baseUrl, queueId: 'ws.duel', consumer: 'sdk-ws' }));
     await consumer.ready();
     const queued = await queueDuel('ws.duel');
-    const delivery = await next(consumer);
+    const delivery = await nextDelivery(consumer);
     expect(delivery.outcome.kind).toBe('match.created');
     expectMatchOf(delivery.outcome, queued);
     await delivery.ack(); // resolves once the service confirmed the position
@@ -158,7 +149,7 @@ describe('every sink hands out a match.created made through the client', () => {
       natsConsumer({ servers: nats.url, stream: STREAM, subjectPrefix: PREFIX, durable: 'sdk-nats', queueId: 'nats.duel' }),
     );
     const queued = await queueDuel('nats.duel');
-    const delivery = await next(consumer, 20_000);
+    const delivery = await nextDelivery(consumer, 20_000);
     expect(delivery.outcome.kind).toBe('match.created');
     expectMatchOf(delivery.outcome, queued);
     await delivery.ack();
@@ -174,7 +165,7 @@ describe('every sink hands out a match.created made through the client', () => {
 
   it('signed webhook, acknowledged at once and handed out to be processed', async () => {
     const queued = await queueDuel('hook.duel');
-    const delivery = await next(hook);
+    const delivery = await nextDelivery(hook);
     expect(delivery.outcome.kind).toBe('match.created');
     expectMatchOf(delivery.outcome, queued);
     await delivery.ack();
@@ -191,7 +182,7 @@ describe('WebSocket consumer', () => {
     try {
       await consumer.ready();
       const before = await removed(1);
-      const first = await next(consumer);
+      const first = await nextDelivery(consumer);
       expect(removedIds(first)).toEqual(before);
       await first.ack();
 
@@ -201,7 +192,7 @@ describe('WebSocket consumer', () => {
       proxy.refuse(false);
       const received: string[][] = [];
       for (let i = 0; i < meanwhile.length; i++) {
-        const d = await next(consumer);
+        const d = await nextDelivery(consumer);
         received.push(removedIds(d));
         await d.ack();
       }
@@ -218,7 +209,7 @@ describe('WebSocket consumer', () => {
     const consumer = track(websocketConsumer({ url: service.baseUrl, queueId: 'ws.lobby' }));
     await consumer.ready();
     const ids = await removed(5);
-    const delivery = await next(consumer);
+    const delivery = await nextDelivery(consumer);
     expect(delivery.complete).toBe(true);
     expect(delivery.chunks.map((c) => removedIds({ outcome: c } as OutcomeDelivery).length)).toEqual([2, 2, 1]);
     expect(new Set(delivery.chunks.map((c) => c.payload.case === 'ticketsRemoved' && c.payload.value.batch!.operationId)).size).toBe(1);
@@ -232,7 +223,7 @@ describe('webhook receiver', () => {
     const duplicatesBefore = hook.duplicates;
     slowNextMatch = true;
     const queued = await queueDuel('hook.duel');
-    const delivery = await next(hook);
+    const delivery = await nextDelivery(hook);
     expectMatchOf(delivery.outcome, queued);
     await delivery.ack();
     // The late first attempt finishes after the retry was handed out: it is dropped as a copy.
@@ -265,7 +256,7 @@ describe('webhook receiver', () => {
     expect(hook.buffered).toBe(0);
 
     expect(await post(now, signWebhook(SECRET, now, outcome))).toBe(204);
-    const delivery = await next(hook);
+    const delivery = await nextDelivery(hook);
     expect(delivery.outcome).toMatchObject({ kind: 'ticket.expired', producerId: 'hand-made' });
     await delivery.ack();
   });

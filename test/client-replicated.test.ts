@@ -6,9 +6,10 @@ import { engineInput, MatchmakerClient, websocketConsumer, type OutcomeConsumer,
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uuid } from './support/fixtures.js';
 import { startNatsServer, type TestNatsServer } from './support/nats.js';
-import { duelQueue, pollUntil } from './support/queues.js';
-import { removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
-import { httpRequest } from './support/transports.js';
+import { startReplicaServices } from './support/replica-services.js';
+import { duelQueue } from './support/queues.js';
+import { removeDirs, tempDir, writeQueues, type TestService } from './support/service.js';
+import { nextDelivery } from './support/outcome-consumers.js';
 
 const QUEUE = 'sdk.replicated';
 
@@ -21,21 +22,7 @@ const consumers: OutcomeConsumer[] = [];
 beforeAll(async () => {
   nats = await startNatsServer();
   writeQueues(queueDir, { [QUEUE]: duelQueue(50) });
-  for (const id of ['a', 'b']) {
-    replicas.push(
-      await startService({
-        queueDir,
-        env: { POOL_REPLICATION_BACKEND: 'broker', BROKER_URL: nats.url, REPLICA_ID: `sdk-${id}`, LEADER_LEASE_MS: '2000' },
-      }),
-    );
-  }
-  for (const r of replicas) {
-    await pollUntil(
-      () => httpRequest(r, 'GET', '/admin/v1/queues'),
-      (res) => (res.body.queues as { state: string }[]).every((q) => q.state === 'running'),
-      20_000,
-    );
-  }
+  replicas.push(...(await startReplicaServices(nats.url, queueDir, ['sdk-a', 'sdk-b'])));
 }, 60_000);
 
 afterAll(async () => {
@@ -45,15 +32,6 @@ afterAll(async () => {
   await nats?.dispose();
   removeDirs(queueDir, ...replicas.map((r) => r.dataDir));
 });
-
-async function next(consumer: OutcomeConsumer, timeoutMs = 15_000): Promise<OutcomeDelivery> {
-  const result = await Promise.race([
-    consumer[Symbol.asyncIterator]().next(),
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no delivery within ${timeoutMs} ms`)), timeoutMs)),
-  ]);
-  if (result.done) throw new Error('the consumer ended');
-  return result.value;
-}
 
 /** Two players queued through `client`: their ticket ids. */
 async function duel(client: MatchmakerClient): Promise<string[]> {
@@ -80,7 +58,7 @@ describe('the client on two replicas', () => {
     consumers.push(onB);
     await onB.ready();
     const first = await duel(onA);
-    const delivered = await next(onB);
+    const delivered = await nextDelivery(onB, 15_000);
     expect(delivered.outcome.kind).toBe('match.created');
     expect(ticketsOf(delivered)).toEqual(first);
     await delivered.ack();
@@ -91,7 +69,7 @@ describe('the client on two replicas', () => {
     const resumed = websocketConsumer({ url: a.baseUrl, ...options });
     consumers.push(resumed);
     await resumed.ready();
-    const after = await next(resumed);
+    const after = await nextDelivery(resumed, 15_000);
     expect(ticketsOf(after)).toEqual(second);
     expect(after.outcome.producerSequence).toBe(delivered.outcome.producerSequence + 1n);
     expect(after.outcome.producerId).toBe(delivered.outcome.producerId);

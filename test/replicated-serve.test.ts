@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { party, uuid } from './support/fixtures.js';
 import { startNatsServer, type TestNatsServer } from './support/nats.js';
+import { startReplicaServices } from './support/replica-services.js';
 import type { StreamFrame } from './support/outcomes.js';
 import { sampleSum, scrape, type Sample } from './support/prometheus.js';
 import { duelQueue, pollUntil } from './support/queues.js';
@@ -54,21 +55,7 @@ describe('replicated mode on one nats-server', () => {
   beforeAll(async () => {
     nats = await startNatsServer();
     writeQueues(queueDir, { 'ws.duel': duelQueue(50), 'ws.other': duelQueue(50), 'ws.count': duelQueue(50) });
-    for (const id of ['a', 'b']) {
-      replicas.push(
-        await startService({
-          queueDir,
-          env: { POOL_REPLICATION_BACKEND: 'broker', BROKER_URL: nats.url, REPLICA_ID: `ws-${id}`, LEADER_LEASE_MS: '2000' },
-        }),
-      );
-    }
-    for (const r of replicas) {
-      await pollUntil(
-        () => httpRequest(r, 'GET', '/admin/v1/queues'),
-        (res) => (res.body.queues as { state: string }[]).every((q) => q.state === 'running'),
-        20_000,
-      );
-    }
+    replicas.push(...(await startReplicaServices(nats.url, queueDir, ['ws-a', 'ws-b'])));
   }, 60_000);
 
   afterAll(async () => {

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { ServerResponse } from 'node:http';
-import type { Operator } from '../../core/operator.js';
+import type { Operator, QueueSummary } from '../../core/operator.js';
 import { sendJson } from '../http-json.js';
 import { DASHBOARD_PAGE } from './dashboard-page.js';
 import { QueueActivity } from './queue-activity.js';
@@ -47,8 +47,9 @@ export class Dashboard {
 
   /** GET /admin/v1/activity. */
   sendActivity(res: ServerResponse): void {
-    this.samplePools();
-    const queues = this.operator.queueSummaries().map((q) => ({ ...q, ...this.activity.view(q.queueId, RULE_WINDOW_MS) }));
+    const summaries = this.operator.queueSummaries();
+    this.recordPools(summaries);
+    const queues = summaries.map((q) => ({ ...q, ...this.activity.view(q.queueId, RULE_WINDOW_MS) }));
     const deliveries = this.operator.deliveryStatus();
     sendJson(res, 200, { atMs: Date.now(), ruleWindowMs: RULE_WINDOW_MS, queues, deliveries });
   }
@@ -59,10 +60,15 @@ export class Dashboard {
 
   private samplePools(): void {
     try {
-      for (const q of this.operator.queueSummaries()) if (q.leading) this.activity.samplePool(q.queueId, q.activeTickets);
+      this.recordPools(this.operator.queueSummaries());
     } catch {
       // Not serving yet (or any more): nothing to sample.
     }
+  }
+
+  /** The pool sizes of the queues this replica leads (the others' history is on their leader). */
+  private recordPools(summaries: readonly QueueSummary[]): void {
+    for (const q of summaries) if (q.leading) this.activity.samplePool(q.queueId, q.activeTickets);
   }
 }
 

@@ -1,11 +1,13 @@
 // Matchmaking simulator: runs the real native engine in-process (TicketPool + TickRunner) on a simulated
-// clock against a synthetic player population, side by side with a naive first-come-first-served baseline
-// fed the same arrivals, and writes an HTML report with charts. Model, flags and a sample run:
-// bench/SIMULATOR.md.
+// clock against a synthetic player population, side by side with two first-come-first-served baselines
+// (naive, and latency-aware) fed the same arrivals, and writes an HTML report with charts. Scenarios, model,
+// flags and sample runs: bench/SIMULATOR.md.
 //
-//   node dist/bench/simulate.js [--rate 50] [--duration-secs 900] [--tick-ms 1000] [--seed 1]
-//                               [--queue queues/eu.ranked.yaml] [--require-host] [--json]
-//                               [--report-dir simulation-report] [--sweep max_skill_spread=1,1.5,2,3,4]
+//   node dist/bench/simulate.js [--scenario default|issue19] [--rate 50 | --tickets-per-sec 40]
+//                               [--duration-secs 900] [--drain] [--tick-ms 1000] [--seed 1]
+//                               [--queue queues/eu.ranked.yaml] [--set rulesets[0].max_skill_spread=3]
+//                               [--require-host | --no-require-host] [--json] [--report-dir simulation-report]
+//                               [--sweep max_skill_spread=1,1.5,2,3,4 | --sweep rulesets[0].<path>=v1,v2]
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
@@ -35,11 +37,11 @@ const USAGE = `Usage: node dist/bench/simulate.js [options]
 ${Object.values(SCENARIOS)
   .map((sc) => `                        ${sc.name}: ${sc.description}`)
   .join('\n')}
-  --rate N            players arriving per second (Poisson, in parties)   [scenario: 50]
+  --rate N            players arriving per second (Poisson, in parties)   [default scenario: 50]
   --tickets-per-sec N tickets (parties) arriving per second, instead of --rate  [issue19: 40]
-  --duration-secs N   simulated seconds of arrivals (and ticks)            [scenario: 900; issue19: 60]
+  --duration-secs N   simulated seconds of arrivals (and ticks)            [default scenario: 900; issue19: 60]
   --drain, --no-drain after arrivals stop, keep ticking until every ticket is matched or expired
-                      [issue19: on; default: off]
+                      [issue19: on; default scenario: off]
   --tick-ms N         simulated ms between ticks        [queue tick_interval_ms]
   --seed N            seeds the population and the engine's tie-breaks     [1]
   --queue FILE        a queue file (queues/*.yaml format) instead of the scenario's queue

@@ -13,6 +13,7 @@
 //   changes the result.
 import type { MatchArrays, PoolArrays, QueueParams, RulesetParams } from './native.js';
 import { balanceTeams } from './reference-balance.js';
+import { placeTwoTeams } from './reference-packing.js';
 import { cmp, fmax, fmin, mix } from './reference-numbers.js';
 import { RULE_COLUMNS, validate } from './reference-validate.js';
 import { type Bounds, boundsForWait, widestLatencyMs } from './ruleset-bounds.js';
@@ -284,7 +285,10 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
       // Best fit: the fullest team that still has room (lowest index on ties).
       let best = -1;
       for (let t = 0; t < rs.teams; t++) if (room[t]! >= size && (best === -1 || room[t]! < room[best]!)) best = t;
-      if (size > remaining || best === -1) {
+      // A party the teams as placed have no room for may fit two teams placed anew.
+      const repacked =
+        best === -1 && rs.teams === 2 && size <= remaining ? placeTwoTeams([...sel.map((o) => party[o]!), size], teamSize) : undefined;
+      if (best === -1 && repacked === undefined) {
         rejected[PARTY_SIZE]!++; // fits in a team
         continue;
       }
@@ -305,8 +309,16 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
       }
 
       sel.push(p);
-      team.push(best);
-      room[best]! -= size;
+      if (repacked === undefined) {
+        team.push(best);
+        room[best]! -= size;
+      } else {
+        team.splice(0, team.length, ...repacked);
+        room.fill(teamSize);
+        sel.forEach((o, k) => {
+          room[team[k]!]! -= party[o]!;
+        });
+      }
       remaining -= size;
       lo = nlo;
       hi = nhi;

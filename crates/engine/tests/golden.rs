@@ -8,7 +8,7 @@ mod common;
 
 use common::{Pool, Rng};
 use matchmaker_engine::{
-    run_tick, Expansion, FilterMode, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams, Workspace,
+    run_tick, Curve, Expansion, FilterMode, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams, Workspace,
 };
 
 const NOW: f64 = 1_700_000_000_000.0;
@@ -109,7 +109,14 @@ fn mixed_2x5_1x1(n: usize, seed: u64) -> (usize, u64) {
             max_latency_ms: 120,
             require_host: true,
             relaxation: &RELAX,
-            expansion: Expansion::NONE,
+            expansion: Expansion {
+                curve: Curve::Exponential,
+                over_ms: 20_000.0,
+                max_skill_spread: f64::INFINITY,
+                max_team_imbalance: 1.0,
+                max_latency_ms: 300,
+                any_host_after_ms: 0.0,
+            },
         },
         Ruleset {
             teams: 1,
@@ -229,17 +236,17 @@ fn check(name: &str, got: (usize, u64), want: (usize, u64)) {
 
 #[test]
 fn golden_mixed_2x5_1x1_200() {
-    check("mixed_2x5_1x1_200", mixed_2x5_1x1(200, 1), (39, 0xb909_4ffb_3007_777b));
+    check("mixed_2x5_1x1_200", mixed_2x5_1x1(200, 1), (41, 0xacb6_a7b5_bf96_6568));
 }
 
 #[test]
 fn golden_mixed_2x5_1x1_2000() {
-    check("mixed_2x5_1x1_2000", mixed_2x5_1x1(2_000, 2), (426, 0xabc7_7de1_097d_616f));
+    check("mixed_2x5_1x1_2000", mixed_2x5_1x1(2_000, 2), (436, 0x41d3_e8a7_9534_092d));
 }
 
 #[test]
 fn golden_mixed_2x5_1x1_20000() {
-    check("mixed_2x5_1x1_20000", mixed_2x5_1x1(20_000, 3), (4332, 0x3167_2cd3_1969_0afe));
+    check("mixed_2x5_1x1_20000", mixed_2x5_1x1(20_000, 3), (4362, 0xe6a2_093a_226a_28d8));
 }
 
 #[test]

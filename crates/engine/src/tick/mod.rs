@@ -11,6 +11,7 @@ mod classes;
 mod emit;
 mod lanes;
 mod layout;
+mod packing;
 mod search;
 mod sort;
 

@@ -7,6 +7,7 @@ use super::balance::{balance, BigBalance};
 use super::classes::FilterBits;
 use super::lanes::{lanes_max, lat_words, LatBound};
 use super::layout::{find, Ctx, Links};
+use super::packing::TwoTeams;
 use crate::{Bounds, Rejection, RuleDiagnostics, Ruleset};
 
 /// Per-candidate scratch; all indices are live positions or indices into `sel`.
@@ -24,6 +25,8 @@ pub(crate) struct Scratch {
     best: (Vec<u32>, Vec<u32>, Vec<u32>, Vec<f64>),
     /// Room left per team during the scan.
     room: Vec<u32>,
+    /// Exact placement into two teams, for a party the scan's placement has no room for.
+    two_teams: TwoTeams,
     pub(super) big: BigBalance,
     /// Per filter: overlap (else containment).
     pub(super) overlap: Vec<bool>,
@@ -261,7 +264,7 @@ fn grow(
         return None;
     }
 
-    let Scratch { sel, sel_team, sel_party, sel_eff, room, overlap, agg, overlap_values, .. } = sc;
+    let Scratch { sel, sel_team, sel_party, sel_eff, room, overlap, agg, overlap_values, two_teams, .. } = sc;
     let teams = rs.teams as usize;
     sel.clear();
     sel_team.clear();
@@ -378,9 +381,14 @@ fn grow(
         // Cheapest and most selective checks first; all are pure, so the order does not change
         // which tickets are taken. Skill order: a left candidate is at or below every selected
         // ticket, a right one at or above, so only one end of the skill range moves.
-        if c.mask & bit == 0 || c.party() > max_room {
-            // A ticket of another ruleset is no candidate here: only a party too large counts.
-            rejected += u64::from(c.mask & bit != 0) << LANE_PARTY;
+        if c.mask & bit == 0 {
+            // A ticket of another ruleset is no candidate here.
+            continue;
+        }
+        // A party the teams as placed have no room for may still fit two teams placed anew.
+        let repack = c.party() > max_room;
+        if repack && !(teams == 2 && c.party() <= remaining && two_teams.fits(sel_party, c.party(), team_size)) {
+            rejected += 1 << LANE_PARTY;
             continue;
         }
         let span = if from_left { hi - c.eff } else { c.eff - lo };
@@ -422,7 +430,15 @@ fn grow(
         sel_team.push(best as u32);
         sel_party.push(size);
         sel_eff.push(c.eff);
-        room[best] -= size;
+        if repack {
+            two_teams.place(sel_party, team_size, sel_team);
+            room.fill(team_size);
+            for (&t, &sz) in sel_team.iter().zip(sel_party.iter()) {
+                room[t as usize] -= sz;
+            }
+        } else {
+            room[best] -= size;
+        }
         remaining -= size;
         hosts &= m;
         if remaining == 0 {

@@ -1,6 +1,7 @@
 //! Tick timing on seeded synthetic pools: 2x5, parties of 1..=5, 3 filters, 8 hosts.
 //! Run with `cargo bench -p matchmaker-engine`. Plain `Instant`, no harness. `TICK_BENCH_SIZES` (e.g.
-//! `100000`) limits the pool sizes and `TICK_BENCH_REPEAT` multiplies the ticks timed per size.
+//! `100000`) limits the pool sizes and `TICK_BENCH_REPEAT` multiplies the ticks timed per size;
+//! `TICK_BENCH_EXPANSION=none` turns the bounds' widening off.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -93,13 +94,18 @@ fn main() {
         require_host: true,
         relaxation: &relax,
         // The queue config's default: bounds double every 2 s; latency does not widen.
-        expansion: Expansion {
-            curve: Curve::Exponential,
-            over_ms: 2_000.0,
-            max_skill_spread: f64::INFINITY,
-            max_team_imbalance: f64::INFINITY,
-            max_latency_ms: 120,
-            any_host_after_ms: 10_000.0,
+        // TICK_BENCH_EXPANSION=none: no widening, the bounds of the engine before it had any.
+        expansion: if std::env::var("TICK_BENCH_EXPANSION").is_ok_and(|v| v == "none") {
+            Expansion::NONE
+        } else {
+            Expansion {
+                curve: Curve::Exponential,
+                over_ms: 2_000.0,
+                max_skill_spread: f64::INFINITY,
+                max_team_imbalance: f64::INFINITY,
+                max_latency_ms: 120,
+                any_host_after_ms: 10_000.0,
+            }
         },
     }];
     let filters = [FilterMode::Overlap, FilterMode::Containment, FilterMode::Overlap];

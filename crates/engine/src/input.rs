@@ -67,13 +67,14 @@ impl Expansion {
             Curve::None => 1.0,
             Curve::Linear => 1.0 + t,
             Curve::Exponential => {
-                let k = t.floor();
-                if k >= 1024.0 {
+                if t >= 1024.0 {
                     // Finite, so that a bound of 0 stays 0 (0 * inf would be NaN).
                     return f64::MAX;
                 }
-                // 2^k exactly, from its bits (k is an integer in 0..=1023).
-                f64::from_bits((k as u64 + 1023) << 52) * (1.0 + (t - k))
+                // floor(t) for 0 <= t < 1024 (a cast truncates, which is floor here; no libm call).
+                let k = t as u64;
+                // 2^k exactly, from its bits.
+                f64::from_bits((k + 1023) << 52) * (1.0 + (t - k as f64))
             }
         }
     }

@@ -5,7 +5,7 @@
 
 use super::classes::{FilterBits, Interner};
 use super::lanes::{lat_words, row_words};
-use super::sort::{fix_prefix_runs, mix, order_key, sort_by_prefix};
+use super::sort::{fix_prefix_runs, from_order_key, mix, order_key, sort_by_prefix};
 use super::valid_rulesets;
 use crate::{PoolColumns, Rejection, RuleDiagnostics, TickParams};
 
@@ -58,6 +58,9 @@ pub(crate) struct Sorted {
     /// Indexed by slot (live position + 1), with `Hot::sentinel`s at both ends so the scan reads
     /// its frontier without bounds branches.
     pub(super) hot: Vec<Hot>,
+    /// Per skill position (before compaction): the ticket's arrival, which the seed loop reads
+    /// for the seed's wait.
+    pub(super) arrival: Vec<f64>,
     /// Skill position -> live position (meaningless once used). The live arrays (`hot`,
     /// `rows`, `attrs`) hold the unused tickets in skill order and are compacted as tickets get
     /// used; both positions ascend together, so compaction updates this in order, not at random.
@@ -323,12 +326,14 @@ pub(super) fn prepare(
     s.cur.clear();
     s.cur.extend(0..n as u32);
     s.by_age.resize(n, 0);
+    s.arrival.resize(n, 0.0);
     s.live = n;
     s.attrs.resize(if interning { 0 } else { 2 * n * f }, 0);
     let mut attr_rows = s.attrs.chunks_exact_mut((2 * f).max(1));
     const AHEAD: usize = 16;
-    let gathered = s.hot[1..=n].iter_mut().zip(s.rows.chunks_exact_mut(w + 1)).zip(&mut s.by_age);
-    for (p, ((hot, row), age)) in gathered.enumerate() {
+    let gathered =
+        s.hot[1..=n].iter_mut().zip(s.rows.chunks_exact_mut(w + 1)).zip(s.by_age.iter_mut().zip(&mut s.arrival));
+    for (p, ((hot, row), (age, arrival))) in gathered.enumerate() {
         // Reads are random (pool order), writes sequential: prefetch the rows a few steps ahead.
         if let Some(&j) = s.by_skill.get(p + AHEAD) {
             let j = j as u32 as usize;
@@ -345,6 +350,7 @@ pub(super) fn prepare(
         let pre = s.pre[i];
         *hot = pre.hot;
         *age = pre.age;
+        *arrival = from_order_key(pre.age);
         row[0] = i as u64 | (p as u64) << 32;
         if !interning {
             if let Some(row) = attr_rows.next() {

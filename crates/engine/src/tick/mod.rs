@@ -20,7 +20,7 @@ pub(crate) use search::Scratch;
 
 use crate::{FilterMode, MatchBuffers, PoolColumns, RuleDiagnostics, TickParams, Workspace};
 use emit::emit;
-use lanes::{lat_words, row_words};
+use lanes::lat_words;
 use layout::{prefetch, prefetch_range, prepare, Ctx};
 use search::try_form;
 
@@ -49,12 +49,6 @@ pub(crate) fn run(
     links.reset(sorted.live);
 
     let valid_rulesets = valid_rulesets(params);
-    // The seeds' arrivals in seed order (oldest first): the bounds follow each seed's wait.
-    let rw = row_words(pool.host_count);
-    scratch.seed_arrival.clear();
-    scratch
-        .seed_arrival
-        .extend(sorted.by_age.iter().map(|&e| pool.arrival_ms[sorted.rows[(e as u32 as usize) * rw] as u32 as usize]));
     let mut matches = 0usize;
     let mut written = 0usize;
     let (f, h) = (pool.filter_count, pool.host_count);
@@ -70,6 +64,7 @@ pub(crate) fn run(
         if let Some(&e) = sorted.by_age.get(k + FAR) {
             if !sorted.is_used(e as u32 as usize) {
                 prefetch(&sorted.cur, e as u32 as usize);
+                prefetch(&sorted.arrival, e as u32 as usize);
             }
         }
         if let Some(&e) = sorted.by_age.get(k + NEAR) {
@@ -97,7 +92,7 @@ pub(crate) fn run(
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             let rs = &params.rulesets[r];
-            let bounds = rs.bounds_for_wait(params.now_ms - scratch.seed_arrival[k]);
+            let bounds = rs.bounds_for_wait(params.now_ms - sorted.arrival[q]);
             // Latency is a filter first, with or without `require_host`: a seed looks for a match with
             // a common acceptable host, and only a ruleset that does not require one may then, once
             // `bounds.any_host`, form a match without (its host then only minimises latency).

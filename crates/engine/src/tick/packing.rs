@@ -25,9 +25,19 @@ impl TwoTeams {
         let mut cur = [0u64; WORDS];
         cur[0] = 1;
         self.reach.push(cur);
-        for &s in sizes.iter().chain(std::iter::once(&extra)) {
-            cur = or_shifted(&cur, s as usize);
-            self.reach.push(cur);
+        if 2 * team_size < 64 {
+            // Every sum fits one word (two teams of up to 31): the common case, one shift per party.
+            let mut word = 1u64;
+            for &s in sizes.iter().chain(std::iter::once(&extra)) {
+                word |= word << s;
+                cur[0] = word;
+                self.reach.push(cur);
+            }
+        } else {
+            for &s in sizes.iter().chain(std::iter::once(&extra)) {
+                cur = or_shifted(&cur, s as usize);
+                self.reach.push(cur);
+            }
         }
         target(&cur, total, team_size).is_some()
     }

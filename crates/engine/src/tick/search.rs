@@ -13,8 +13,6 @@ use crate::{Bounds, Rejection, RuleDiagnostics, Ruleset};
 /// Per-candidate scratch; all indices are live positions or indices into `sel`.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
-    /// Per seed, in seed order: its arrival (the bounds follow its wait). See `run`.
-    pub(super) seed_arrival: Vec<f64>,
     pub(super) sel: Vec<u32>,
     pub(super) sel_team: Vec<u32>,
     /// Per selected ticket: party size and effective skill, copied so `balance` does not chase

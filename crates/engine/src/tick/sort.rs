@@ -13,6 +13,17 @@ pub(super) fn order_key(x: f64) -> u64 {
     }
 }
 
+/// The value whose `order_key` is `k` (-0.0 comes back as +0.0, which `order_key` does not tell
+/// apart).
+#[inline]
+pub(super) fn from_order_key(k: u64) -> f64 {
+    if k >> 63 == 1 {
+        f64::from_bits(k & !(1 << 63))
+    } else {
+        f64::from_bits(!k)
+    }
+}
+
 /// SplitMix64 finaliser: a cheap, well-mixed hash of (seed, ticket) for arrival tie-breaks.
 #[inline]
 pub(super) fn mix(mut z: u64) -> u64 {
@@ -110,6 +121,7 @@ mod tests {
         for &a in &xs {
             for &b in &xs {
                 assert_eq!(order_key(a).cmp(&order_key(b)), a.partial_cmp(&b).unwrap(), "a={a:e} b={b:e}");
+                assert_eq!(from_order_key(order_key(a)), a + 0.0);
             }
         }
         // Both zeros sort together.

@@ -1,0 +1,110 @@
+// Which waiting tickets one ticket could be matched with, rule by rule (docs/explain-and-statistics.md): for
+// each ruleset it competes in, the bounds in force for its wait, when they next widen, and how many other
+// tickets of the pool pass each of the engine's pairwise rules alone and all of them together. A pure function
+// of the pool's columns, O(pool) per call; computed on demand, never by the tick.
+import type { QueueConfig } from '../config/queue-config.js';
+import { boundsAt, nextWidening, type RulesetBounds } from './ruleset-bounds.js';
+import type { TicketPool } from './ticket-pool.js';
+
+/** Other waiting tickets of a ruleset, and of those how many pass each rule alone, and all together. */
+export interface RuleCounts {
+  /** Waiting tickets (this one aside) that compete in the ruleset. */
+  inRuleset: number;
+  /** Its party and theirs fit one match: in one team (a 1-team ruleset) or each in a team of its own. */
+  partyFits: number;
+  /** Their effective skill is within the spread bound in force of this ticket's. */
+  skillWithinSpread: number;
+  /** Compatible on every attribute filter. */
+  attributesCompatible: number;
+  /** Some host is within the latency bound in force for both. */
+  acceptableHost: number;
+  /** Pass every rule above; the host rule counts only where the ruleset requires a host. */
+  all: number;
+  /** Players in the tickets counted in `all`. */
+  playersAll: number;
+}
+
+export interface RulesetReach {
+  rulesetIndex: number;
+  /** The bounds the ruleset applies to this ticket as a seed, for its wait. */
+  bounds: RulesetBounds;
+  requireHost: boolean;
+  /** When they widen next (a wait, from the ticket's creation); undefined when they no longer do. */
+  nextWidening: { atWaitMs: number; continuous: boolean } | undefined;
+  /** Players a match of the ruleset still needs beside this ticket's party. */
+  playersNeeded: number;
+  counts: RuleCounts;
+}
+
+const ALL = 0xffff_ffff_ffff_ffffn;
+
+/** The ticket at `row` against every other ticket of the pool, per ruleset it competes in, at `nowMs`. */
+export function ticketReach(pool: TicketPool, row: number, config: QueueConfig, nowMs: number): RulesetReach[] {
+  const { partySize, mmrMean, rulesetMask, attrValues, attrAccepts, latencyMs, count: n, filterCount: F, hostCount: H } = pool;
+  const { mmr_normalization_ref: norm, party_synergy_bonus: bonus, attribute_filters: filters } = config.engine;
+  const eff = (i: number) => mmrMean[i]! + bonus * (partySize[i]! - 1);
+  const mine = eff(row);
+  const party = partySize[row]!;
+  const waitMs = nowMs - pool.arrivalMs[row]!;
+
+  // Attributes do not depend on the ruleset: one pass. Per filter: overlap = values meet; containment = each
+  // side's values are within the other's accepts (unspecified values are all-ones or zero, as the pool stores them).
+  const compatible = new Uint8Array(n);
+  const values = Array.from({ length: F }, (_, f) => attrValues[row * F + f]!);
+  const accepts = Array.from({ length: F }, (_, f) => attrAccepts[row * F + f]!);
+  for (let i = 0; i < n; i++) {
+    let ok = true;
+    for (let f = 0; f < F && ok; f++) {
+      const v = attrValues[i * F + f]!;
+      ok =
+        filters[f]!.mode === 'containment'
+          ? ((values[f]! & (~attrAccepts[i * F + f]! & ALL)) | (v & (~accepts[f]! & ALL))) === 0n
+          : (values[f]! & v) !== 0n;
+    }
+    compatible[i] = ok ? 1 : 0;
+  }
+
+  const reach: RulesetReach[] = [];
+  config.rulesets.forEach((rs, r) => {
+    if (((rulesetMask[row]! >>> r) & 1) === 0) return;
+    const bounds = boundsAt(rs, waitMs);
+    // This ticket's hosts within the bound: a candidate passes when it is within the bound of one of them.
+    const hosts: number[] = [];
+    for (let h = 0; h < H; h++) if (latencyMs[row * H + h]! <= bounds.maxLatencyMs) hosts.push(h);
+    const counts: RuleCounts = {
+      inRuleset: 0,
+      partyFits: 0,
+      skillWithinSpread: 0,
+      attributesCompatible: 0,
+      acceptableHost: 0,
+      all: 0,
+      playersAll: 0,
+    };
+    for (let i = 0; i < n; i++) {
+      if (i === row || ((rulesetMask[i]! >>> r) & 1) === 0) continue;
+      counts.inRuleset++;
+      const size = partySize[i]!;
+      const fits = party <= rs.team_size && (rs.teams === 1 ? party + size <= rs.team_size : size <= rs.team_size);
+      const skill = Math.abs(eff(i) - mine) / norm <= bounds.maxSkillSpread;
+      const attrs = compatible[i] === 1;
+      const host = hosts.some((h) => latencyMs[i * H + h]! <= bounds.maxLatencyMs);
+      counts.partyFits += Number(fits);
+      counts.skillWithinSpread += Number(skill);
+      counts.attributesCompatible += Number(attrs);
+      counts.acceptableHost += Number(host);
+      if (fits && skill && attrs && (host || !rs.require_host)) {
+        counts.all++;
+        counts.playersAll += size;
+      }
+    }
+    reach.push({
+      rulesetIndex: r,
+      bounds,
+      requireHost: rs.require_host,
+      nextWidening: nextWidening(rs, waitMs),
+      playersNeeded: Math.max(0, rs.teams * rs.team_size - party),
+      counts,
+    });
+  });
+  return reach;
+}

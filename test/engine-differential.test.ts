@@ -15,6 +15,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { NO_HOST, TickEngine, type MatchArrays, type PoolArrays, type QueueParams, type RulesetParams } from '../src/engine/native.js';
 import { mix, referenceTick } from '../src/engine/reference-engine.js';
+import { NO_EXPANSION } from '../src/engine/ruleset-bounds.js';
 import { emptyPoolArrays, generatePool, generatedQueueParams, matchArrays, prng } from '../bench/pool-generator.js';
 
 const ALL = 0xffff_ffff_ffff_ffffn;
@@ -165,6 +166,7 @@ function loadFixture(file: string) {
           maxSkillSpread: s.max_skill_spread,
           maxLatencyMs: s.max_latency_ms,
         })),
+        expansion: NO_EXPANSION,
       }),
     ),
   };
@@ -245,6 +247,14 @@ const rulesetArb = fc.record({
   maxLatencyMs: fc.constantFrom(0, 60, 100, 150, 300, 70_000),
   requireHost: fc.boolean(),
   relaxation: relaxationArb,
+  expansion: fc.record({
+    curve: fc.constantFrom('none', 'linear', 'exponential'),
+    overMs: fc.constantFrom(1, 50, 1000, 30_000),
+    widenSpread: fc.constantFrom(0, 0.5, 3, Infinity),
+    widenImbalance: fc.constantFrom(0, 0.1, 2, Infinity),
+    widenLatency: fc.constantFrom(0, 40, 500, Infinity),
+    anyHostAfterMs: fc.constantFrom(0, 100, 10_000, Infinity),
+  }),
 });
 
 type RulesetDraw = typeof rulesetArb extends fc.Arbitrary<infer T> ? T : never;
@@ -268,6 +278,14 @@ function toRuleset(d: RulesetDraw): RulesetParams {
     maxLatencyMs: d.maxLatencyMs,
     requireHost: d.requireHost,
     relaxation,
+    expansion: {
+      curve: d.expansion.curve,
+      overMs: d.expansion.overMs,
+      maxSkillSpread: d.maxSkillSpread + d.expansion.widenSpread,
+      maxTeamImbalance: d.maxTeamImbalance + d.expansion.widenImbalance,
+      maxLatencyMs: Math.min(d.maxLatencyMs + d.expansion.widenLatency, 0xffff_ffff),
+      anyHostAfterMs: d.expansion.anyHostAfterMs,
+    },
   };
 }
 
@@ -389,7 +407,16 @@ describe('random pools: native and reference agree', () => {
       ...params2x5,
       rulesets: [
         { ...params2x5.rulesets[0]!, teams: 4, teamSize: 3, requireHost: false },
-        { teams: 1, teamSize: 1, maxSkillSpread: 0.2, maxTeamImbalance: 0, maxLatencyMs: 90, requireHost: true, relaxation: [] },
+        {
+          teams: 1,
+          teamSize: 1,
+          maxSkillSpread: 0.2,
+          maxTeamImbalance: 0,
+          maxLatencyMs: 90,
+          requireHost: true,
+          relaxation: [],
+          expansion: NO_EXPANSION,
+        },
         params2x5.rulesets[0]!,
       ],
     };
@@ -422,7 +449,18 @@ const soloParams = (teams: number, teamSize: number, maxSkillSpread: number, par
   mmrNormalizationRef: 0.1,
   partySynergyBonus,
   filterModes: [],
-  rulesets: [{ teams, teamSize, maxSkillSpread, maxTeamImbalance: Infinity, maxLatencyMs: 100, requireHost: false, relaxation: [] }],
+  rulesets: [
+    {
+      teams,
+      teamSize,
+      maxSkillSpread,
+      maxTeamImbalance: Infinity,
+      maxLatencyMs: 100,
+      requireHost: false,
+      relaxation: [],
+      expansion: NO_EXPANSION,
+    },
+  ],
 });
 
 describe('edge cases: native and reference agree', () => {
@@ -495,6 +533,7 @@ describe('edge cases: native and reference agree', () => {
           maxLatencyMs: 50,
           requireHost: true,
           relaxation: [{ afterWaitMs: 1_000, maxSkillSpread: 2, maxLatencyMs: 200 }],
+          expansion: NO_EXPANSION,
         },
       ],
     };
@@ -587,15 +626,24 @@ function outputHash(out: MatchArrays, count: number, filters: number): bigint {
   return h;
 }
 
+/** The mixed golden's 2x5 expansion (golden.rs). */
+const GOLDEN_EXPANSION = {
+  curve: 'exponential',
+  overMs: 20_000,
+  maxSkillSpread: Infinity,
+  maxTeamImbalance: 1.0,
+  maxLatencyMs: 300,
+  anyHostAfterMs: 0,
+};
 const RELAX = [
   { afterWaitMs: 30_000, maxSkillSpread: 1.0, maxLatencyMs: 200 },
   { afterWaitMs: 90_000, maxSkillSpread: 3.0, maxLatencyMs: 300 },
 ];
 const goldenCases: { name: string; count: number; hash: bigint; pool: () => PoolArrays; params: QueueParams; seed: number }[] = [
   ...[
-    { n: 200, seed: 1, count: 39, hash: 0x0673_8b08_e6a7_1bdan },
-    { n: 2_000, seed: 2, count: 422, hash: 0xe8a8_3dbc_1bdc_ef37n },
-    { n: 20_000, seed: 3, count: 4332, hash: 0x0715_00dc_45f9_71c6n },
+    { n: 200, seed: 1, count: 41, hash: 0xacb6_a7b5_bf96_6568n },
+    { n: 2_000, seed: 2, count: 436, hash: 0x41d3_e8a7_9534_092dn },
+    { n: 20_000, seed: 3, count: 4362, hash: 0xe6a2_093a_226a_28d8n },
   ].map(({ n, seed, count, hash }) => ({
     name: `mixed_2x5_1x1_${n}`,
     count,
@@ -606,7 +654,16 @@ const goldenCases: { name: string; count: number; hash: bigint; pool: () => Pool
       partySynergyBonus: 0.01,
       filterModes: ['overlap', 'containment', 'overlap'],
       rulesets: [
-        { teams: 2, teamSize: 5, maxSkillSpread: 0.5, maxTeamImbalance: 0.2, maxLatencyMs: 120, requireHost: true, relaxation: RELAX },
+        {
+          teams: 2,
+          teamSize: 5,
+          maxSkillSpread: 0.5,
+          maxTeamImbalance: 0.2,
+          maxLatencyMs: 120,
+          requireHost: true,
+          relaxation: RELAX,
+          expansion: GOLDEN_EXPANSION,
+        },
         {
           teams: 1,
           teamSize: 1,
@@ -615,14 +672,15 @@ const goldenCases: { name: string; count: number; hash: bigint; pool: () => Pool
           maxLatencyMs: 100,
           requireHost: false,
           relaxation: [{ afterWaitMs: 60_000, maxSkillSpread: 0.8, maxLatencyMs: 250 }],
+          expansion: NO_EXPANSION,
         },
       ],
     },
     seed: 42,
   })),
   ...[
-    { n: 2_000, seed: 4, count: 269, hash: 0x1e59_f022_f25e_b2aen },
-    { n: 20_000, seed: 5, count: 2755, hash: 0x2cc1_bb80_178e_385an },
+    { n: 2_000, seed: 4, count: 275, hash: 0x5ae0_fdc4_86ea_2781n },
+    { n: 20_000, seed: 5, count: 2781, hash: 0x7bca_38ec_f3f2_9303n },
   ].map(({ n, seed, count, hash }) => ({
     name: `four_by_three_${n}`,
     count,
@@ -633,8 +691,26 @@ const goldenCases: { name: string; count: number; hash: bigint; pool: () => Pool
       partySynergyBonus: 0,
       filterModes: ['containment', 'overlap'],
       rulesets: [
-        { teams: 4, teamSize: 3, maxSkillSpread: 0.8, maxTeamImbalance: 0.3, maxLatencyMs: 150, requireHost: false, relaxation: RELAX },
-        { teams: 2, teamSize: 1, maxSkillSpread: 0.2, maxTeamImbalance: 0.2, maxLatencyMs: 90, requireHost: true, relaxation: [] },
+        {
+          teams: 4,
+          teamSize: 3,
+          maxSkillSpread: 0.8,
+          maxTeamImbalance: 0.3,
+          maxLatencyMs: 150,
+          requireHost: false,
+          relaxation: RELAX,
+          expansion: NO_EXPANSION,
+        },
+        {
+          teams: 2,
+          teamSize: 1,
+          maxSkillSpread: 0.2,
+          maxTeamImbalance: 0.2,
+          maxLatencyMs: 90,
+          requireHost: true,
+          relaxation: [],
+          expansion: NO_EXPANSION,
+        },
       ],
     },
     seed: 7,
@@ -649,7 +725,16 @@ const goldenCases: { name: string; count: number; hash: bigint; pool: () => Pool
       partySynergyBonus: -0.02,
       filterModes: [],
       rulesets: [
-        { teams: 3, teamSize: 4, maxSkillSpread: Infinity, maxTeamImbalance: 0.1, maxLatencyMs: 0, requireHost: false, relaxation: [] },
+        {
+          teams: 3,
+          teamSize: 4,
+          maxSkillSpread: Infinity,
+          maxTeamImbalance: 0.1,
+          maxLatencyMs: 0,
+          requireHost: false,
+          relaxation: [],
+          expansion: NO_EXPANSION,
+        },
       ],
     },
     seed: 3,
@@ -681,7 +766,16 @@ describe('invalid input is rejected by both engines', () => {
     partySynergyBonus: 0,
     filterModes: ['overlap'],
     rulesets: [
-      { teams: 2, teamSize: 1, maxSkillSpread: 1, maxTeamImbalance: Infinity, maxLatencyMs: 100, requireHost: false, relaxation: [] },
+      {
+        teams: 2,
+        teamSize: 1,
+        maxSkillSpread: 1,
+        maxTeamImbalance: Infinity,
+        maxLatencyMs: 100,
+        requireHost: false,
+        relaxation: [],
+        expansion: NO_EXPANSION,
+      },
     ],
   };
   const withRuleset = (patch: Partial<RulesetParams>): QueueParams => ({ ...params, rulesets: [{ ...params.rulesets[0]!, ...patch }] });

@@ -75,11 +75,12 @@ describe('simulator report', () => {
     expect(html).not.toMatch(/url\(\s*["']?(?!#)/i);
   });
 
-  it('draws every chart from the data of both systems, with titled axes', () => {
+  it('draws every chart from the data of every system, with titled axes', () => {
     for (const name of ['skill-spread', 'team-imbalance', 'host-latency']) {
       const bars = items(svgs[name]!, 'rect');
       expect(bars.filter((b) => b.includes('system: engine')).length, name).toBeGreaterThan(3);
-      expect(bars.filter((b) => b.includes('system: FCFS baseline')).length, name).toBeGreaterThan(3);
+      expect(bars.filter((b) => b.includes('system: naive FCFS')).length, name).toBeGreaterThan(3);
+      expect(bars.filter((b) => b.includes('system: latency-aware FCFS')).length, name).toBeGreaterThan(3);
       expect(axisTitles(svgs[name]!)).toContain('share of matches');
       // The bounds drawn as rules.
       expect(items(svgs[name]!, 'rule').length, name).toBeGreaterThan(0);
@@ -94,27 +95,29 @@ describe('simulator report', () => {
 
     for (const name of ['wait', 'pool-size']) {
       const lines = items(svgs[name]!, 'line');
-      expect(lines, name).toHaveLength(2);
+      // The engine and the two baselines.
+      expect(lines, name).toHaveLength(3);
       for (const line of lines) expect(line.match(/L/g)?.length ?? 0, name).toBeGreaterThan(100);
     }
     expect(axisTitles(svgs.wait!)).toEqual(['wait (s, log scale)', 'players who waited at most x']);
     expect(axisTitles(svgs['pool-size']!)).toEqual(['simulated time (s)', 'tickets waiting']);
 
-    // Both systems for each of the 15 segments (all have arrivals in 120 s at 50 players/s).
-    expect(items(svgs.segments!, 'rect').filter((b) => /role="graphics-symbol"/.test(b)).length).toBe(2 * 15 * 2);
+    // The three systems for each of the 15 segments (all have arrivals in 120 s at 50 players/s).
+    expect(items(svgs.segments!, 'rect').filter((b) => /role="graphics-symbol"/.test(b)).length).toBe(3 * 15 * 2);
   });
 
-  it('sweep: one point per setting and one for the baseline, labelled, in every panel', () => {
+  it('sweep: one point per setting and one per baseline, labelled, in every panel', () => {
     expect(result.sweep.key).toBe('max_skill_spread');
     expect(result.sweep.points.map((p) => p.value)).toEqual([1, 2, 4]);
     const sweep = svgs.sweep!;
     const points = items(sweep, 'symbol');
-    // 3 panels x (3 settings + baseline) x (p50, p95).
-    expect(points).toHaveLength(3 * 4 * 2);
-    expect(points.filter((p) => p.includes('system: FCFS baseline'))).toHaveLength(3 * 2);
+    // 3 panels x (3 settings + 2 baselines) x (p50, p95).
+    expect(points).toHaveLength(3 * 5 * 2);
+    expect(points.filter((p) => p.includes('system: naive FCFS'))).toHaveLength(3 * 2);
+    expect(points.filter((p) => p.includes('system: latency-aware FCFS'))).toHaveLength(3 * 2);
     const labels = items(sweep, 'text').map((t) => t.replace(/^.*>([^<]*)<\/text>$/, '$1'));
     const count = (label: string) => labels.filter((l) => l === label).length;
-    expect(['1', '2', '4', 'FCFS'].map(count)).toEqual([6, 6, 6, 6]);
+    expect(['1', '2', '4', 'FCFS', 'LA-FCFS'].map(count)).toEqual([6, 6, 6, 6, 6]);
     expect(axisTitles(sweep)).toContain('mean skill spread (raw mmr)');
     expect(axisTitles(sweep)).toContain('wait (s, log scale)');
   });

@@ -1,12 +1,15 @@
-// The report's charts as Vega-Lite specs: the engine beside the first-come baseline on the same arrivals,
-// and the sweep's wait-against-quality curve. bench/simulator/html-report.ts renders them to SVG.
+// The report's charts as Vega-Lite specs: the engine beside the two first-come baselines (naive, and
+// latency-aware) on the same arrivals, and the sweep's wait-against-quality curve. bench/simulator/html-report.ts renders them to SVG.
 import type { TopLevelSpec } from 'vega-lite';
 import type { QueueConfig } from '../../src/config/queue-config.js';
 import type { Samples, Summary } from './metrics.js';
-import type { SweepKey, SweepPoint } from './sweep.js';
+import type { SweepPoint } from './sweep.js';
 
 export const ENGINE = 'engine';
-export const BASELINE = 'FCFS baseline';
+export const BASELINE = 'naive FCFS';
+export const LA_BASELINE = 'latency-aware FCFS';
+/** The systems in every chart's order, with their short labels (the sweep's points). */
+const SYSTEMS = [ENGINE, BASELINE, LA_BASELINE] as const;
 
 export interface Chart {
   /** File name without extension, e.g. `wait` -> wait.svg. */
@@ -22,6 +25,7 @@ export interface RunCharts {
   tickMs: number;
   engine: { samples: Samples; summary: Summary };
   baseline: { samples: Samples; summary: Summary };
+  latencyAware: { samples: Samples; summary: Summary };
 }
 
 /** Every chart's file name, so that a report directory can be cleared of charts a run did not draw. */
@@ -35,15 +39,16 @@ const SYSTEM_COLOR = {
   field: 'system',
   type: 'nominal',
   title: null,
-  scale: { domain: [ENGINE, BASELINE], range: ['#4c78a8', '#f58518'] },
+  scale: { domain: [...SYSTEMS], range: ['#4c78a8', '#f58518', '#54a24b'] },
 } as const;
 const CONFIG = { background: 'white', font: 'sans-serif', view: { stroke: null }, legend: { orient: 'top' } } as const;
 
 /** Quantiles drawn for a CDF: every half percent, then every 0.1% in the last percent, then the maximum. */
 const CDF_PROBS = [...Array.from({ length: 199 }, (_, i) => i * 0.005), ...Array.from({ length: 10 }, (_, i) => 0.99 + i * 0.001), 1];
 
-function rows(engine: readonly number[], baseline: readonly number[]): { system: string; value: number }[] {
-  return [...engine.map((value) => ({ system: ENGINE, value })), ...baseline.map((value) => ({ system: BASELINE, value }))];
+/** One row per value of each system, in SYSTEMS order. */
+function rows(...perSystem: (readonly number[])[]): { system: string; value: number }[] {
+  return perSystem.flatMap((values, i) => values.map((value) => ({ system: SYSTEMS[i]!, value })));
 }
 
 /** The first ruleset's bound on a measure and its relaxation steps, as labelled rules on a chart. */
@@ -110,7 +115,7 @@ function relaxationLabel(afterWaitSecs: number): string {
 }
 
 export function runCharts(run: RunCharts): Chart[] {
-  const { config, engine, baseline } = run;
+  const { config, engine, baseline, latencyAware } = run;
   const ruleset = config.rulesets[0]!;
   const norm = config.engine.mmr_normalization_ref;
   const only = config.rulesets.length > 1 ? ` (bounds of ruleset ${ruleset.id})` : '';
@@ -127,7 +132,7 @@ export function runCharts(run: RunCharts): Chart[] {
       width: WIDTH,
       height: HEIGHT,
       config: CONFIG,
-      data: { values: rows(engine.samples.waitSecs, baseline.samples.waitSecs) },
+      data: { values: rows(engine.samples.waitSecs, baseline.samples.waitSecs, latencyAware.samples.waitSecs) },
       transform: [{ quantile: 'value', groupby: ['system'], probs: CDF_PROBS, as: ['share', 'wait'] }],
       mark: { type: 'line', strokeWidth: 2 },
       encoding: {
@@ -146,7 +151,7 @@ export function runCharts(run: RunCharts): Chart[] {
         ruleset.max_skill_spread * norm
       } raw with mmr_normalization_ref ${norm}). Dashed: the bound and its relaxation steps${only}. Further left is fairer.`,
       'skill spread (raw mmr)',
-      rows(engine.samples.skillSpread, baseline.samples.skillSpread),
+      rows(engine.samples.skillSpread, baseline.samples.skillSpread, latencyAware.samples.skillSpread),
       [
         { at: ruleset.max_skill_spread * norm, label: 'max_skill_spread' },
         ...ruleset.relaxation.map((s) => ({ at: s.max_skill_spread * norm, label: relaxationLabel(s.after_wait_secs) })),
@@ -160,7 +165,7 @@ export function runCharts(run: RunCharts): Chart[] {
       'Team imbalance per match',
       `Highest minus lowest team mean effective mmr (raw units). Dashed: max_team_imbalance${only}. Further left is more balanced.`,
       'team imbalance (raw mmr)',
-      rows(engine.samples.teamImbalance, baseline.samples.teamImbalance),
+      rows(engine.samples.teamImbalance, baseline.samples.teamImbalance, latencyAware.samples.teamImbalance),
       [{ at: ruleset.max_team_imbalance * norm, label: 'max_team_imbalance' }],
     ),
   );
@@ -170,13 +175,13 @@ export function runCharts(run: RunCharts): Chart[] {
     histogram(
       'host-latency',
       'Preferred-host latency per match',
-      "The match's worst ticket latency to its host: the engine's preferred host, or for the baseline the host that minimises it. " +
+      "The match's worst ticket latency to its host: the engine's preferred host, or for the baselines the host that minimises it. " +
         (hostless > 0
           ? `${hostless.toLocaleString('en-US')} engine matches had no acceptable host (require_host false); they are drawn at their best host's latency. `
           : '') +
         `Dashed: max_latency_ms and its relaxation steps${only}.`,
       'worst player latency to the host (ms)',
-      rows(engine.samples.hostLatencyMs, baseline.samples.hostLatencyMs),
+      rows(engine.samples.hostLatencyMs, baseline.samples.hostLatencyMs, latencyAware.samples.hostLatencyMs),
       [
         { at: ruleset.max_latency_ms, label: 'max_latency_ms' },
         ...ruleset.relaxation.map((s) => ({ at: s.max_latency_ms, label: relaxationLabel(s.after_wait_secs) })),
@@ -184,7 +189,7 @@ export function runCharts(run: RunCharts): Chart[] {
     ),
   );
 
-  const pool = poolSeries(run.tickMs, engine.samples.poolTickets, baseline.samples.poolTickets);
+  const pool = poolSeries(run.tickMs, [engine.samples.poolTickets, baseline.samples.poolTickets, latencyAware.samples.poolTickets]);
   charts.push({
     name: 'pool-size',
     title: 'Pool size over time',
@@ -204,13 +209,12 @@ export function runCharts(run: RunCharts): Chart[] {
     } as TopLevelSpec,
   });
 
+  const summaries = [engine.summary, baseline.summary, latencyAware.summary];
   const segments = engine.summary.segments.flatMap((e, i) => {
-    const b = baseline.summary.segments[i]!;
     if (e.players === 0) return [];
-    return [
-      { segment: e.name, system: ENGINE, p50: e.waitP50, p95: e.waitP95 },
-      { segment: b.name, system: BASELINE, p50: b.waitP50, p95: b.waitP95 },
-    ].filter((r) => Number.isFinite(r.p95));
+    return summaries
+      .map((s, k) => ({ segment: e.name, system: SYSTEMS[k]!, p50: s.segments[i]!.waitP50, p95: s.segments[i]!.waitP95 }))
+      .filter((r) => Number.isFinite(r.p95));
   });
   charts.push({
     name: 'segments',
@@ -226,7 +230,7 @@ export function runCharts(run: RunCharts): Chart[] {
       data: { values: segments },
       encoding: {
         y: { field: 'segment', type: 'nominal', sort: null, title: null },
-        yOffset: { field: 'system', type: 'nominal', sort: [ENGINE, BASELINE] },
+        yOffset: { field: 'system', type: 'nominal', sort: [...SYSTEMS] },
       },
       layer: [
         { mark: { type: 'bar' }, encoding: { x: { field: 'p95', type: 'quantitative', title: 'wait (s)' }, color: SYSTEM_COLOR } },
@@ -238,13 +242,11 @@ export function runCharts(run: RunCharts): Chart[] {
 }
 
 /** One point per tick, or means over groups of ticks when there are many (the SVG stays small). */
-function poolSeries(tickMs: number, engine: readonly number[], baseline: readonly number[]) {
-  const every = Math.max(1, Math.ceil(engine.length / 600));
+function poolSeries(tickMs: number, perSystem: readonly (readonly number[])[]) {
+  const every = Math.max(1, Math.ceil(perSystem[0]!.length / 600));
   const values: { system: string; time: number; tickets: number }[] = [];
-  for (const [system, series] of [
-    [ENGINE, engine],
-    [BASELINE, baseline],
-  ] as const) {
+  for (const [k, series] of perSystem.entries()) {
+    const system = SYSTEMS[k]!;
     for (let i = 0; i < series.length; i += every) {
       const group = series.slice(i, i + every);
       const mean = group.reduce((s, v) => s + v, 0) / group.length;
@@ -261,7 +263,16 @@ const QUALITY = [
   { field: 'latency', key: 'max_latency_ms', title: 'mean host latency (ms)', of: (s: Summary) => s.hostLatencyMs.mean },
 ] as const;
 
-export function sweepChart(key: SweepKey, points: readonly SweepPoint[], baseline: Summary): Chart {
+/** A baseline's point on the sweep chart: which system, its short label, its summary. */
+export interface SweepBaseline {
+  system: typeof BASELINE | typeof LA_BASELINE;
+  label: string;
+  summary: Summary;
+}
+
+export function sweepChart(key: string, points: readonly SweepPoint[], baselines: readonly SweepBaseline[]): Chart {
+  // A path such as rulesets[0].max_skill_spread puts the panel of its last key first, as the bound does.
+  const governs = key.replace(/^.*\./, '');
   const row = (system: string, label: string, order: number, s: Summary) => {
     const quality = Object.fromEntries(QUALITY.map((q) => [q.field, q.of(s)]));
     return [
@@ -270,9 +281,10 @@ export function sweepChart(key: SweepKey, points: readonly SweepPoint[], baselin
     ];
   };
   // A log axis cannot place a zero or missing wait (a run too short to match anyone).
-  const values = [...points.flatMap((p, i) => row(ENGINE, String(p.value), i, p.summary)), ...row(BASELINE, 'FCFS', -1, baseline)].filter(
-    (r) => Number.isFinite(r.wait) && r.wait > 0,
-  );
+  const values = [
+    ...points.flatMap((p, i) => row(ENGINE, String(p.value), i, p.summary)),
+    ...baselines.flatMap((b) => row(b.system, b.label, -1, b.summary)),
+  ].filter((r) => Number.isFinite(r.wait) && r.wait > 0);
   const panel = (q: (typeof QUALITY)[number]) => ({
     width: 250,
     height: 250,
@@ -318,15 +330,15 @@ export function sweepChart(key: SweepKey, points: readonly SweepPoint[], baselin
     name: 'sweep',
     title: `Wait against match quality, one engine run per ${key}`,
     caption:
-      `Each labelled point is one ${key} value (set on every ruleset, relaxation scaled alike), run on the same arrivals; ` +
+      `Each labelled engine point is one ${key} value, run on the same arrivals; ` +
       'circles are the median wait, squares p95. Down and left is better on both axes: a tighter bound buys quality with wait. ' +
-      'The FCFS baseline ignores the bound, so it is one point.',
+      `Each baseline (${baselines.map((b) => b.label).join(', ')}) ran once, on the queue as given, so it is one point.`,
     spec: {
       $schema: SCHEMA,
       config: CONFIG,
       data: { values },
       // The measure the swept bound governs first.
-      hconcat: [...QUALITY.filter((q) => q.key === key), ...QUALITY.filter((q) => q.key !== key)].map(panel),
+      hconcat: [...QUALITY.filter((q) => q.key === governs), ...QUALITY.filter((q) => q.key !== governs)].map(panel),
       resolve: { scale: { y: 'shared' } },
     } as TopLevelSpec,
   };

@@ -1,15 +1,15 @@
-// What the simulator measures, identically for the engine and the baseline: per formed match (skill spread,
-// team imbalance, host latency, constraint checks) and per ticket (wait, expiry), plus per-segment
+// What the simulator measures, identically for the engine and the baselines: per formed match (skill spread,
+// team imbalance, host latency, the hard bounds in force) and per ticket (wait, expiry), plus per-segment
 // breakdowns that expose who waits.
-import type { QueueConfig } from '../../src/config/queue-config.js';
-import { REGIONS, type SimTicket } from './population.js';
+import type { QueueConfig, RulesetConfig } from '../../src/config/queue-config.js';
+import type { PopulationModel, SimTicket } from './population.js';
 
-/** A formed match as either system reports it: its tickets, each ticket's team, and the chosen host. */
+/** A formed match as any system reports it: its tickets, each ticket's team, and the chosen host. */
 export interface FormedMatch {
   rulesetIndex: number;
   tickets: SimTicket[];
   teams: number[];
-  /** Host index in REGIONS order; undefined when the engine found no acceptable host. */
+  /** Host index in the population model's hosts; undefined when the engine found no acceptable host. */
   host: number | undefined;
 }
 
@@ -18,14 +18,32 @@ export interface Segment {
   test: (t: SimTicket) => boolean;
 }
 
-export const SEGMENTS: readonly Segment[] = [
-  ...[1, 2, 3, 4, 5].map((n) => ({ name: n === 1 ? 'solo' : `party of ${n}`, test: (t: SimTicket) => t.partySize === n })),
-  ...REGIONS.map((r, i) => ({ name: r.key, test: (t: SimTicket) => t.region === i })),
-  { name: 'mmr < 0.2', test: (t: SimTicket) => t.mmrMean < 0.2 },
-  { name: 'mmr 0.2-0.8', test: (t: SimTicket) => t.mmrMean >= 0.2 && t.mmrMean <= 0.8 },
-  { name: 'mmr > 0.8', test: (t: SimTicket) => t.mmrMean > 0.8 },
-  { name: 'two game modes', test: (t: SimTicket) => t.twoModes },
-];
+/** Party sizes, the model's regions, mmr tails, and two-mode tickets where the model has them. */
+export function segmentsFor(model: PopulationModel): Segment[] {
+  return [
+    ...model.partySizes.map(({ size: n }) => ({ name: n === 1 ? 'solo' : `party of ${n}`, test: (t: SimTicket) => t.partySize === n })),
+    ...model.regions.map((r, i) => ({ name: r.key, test: (t: SimTicket) => t.region === i })),
+    { name: 'mmr < 0.2', test: (t: SimTicket) => t.mmrMean < 0.2 },
+    { name: 'mmr 0.2-0.8', test: (t: SimTicket) => t.mmrMean >= 0.2 && t.mmrMean <= 0.8 },
+    { name: 'mmr > 0.8', test: (t: SimTicket) => t.mmrMean > 0.8 },
+    ...(model.twoModesShare > 0 ? [{ name: model.twoModesLabel, test: (t: SimTicket) => t.twoModes }] : []),
+  ];
+}
+
+/** Matches breaking a hard bound in force when they formed, in all and per bound (a match may break several). */
+export interface Violations {
+  matches: number;
+  /** A team not exactly team_size players. */
+  teams: number;
+  /** Skill spread over the bound in force (relaxed by the oldest ticket's wait). */
+  spread: number;
+  imbalance: number;
+  /** require_host and the chosen host over the latency bound in force (or no host); for the engine also a
+   *  preferred host over the bound whatever require_host says (the engine only names acceptable hosts). */
+  host: number;
+  /** Two tickets an attribute filter forbids together. */
+  attributes: number;
+}
 
 class SegmentStats {
   players = 0;
@@ -35,6 +53,8 @@ class SegmentStats {
 }
 
 export interface Summary {
+  arrivedPlayers: number;
+  arrivedTickets: number;
   matches: number;
   matchesByRuleset: Record<string, number>;
   playersMatched: number;
@@ -43,23 +63,28 @@ export interface Summary {
   expiredTickets: number;
   waitingAtEndPlayers: number;
   waitingAtEndTickets: number;
-  /** Per matched player, seconds. */
+  /** Per matched player, seconds (a party of 5 counts five times). */
   waitSecs: Dist;
+  /** Per matched ticket, seconds. */
+  waitSecsPerTicket: Dist;
   /** max - min effective mmr over the match's tickets (raw mmr units). */
   skillSpread: Dist;
   /** max - min team mean effective mmr (raw units; party-size-weighted means). */
   teamImbalance: Dist;
   /** The match's worst ticket latency to the chosen host (ms). */
   hostLatencyMs: Dist;
+  /** The first ruleset's base max_latency_ms (for labels; each match is judged by its own ruleset's). */
   hostOverMs: number;
-  matchesOverLatency: number;
-  shareOverLatency: number;
+  /** Matches whose host (the best one when the engine named none) has some ticket over the match's ruleset's
+   *  base max_latency_ms, relaxation ignored. */
+  hostOverLatency: number;
+  hostOverLatencyShare: number;
   /** Engine matches formed with no acceptable host (require_host false); their latency is the best host's. */
   matchesWithoutHost: number;
   /** Matches that pair tickets an attribute filter forbids (expected 0 for the engine). */
   attributeViolations: number;
-  /** Engine only: matches breaking team sizes, spread, imbalance or (require_host) latency bounds. */
-  constraintViolations: number;
+  /** Matches breaking a hard bound in force (expected 0 for the engine). */
+  violations: Violations;
   poolTickets: Dist;
   tickMs: Dist;
   segments: {
@@ -107,6 +132,8 @@ export function dist(values: ArrayLike<number>): Dist {
 }
 
 export class Metrics {
+  arrivedPlayers = 0;
+  arrivedTickets = 0;
   matches = 0;
   readonly matchesByRuleset: number[];
   playersMatched = 0;
@@ -114,31 +141,38 @@ export class Metrics {
   expiredPlayers = 0;
   expiredTickets = 0;
   private readonly waits: number[] = [];
+  private readonly ticketWaits: number[] = [];
   private readonly spreads: number[] = [];
   private readonly imbalances: number[] = [];
   private readonly hostLatencies: number[] = [];
   private readonly poolSizes: number[] = [];
   private readonly tickTimes: number[] = [];
-  matchesOverLatency = 0;
+  hostOverLatency = 0;
   matchesWithoutHost = 0;
   attributeViolations = 0;
-  constraintViolations = 0;
-  private readonly segments = SEGMENTS.map(() => new SegmentStats());
+  readonly violations: Violations = { matches: 0, teams: 0, spread: 0, imbalance: 0, host: 0, attributes: 0 };
+  private readonly segmentDefs: readonly Segment[];
+  private readonly segments: SegmentStats[];
   private readonly norm: number;
-  /** The "host > X ms" threshold: the first ruleset's base max_latency_ms. */
+  /** The "host > X ms" label: the first ruleset's base max_latency_ms. */
   readonly latencyThreshold: number;
 
   constructor(
     private readonly config: QueueConfig,
-    /** Check the engine's contract on every match (off for the baseline, which ignores it by design). */
-    private readonly checkContract: boolean,
+    model: PopulationModel,
+    /** The engine: its preferred host, when it names one, must be acceptable whatever require_host says. */
+    private readonly isEngine: boolean,
   ) {
     this.matchesByRuleset = config.rulesets.map(() => 0);
     this.norm = config.engine.mmr_normalization_ref;
     this.latencyThreshold = config.rulesets[0]!.max_latency_ms;
+    this.segmentDefs = segmentsFor(model);
+    this.segments = this.segmentDefs.map(() => new SegmentStats());
   }
 
   arrived(t: SimTicket): void {
+    this.arrivedTickets++;
+    this.arrivedPlayers += t.partySize;
     this.forSegments(t, (s) => (s.players += t.partySize));
   }
 
@@ -164,6 +198,7 @@ export class Metrics {
     const teamPlayers = new Array<number>(ruleset.teams).fill(0);
     m.tickets.forEach((t, i) => {
       const waitSecs = (nowMs - t.arrivalMs) / 1000;
+      this.ticketWaits.push(waitSecs);
       for (let p = 0; p < t.partySize; p++) this.waits.push(waitSecs);
       this.forSegments(t, (s) => {
         s.matched += t.partySize;
@@ -192,19 +227,25 @@ export class Metrics {
     }
     const latency = cost(host);
     this.hostLatencies.push(latency);
-    if (latency > this.latencyThreshold) this.matchesOverLatency++;
+    if (latency > ruleset.max_latency_ms) this.hostOverLatency++;
 
-    if (!attributesCompatible(this.config, m.tickets)) this.attributeViolations++;
+    const badAttributes = !attributesCompatible(this.config, m.tickets);
+    if (badAttributes) this.attributeViolations++;
 
-    if (this.checkContract) {
-      const bounds = boundsForWait(ruleset, nowMs - oldest);
-      const eps = 1e-9;
-      const badTeams = teamPlayers.some((n) => n !== ruleset.team_size);
-      const badSpread = spread / this.norm > bounds.spread + eps;
-      const badImbalance = imbalance / this.norm > ruleset.max_team_imbalance + eps;
-      const badHost = (ruleset.require_host && m.host === undefined) || (m.host !== undefined && latency > bounds.latency);
-      if (badTeams || badSpread || badImbalance || badHost) this.constraintViolations++;
-    }
+    const bounds = boundsForWait(ruleset, nowMs - oldest);
+    const eps = 1e-9;
+    const v = this.violations;
+    const badTeams = teamPlayers.some((n) => n !== ruleset.team_size);
+    const badSpread = spread / this.norm > bounds.spread + eps;
+    const badImbalance = imbalance / this.norm > ruleset.max_team_imbalance + eps;
+    const hostBroken = m.host === undefined || latency > bounds.latency;
+    const badHost = (ruleset.require_host && hostBroken) || (this.isEngine && m.host !== undefined && latency > bounds.latency);
+    if (badTeams) v.teams++;
+    if (badSpread) v.spread++;
+    if (badImbalance) v.imbalance++;
+    if (badHost) v.host++;
+    if (badAttributes) v.attributes++;
+    if (badTeams || badSpread || badImbalance || badHost || badAttributes) v.matches++;
   }
 
   summary(waiting: Iterable<SimTicket>): Summary {
@@ -216,6 +257,8 @@ export class Metrics {
     }
     const hostLatencyMs = dist(this.hostLatencies);
     return {
+      arrivedPlayers: this.arrivedPlayers,
+      arrivedTickets: this.arrivedTickets,
       matches: this.matches,
       matchesByRuleset: Object.fromEntries(this.config.rulesets.map((r, i) => [r.id, this.matchesByRuleset[i]!])),
       playersMatched: this.playersMatched,
@@ -225,18 +268,19 @@ export class Metrics {
       waitingAtEndPlayers: waitingPlayers,
       waitingAtEndTickets: waitingTickets,
       waitSecs: dist(this.waits),
+      waitSecsPerTicket: dist(this.ticketWaits),
       skillSpread: dist(this.spreads),
       teamImbalance: dist(this.imbalances),
       hostLatencyMs,
       hostOverMs: this.latencyThreshold,
-      matchesOverLatency: this.matchesOverLatency,
-      shareOverLatency: this.matches === 0 ? NaN : this.matchesOverLatency / this.matches,
+      hostOverLatency: this.hostOverLatency,
+      hostOverLatencyShare: this.matches === 0 ? NaN : this.hostOverLatency / this.matches,
       matchesWithoutHost: this.matchesWithoutHost,
       attributeViolations: this.attributeViolations,
-      constraintViolations: this.constraintViolations,
+      violations: { ...this.violations },
       poolTickets: dist(this.poolSizes),
       tickMs: dist(this.tickTimes),
-      segments: SEGMENTS.map((seg, i) => {
+      segments: this.segmentDefs.map((seg, i) => {
         const s = this.segments[i]!;
         const w = dist(s.waits);
         return {
@@ -264,7 +308,7 @@ export class Metrics {
   }
 
   private forSegments(t: SimTicket, f: (s: SegmentStats) => void): void {
-    SEGMENTS.forEach((seg, i) => {
+    this.segmentDefs.forEach((seg, i) => {
       if (seg.test(t)) f(this.segments[i]!);
     });
   }
@@ -274,7 +318,8 @@ export class Metrics {
 export function bestHost(tickets: readonly SimTicket[]): number {
   let best = 0;
   let bestCost = Infinity;
-  for (let h = 0; h < REGIONS.length; h++) {
+  const hosts = tickets[0]?.latency.length ?? 0;
+  for (let h = 0; h < hosts; h++) {
     let cost = 0;
     for (const t of tickets) cost = Math.max(cost, t.latency[h]!);
     if (cost < bestCost) {
@@ -285,33 +330,34 @@ export function bestHost(tickets: readonly SimTicket[]): number {
   return best;
 }
 
-/** docs/engine.md: the bounds of the last relaxation step whose after_wait <= wait. */
-function boundsForWait(ruleset: QueueConfig['rulesets'][number], waitMs: number): { spread: number; latency: number } {
+/** docs/engine.md, the engine's `bounds_for_wait`: the bounds of the last relaxation step whose after_wait <= wait. */
+export function boundsForWait(ruleset: RulesetConfig, waitMs: number): { spread: number; latency: number } {
   let spread = ruleset.max_skill_spread;
   let latency = ruleset.max_latency_ms;
   for (const step of ruleset.relaxation) {
-    if (step.after_wait_secs * 1000 <= waitMs) {
-      spread = step.max_skill_spread;
-      latency = step.max_latency_ms;
-    }
+    if (step.after_wait_secs * 1000 > waitMs) break;
+    spread = step.max_skill_spread;
+    latency = step.max_latency_ms;
   }
   return { spread, latency };
 }
 
-/** Every pair of tickets compatible under every filter (unspecified = compatible with everyone). */
-function attributesCompatible(config: QueueConfig, tickets: readonly SimTicket[]): boolean {
-  const filters = config.engine.attribute_filters;
-  for (let f = 0; f < filters.length; f++) {
-    const containment = filters[f]!.mode === 'containment';
+/** docs/engine.md "Attributes": two tickets compatible under filter f (unspecified = compatible with everyone). */
+export function pairCompatible(config: QueueConfig, f: number, a: SimTicket, b: SimTicket): boolean {
+  const x = a.attrs[f];
+  const y = b.attrs[f];
+  if (!x || !y) return true;
+  if (config.engine.attribute_filters[f]!.mode === 'containment') return subset(x.values, y.accepts) && subset(y.values, x.accepts);
+  for (const v of x.values) if (y.values.has(v)) return true;
+  return false;
+}
+
+/** Every pair of tickets compatible under every filter. */
+export function attributesCompatible(config: QueueConfig, tickets: readonly SimTicket[]): boolean {
+  const filters = config.engine.attribute_filters.length;
+  for (let f = 0; f < filters; f++) {
     for (let i = 0; i < tickets.length; i++) {
-      const a = tickets[i]!.attrs[f];
-      if (!a) continue;
-      for (let j = i + 1; j < tickets.length; j++) {
-        const b = tickets[j]!.attrs[f];
-        if (!b) continue;
-        const ok = containment ? subset(a.values, b.accepts) && subset(b.values, a.accepts) : [...a.values].some((v) => b.values.has(v));
-        if (!ok) return false;
-      }
+      for (let j = i + 1; j < tickets.length; j++) if (!pairCompatible(config, f, tickets[i]!, tickets[j]!)) return false;
     }
   }
   return true;

@@ -1,4 +1,4 @@
-// The side-by-side table printed by bench/simulate.ts.
+// The tables printed by bench/simulate.ts: the engine beside the baselines, per segment, and the sweep.
 import type { Dist, Summary } from './metrics.js';
 
 const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
@@ -19,60 +19,111 @@ function table(rows: string[][], align: ('l' | 'r')[]): string {
     .join('\n');
 }
 
-export function formatComparison(engine: Summary, baseline: Summary, arrivedPlayers: number): string {
+/** A system's column: its label and its summary. The first is the engine. */
+export interface Column {
+  label: string;
+  summary: Summary;
+}
+
+/** Engine / baseline for the measures issue 19 compares (below 1: the engine is lower, i.e. better or faster). */
+export interface Ratios {
+  skillSpreadMean: number;
+  teamImbalanceMean: number;
+  /** p95 wait per matched player. */
+  waitP95: number;
+  /** p95 wait per matched ticket. */
+  waitP95PerTicket: number;
+}
+
+export function ratios(engine: Summary, baseline: Summary): Ratios {
+  const r = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b !== 0 ? a / b : NaN);
+  return {
+    skillSpreadMean: r(engine.skillSpread.mean, baseline.skillSpread.mean),
+    teamImbalanceMean: r(engine.teamImbalance.mean, baseline.teamImbalance.mean),
+    waitP95: r(engine.waitSecs.p95, baseline.waitSecs.p95),
+    waitP95PerTicket: r(engine.waitSecsPerTicket.p95, baseline.waitSecsPerTicket.p95),
+  };
+}
+
+export function formatComparison(columns: readonly Column[], arrivedPlayers: number): string {
+  const engine = columns[0]!.summary;
   const share = (n: number) => (arrivedPlayers === 0 ? '' : ` (${pct(n / arrivedPlayers)})`);
-  const row = (label: string, f: (s: Summary) => string) => [label, f(engine), f(baseline)];
+  const ticketShare = (s: Summary, n: number) => (s.arrivedTickets === 0 ? '' : ` (${pct(n / s.arrivedTickets)})`);
+  const row = (label: string, f: (s: Summary) => string) => [label, ...columns.map((c) => f(c.summary))];
+  const v = (s: Summary) => s.violations;
   const rows: string[][] = [
-    ['', 'engine', 'FCFS baseline'],
+    ['', ...columns.map((c) => c.label)],
     row('matches formed', (s) => int(s.matches)),
     ...(Object.keys(engine.matchesByRuleset).length > 1
       ? Object.keys(engine.matchesByRuleset).map((id) => row(`  ruleset ${id}`, (s) => int(s.matchesByRuleset[id]!)))
       : []),
     row('players matched', (s) => `${int(s.playersMatched)}${share(s.playersMatched)}`),
-    row('players expired (tickets)', (s) => `${int(s.expiredPlayers)} (${int(s.expiredTickets)})${share(s.expiredPlayers)}`),
-    row('players still waiting at end', (s) => `${int(s.waitingAtEndPlayers)}${share(s.waitingAtEndPlayers)}`),
-    row('wait p50 / p95 / max (s)', (s) => trio(s.waitSecs, 1)),
+    row('tickets matched', (s) => `${int(s.ticketsMatched)}${ticketShare(s, s.ticketsMatched)}`),
+    row('tickets expired (players)', (s) => `${int(s.expiredTickets)} (${int(s.expiredPlayers)})${ticketShare(s, s.expiredTickets)}`),
+    row('tickets still waiting at end (players)', (s) => `${int(s.waitingAtEndTickets)} (${int(s.waitingAtEndPlayers)})`),
+    row('wait per player p50 / p95 / max (s)', (s) => trio(s.waitSecs, 1)),
+    row('wait per ticket p50 / p95 / max (s)', (s) => trio(s.waitSecsPerTicket, 1)),
     row('skill spread mean / p95 (mmr)', (s) => pair(s.skillSpread, 3)),
     row('team imbalance mean / p95 (mmr)', (s) => pair(s.teamImbalance, 3)),
     row('host latency mean / p95 (ms)', (s) => pair(s.hostLatencyMs, 0)),
-    row(`matches with host > ${engine.hostOverMs} ms`, (s) => `${int(s.matchesOverLatency)} (${pct(s.shareOverLatency)})`),
+    row(`matches with host > max_latency_ms (${engine.hostOverMs})`, (s) => `${int(s.hostOverLatency)} (${pct(s.hostOverLatencyShare)})`),
     row('matches with no acceptable host', (s) => (s === engine ? int(s.matchesWithoutHost) : 'n/a')),
-    row('matches breaking attribute filters', (s) => int(s.attributeViolations)),
-    row('engine contract violations', (s) => (s === engine ? int(s.constraintViolations) : 'n/a')),
+    row('matches breaking a hard bound in force', (s) => int(v(s).matches)),
+    row('  teams / spread / imbalance / host / filters', (s) =>
+      [v(s).teams, v(s).spread, v(s).imbalance, v(s).host, v(s).attributes].map(int).join(' / '),
+    ),
     row('pool size mean / max (tickets)', (s) => `${int(s.poolTickets.mean)} / ${int(s.poolTickets.max)}`),
     row('tick time mean / p95 / max (ms)', (s) => trio(s.tickMs, 2)),
   ];
-  return table(rows, ['l', 'r', 'r']);
+  return table(
+    rows,
+    rows[0]!.map((_, i) => (i === 0 ? 'l' : 'r')),
+  );
 }
 
-export function formatSegments(engine: Summary, baseline: Summary): string {
+/** engine ÷ each baseline, one column per baseline. */
+export function formatRatios(columns: readonly Column[]): string {
+  const engine = columns[0]!.summary;
+  const all = columns.slice(1).map((c) => ratios(engine, c.summary));
+  const x = (n: number) => (Number.isFinite(n) ? `${n.toFixed(2)}x` : '-');
   const rows: string[][] = [
-    ['segment', 'players', 'engine: matched', 'expired', 'wait p50', 'p95 (s)', 'FCFS: matched', 'expired', 'wait p50', 'p95 (s)'],
+    ['engine ÷ baseline', ...columns.slice(1).map((c) => c.label)],
+    ['skill spread mean', ...all.map((r) => x(r.skillSpreadMean))],
+    ['team imbalance mean', ...all.map((r) => x(r.teamImbalanceMean))],
+    ['wait p95 per player', ...all.map((r) => x(r.waitP95))],
+    ['wait p95 per ticket', ...all.map((r) => x(r.waitP95PerTicket))],
   ];
-  engine.segments.forEach((e, i) => {
-    const b = baseline.segments[i]!;
+  return table(
+    rows,
+    rows[0]!.map((_, i) => (i === 0 ? 'l' : 'r')),
+  );
+}
+
+export function formatSegments(columns: readonly Column[]): string {
+  const [first] = columns;
+  const rows: string[][] = [['segment', 'players', ...columns.flatMap((c) => [`${c.label}: matched`, 'expired', 'wait p50', 'p95 (s)'])]];
+  first!.summary.segments.forEach((e, i) => {
     if (e.players === 0) return;
     rows.push([
       e.name,
       int(e.players),
-      pct(e.matchedShare),
-      pct(e.expiredShare),
-      fix(e.waitP50, 1),
-      fix(e.waitP95, 1),
-      pct(b.matchedShare),
-      pct(b.expiredShare),
-      fix(b.waitP50, 1),
-      fix(b.waitP95, 1),
+      ...columns.flatMap((c) => {
+        const s = c.summary.segments[i]!;
+        return [pct(s.matchedShare), pct(s.expiredShare), fix(s.waitP50, 1), fix(s.waitP95, 1)];
+      }),
     ]);
   });
-  return table(rows, ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r']);
+  return table(
+    rows,
+    rows[0]!.map((_, i) => (i === 0 ? 'l' : 'r')),
+  );
 }
 
-/** One row per swept value, and the baseline's row (which no bound affects). */
+/** One row per swept value, and one per baseline (run once, on the main config). */
 export function formatSweep(
   key: string,
-  points: readonly { value: number; summary: Summary }[],
-  baseline: Summary,
+  points: readonly { value: number | string | boolean; summary: Summary }[],
+  baselines: readonly Column[],
   arrivedPlayers: number,
 ): string {
   const share = (n: number) => (arrivedPlayers === 0 ? '-' : pct(n / arrivedPlayers));
@@ -84,12 +135,28 @@ export function formatSweep(
     pair(s.skillSpread, 3),
     pair(s.teamImbalance, 3),
     pair(s.hostLatencyMs, 0),
+    pct(s.hostOverLatencyShare),
+    int(s.violations.matches),
     int(s.poolTickets.mean),
   ];
   const rows: string[][] = [
-    [key, 'matched', 'expired', 'wait p50 / p95 / max (s)', 'spread mean / p95', 'imbalance mean / p95', 'host ms mean / p95', 'pool mean'],
+    [
+      key,
+      'matched',
+      'expired',
+      'wait p50 / p95 / max (s)',
+      'spread mean / p95',
+      'imbalance mean / p95',
+      'host ms mean / p95',
+      'host > bound',
+      'violations',
+      'pool mean',
+    ],
     ...points.map((p) => row(`engine ${p.value}`, p.summary)),
-    row('FCFS baseline', baseline),
+    ...baselines.map((b) => row(b.label, b.summary)),
   ];
-  return table(rows, ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r']);
+  return table(
+    rows,
+    rows[0]!.map((_, i) => (i === 0 ? 'l' : 'r')),
+  );
 }

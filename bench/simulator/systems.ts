@@ -1,19 +1,23 @@
-// The two matchmakers the simulator compares, driven tick by tick on the same arrivals:
+// The matchmakers the simulator compares, driven tick by tick on the same arrivals:
 //  - EngineSystem: the real native engine in-process (TicketPool + TickRunner), ticked the way
 //    QueueRuntime ticks it, with the simulated clock as now and as arrival times.
 //  - BaselineSystem: naive first-come-first-served team filling.
+//  - LatencyAwareFcfs: first-come, but a match only takes tickets that share an acceptable host and pass the
+//    attribute filters (issue 19's baseline).
 import { performance } from 'node:perf_hooks';
 import type { QueueConfig } from '../../src/config/queue-config.js';
 import { TicketPool } from '../../src/engine/ticket-pool.js';
 import { allMatches, engineParams, TickRunner } from '../../src/engine/tick-runner.js';
-import { bestHost, Metrics, type FormedMatch } from './metrics.js';
-import { REGIONS, type SimTicket } from './population.js';
+import { bestHost, boundsForWait, Metrics, pairCompatible, type FormedMatch } from './metrics.js';
+import type { PopulationModel, SimTicket } from './population.js';
 
 export interface MatchSystem {
   readonly metrics: Metrics;
   /** Adds the tick's arrivals, expires tickets older than the TTL, forms matches at `nowMs`. */
   tick(nowMs: number, arrivals: readonly SimTicket[], tickIndex: number): Promise<void>;
   waiting(): Iterable<SimTicket>;
+  /** Tickets waiting now. */
+  waitingCount(): number;
 }
 
 /** Waiting tickets in arrival order (Map insertion order), with TTL expiry from the front. */
@@ -42,14 +46,15 @@ export class EngineSystem implements MatchSystem {
   private readonly runner: TickRunner;
   private readonly list = new WaitingList();
   private readonly ttlMs: number;
-  /** Pool host index -> REGIONS index (the pool interns host keys in order of first appearance). */
+  /** Pool host index -> model host index (the pool interns host keys in order of first appearance). */
   private readonly hostMap: number[] = [];
 
   constructor(
     readonly config: QueueConfig,
+    private readonly model: PopulationModel,
     private readonly seed: number,
   ) {
-    this.metrics = new Metrics(config, true);
+    this.metrics = new Metrics(config, model, true);
     this.pool = new TicketPool({
       filters: config.engine.attribute_filters,
       rulesetIds: config.rulesets.map((r) => r.id),
@@ -91,7 +96,7 @@ export class EngineSystem implements MatchSystem {
         rulesetIndex: m.rulesetIndex,
         tickets,
         teams: Array.from(m.teams),
-        host: m.preferredHost === undefined ? undefined : this.regionOf(m.preferredHost),
+        host: m.preferredHost === undefined ? undefined : this.hostOf(m.preferredHost),
       };
       this.metrics.match(formed, nowMs);
     }
@@ -102,15 +107,19 @@ export class EngineSystem implements MatchSystem {
     return this.list.byId.values();
   }
 
-  private regionOf(poolHost: number): number {
-    let r = this.hostMap[poolHost];
-    if (r === undefined) {
+  waitingCount(): number {
+    return this.list.byId.size;
+  }
+
+  private hostOf(poolHost: number): number {
+    let h = this.hostMap[poolHost];
+    if (h === undefined) {
       const key = this.pool.hosts.keys[poolHost]!;
-      r = REGIONS.findIndex((reg) => reg.key === key);
-      if (r < 0) throw new Error(`engine chose unknown host "${key}"`);
-      this.hostMap[poolHost] = r;
+      h = this.model.hosts.findIndex((host) => host.key === key);
+      if (h < 0) throw new Error(`engine chose unknown host "${key}"`);
+      this.hostMap[poolHost] = h;
     }
-    return r;
+    return h;
   }
 }
 
@@ -128,8 +137,11 @@ export class BaselineSystem implements MatchSystem {
   private readonly ttlMs: number;
   private readonly largestTeam: number;
 
-  constructor(private readonly config: QueueConfig) {
-    this.metrics = new Metrics(config, false);
+  constructor(
+    private readonly config: QueueConfig,
+    model: PopulationModel,
+  ) {
+    this.metrics = new Metrics(config, model, false);
     this.ttlMs = config.ticket_ttl_secs * 1000;
     this.largestTeam = Math.max(...config.rulesets.map((r) => r.team_size));
   }
@@ -198,10 +210,142 @@ export class BaselineSystem implements MatchSystem {
   waiting(): Iterable<SimTicket> {
     return this.list.byId.values();
   }
+
+  waitingCount(): number {
+    return this.list.byId.size;
+  }
 }
 
 interface Forming {
   room: number[];
   tickets: SimTicket[];
   teams: number[];
+}
+
+/** A match the latency-aware baseline is filling. */
+interface OpenMatch {
+  rulesetIndex: number;
+  /** Free places per team. */
+  room: number[];
+  tickets: SimTicket[];
+  teams: number[];
+  /** Per host, the worst latency of the tickets so far. */
+  worst: Uint16Array;
+  /** Arrival of its first ticket: the walk is in arrival order, so its oldest. */
+  oldestMs: number;
+}
+
+/**
+ * Latency-aware first-come (issue 19's "first-come, latency-aware" baseline). Every tick it walks the waiting
+ * tickets in arrival order and keeps any number of forming matches per ruleset. A ticket joins the first
+ * forming match (rulesets in config order, then oldest match first) that it fits: its party fits a team
+ * (first team with room), it is attribute-compatible with every ticket already there (docs/engine.md
+ * "Attributes"; unspecified = compatible), and the match keeps a host where every ticket's latency is at most
+ * the ruleset's max_latency_ms in force (relaxed by the oldest ticket's wait, as the engine's
+ * `bounds_for_wait`). Otherwise it opens a new forming match in the first ruleset where its party fits and it
+ * has an acceptable host of its own (else it waits). A full match is emitted on the host minimising its worst latency (an acceptable
+ * one). Forming matches still partial at the end of the walk are abandoned; their tickets wait for the next
+ * tick. Skill is ignored, and the latency bound holds whatever require_host says.
+ */
+export class LatencyAwareFcfs implements MatchSystem {
+  readonly metrics: Metrics;
+  private readonly list = new WaitingList();
+  private readonly ttlMs: number;
+
+  constructor(
+    private readonly config: QueueConfig,
+    private readonly model: PopulationModel,
+  ) {
+    this.metrics = new Metrics(config, model, false);
+    this.ttlMs = config.ticket_ttl_secs * 1000;
+  }
+
+  async tick(nowMs: number, arrivals: readonly SimTicket[]): Promise<void> {
+    for (const t of arrivals) {
+      this.list.add(t);
+      this.metrics.arrived(t);
+    }
+    for (const t of this.list.expire(nowMs, this.ttlMs)) this.metrics.expired(t);
+    const poolSize = this.list.byId.size;
+    const started = performance.now();
+    for (const m of this.formMatches(nowMs, [...this.list.byId.values()])) {
+      for (const t of m.tickets) this.list.byId.delete(t.id);
+      this.metrics.match(m, nowMs);
+    }
+    this.metrics.tick(poolSize, performance.now() - started);
+  }
+
+  /** One walk over `tickets` (in arrival order) at `nowMs`: the full matches it forms. Pure. */
+  formMatches(nowMs: number, tickets: readonly SimTicket[]): FormedMatch[] {
+    const rulesets = this.config.rulesets;
+    const filters = this.config.engine.attribute_filters.length;
+    const hostCount = this.model.hosts.length;
+    const open: OpenMatch[][] = rulesets.map(() => []);
+    const formed: FormedMatch[] = [];
+    const latencyBound = (r: number, oldestMs: number) => boundsForWait(rulesets[r]!, nowMs - oldestMs).latency;
+    /** Some host keeps every latency (the match's worst so far and t's) within `bound`. */
+    const sharesHost = (worst: Uint16Array | undefined, t: SimTicket, bound: number) => {
+      for (let h = 0; h < hostCount; h++) if (Math.max(worst?.[h] ?? 0, t.latency[h]!) <= bound) return true;
+      return false;
+    };
+    const place = (m: OpenMatch, t: SimTicket, team: number) => {
+      m.room[team] = m.room[team]! - t.partySize;
+      m.tickets.push(t);
+      m.teams.push(team);
+      for (let h = 0; h < hostCount; h++) m.worst[h] = Math.max(m.worst[h]!, t.latency[h]!);
+    };
+
+    for (const t of tickets) {
+      let joined: { r: number; i: number } | undefined;
+      for (let r = 0; r < rulesets.length && !joined; r++) {
+        if (t.partySize > rulesets[r]!.team_size) continue;
+        for (let i = 0; i < open[r]!.length; i++) {
+          const m = open[r]![i]!;
+          const team = m.room.findIndex((free) => free >= t.partySize);
+          if (team < 0) continue;
+          let compatible = true;
+          for (let f = 0; f < filters && compatible; f++) compatible = m.tickets.every((x) => pairCompatible(this.config, f, x, t));
+          if (!compatible || !sharesHost(m.worst, t, latencyBound(r, m.oldestMs))) continue;
+          place(m, t, team);
+          joined = { r, i };
+          break;
+        }
+      }
+      if (joined) {
+        const m = open[joined.r]![joined.i]!;
+        if (m.room.every((free) => free === 0)) {
+          open[joined.r]!.splice(joined.i, 1);
+          formed.push({ rulesetIndex: m.rulesetIndex, tickets: m.tickets, teams: m.teams, host: bestHost(m.tickets) });
+        }
+        continue;
+      }
+      // A new forming match, in the first ruleset where the party fits and has an acceptable host of its own.
+      const r = rulesets.findIndex((rs, i) => t.partySize <= rs.team_size && sharesHost(undefined, t, latencyBound(i, t.arrivalMs)));
+      if (r < 0) continue;
+      const ruleset = rulesets[r]!;
+      const m: OpenMatch = {
+        rulesetIndex: r,
+        room: new Array<number>(ruleset.teams).fill(ruleset.team_size),
+        tickets: [],
+        teams: [],
+        worst: new Uint16Array(hostCount),
+        oldestMs: t.arrivalMs,
+      };
+      place(m, t, 0);
+      if (m.room.every((free) => free === 0)) {
+        formed.push({ rulesetIndex: r, tickets: m.tickets, teams: m.teams, host: bestHost(m.tickets) });
+      } else {
+        open[r]!.push(m);
+      }
+    }
+    return formed;
+  }
+
+  waiting(): Iterable<SimTicket> {
+    return this.list.byId.values();
+  }
+
+  waitingCount(): number {
+    return this.list.byId.size;
+  }
 }

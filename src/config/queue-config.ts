@@ -10,6 +10,10 @@ export const STREAM_NAME_PATTERN = /^[^\s\p{Cc}.*>/\\]+$/u;
 export const STREAM_NAME_MAX_BYTES = 255;
 /** The engine keeps ruleset membership as a 32-bit mask. */
 export const MAX_RULESETS = 32;
+/** Default of a ruleset's `expansion.over_secs`. */
+export const DEFAULT_EXPANSION_OVER_SECS = 10;
+/** Default of `expansion.any_host_after_secs`, in multiples of `over_secs`. */
+export const ANY_HOST_AFTER_DOUBLINGS = 3;
 
 const relaxationStep = z
   .object({
@@ -17,6 +21,26 @@ const relaxationStep = z
     after_wait_secs: z.number().min(0),
     max_skill_spread: z.number().positive(),
     max_latency_ms: z.number().int().positive(),
+  })
+  .strict();
+
+/**
+ * Continuous widening of a ruleset's bounds with the seed's wait (docs/engine.md "Bounds"). Every key has a
+ * default, so a ruleset without the block widens too.
+ */
+const expansion = z
+  .object({
+    /** exponential: the bounds double every over_secs; linear: they grow by their base every over_secs; none: steps only. */
+    curve: z.enum(['none', 'linear', 'exponential']).default('exponential'),
+    /** The knob: the wait a ticket spends for quality per doubling (or per base, linear). */
+    over_secs: z.number().positive().finite().default(DEFAULT_EXPANSION_OVER_SECS),
+    /** Limits the widening never passes; absent: unbounded (skill, imbalance) or the base (latency: no widening). */
+    max_skill_spread: z.number().positive().optional(),
+    max_team_imbalance: z.number().positive().optional(),
+    max_latency_ms: z.number().int().positive().optional(),
+    /** Without require_host: the wait after which a seed may form a match with no common acceptable host.
+     *  Default: ANY_HOST_AFTER_DOUBLINGS × over_secs. */
+    any_host_after_secs: z.number().min(0).optional(),
   })
   .strict();
 
@@ -40,9 +64,21 @@ const ruleset = z
     require_host: z.boolean().default(false),
     /** Bounds widen with the oldest ticket's wait; steps in increasing after_wait_secs. */
     relaxation: z.array(relaxationStep).default([]),
+    /** Continuous widening with wait, on top of the steps. */
+    expansion: expansion.default({}),
   })
   .strict()
   .superRefine((r, ctx) => {
+    const limits = [
+      ['max_skill_spread', r.expansion.max_skill_spread, r.max_skill_spread],
+      ['max_team_imbalance', r.expansion.max_team_imbalance, r.max_team_imbalance],
+      ['max_latency_ms', r.expansion.max_latency_ms, r.max_latency_ms],
+    ] as const;
+    for (const [key, limit, base] of limits) {
+      if (limit !== undefined && limit < base) {
+        ctx.addIssue({ code: 'custom', path: ['expansion', key], message: `a limit below the base ${key} (${base})` });
+      }
+    }
     if (r.teams * r.team_size > MAX_PLAYERS_PER_MATCH) {
       ctx.addIssue({
         code: 'custom',

@@ -35,7 +35,13 @@ export function explainTicketResponse(queueId: string, x: TicketExplanation): Ex
     waitSecs: secs(x.waitMs),
     rulesets: x.rulesets.map((r) => ({
       rulesetId: r.rulesetId,
-      bounds: { ...r.bounds, requireHost: r.requireHost },
+      bounds: {
+        maxSkillSpread: r.bounds.maxSkillSpread,
+        maxTeamImbalance: r.bounds.maxTeamImbalance,
+        maxLatencyMs: r.bounds.maxLatencyMs,
+        requireHost: r.requireHost,
+        hostRequired: r.hostRequired,
+      },
       nextRelaxation: r.nextWidening && {
         atWaitSecs: secs(r.nextWidening.atWaitMs),
         inSecs: secs(Math.max(0, r.nextWidening.atWaitMs - x.waitMs)),

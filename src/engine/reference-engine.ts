@@ -14,8 +14,10 @@
 //   changes the result.
 import type { MatchArrays, PoolArrays, QueueParams, RulesetParams } from './native.js';
 import { balanceTeams } from './reference-balance.js';
+import { placeTwoTeams } from './reference-packing.js';
 import { cmp, fmax, fmin, mix } from './reference-numbers.js';
 import { RULE_COLUMNS, validate } from './reference-validate.js';
+import { type Bounds, boundsForWait, widestLatencyMs } from './ruleset-bounds.js';
 
 export { mix };
 
@@ -46,8 +48,6 @@ function refusalOf(rejected: readonly number[]): number {
   return best;
 }
 
-type Bounds = { maxSkillSpread: number; maxLatencyMs: number };
-
 /** Same as TickEngine, but synchronous and in TypeScript. */
 export class ReferenceTickEngine {
   constructor(private params: QueueParams) {}
@@ -59,19 +59,6 @@ export class ReferenceTickEngine {
   run(pool: PoolArrays, out: MatchArrays, nowMs: number, seed: number | bigint): number {
     return referenceTick(pool, this.params, out, nowMs, seed);
   }
-}
-
-/**
- * Bounds in force for a candidate whose oldest ticket has waited `waitMs`: those of the last relaxation
- * step with `afterWaitMs <= waitMs`, else the base bounds (Ruleset::bounds_for_wait).
- */
-export function boundsForWait(rs: RulesetParams, waitMs: number): Bounds {
-  let bounds: Bounds = { maxSkillSpread: rs.maxSkillSpread, maxLatencyMs: rs.maxLatencyMs };
-  for (const step of rs.relaxation) {
-    if (step.afterWaitMs <= waitMs) bounds = { maxSkillSpread: step.maxSkillSpread, maxLatencyMs: step.maxLatencyMs };
-    else break;
-  }
-  return bounds;
 }
 
 /**
@@ -95,11 +82,11 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
   const count = (r: number, column: number, k = 1): void => {
     if (ruleCounts !== undefined) ruleCounts[r * RULE_COLUMNS + column]! += k;
   };
-  /** A candidate of ruleset r failed at once, for `reason`. */
   // Per ticket, why it still waits: the rejections of the current seed's failed candidates, over its rulesets.
   const refusals = out.ticketRefusals;
   const seedRejected = [0, 0, 0, 0, 0];
-  const failAt = (r: number, reason: number): undefined => {
+  /** A candidate of ruleset r failed at once, for `reason`. */
+  const failAtCounted = (r: number, reason: number): undefined => {
     count(r, reason);
     count(r, FAILED);
     seedRejected[reason]!++;
@@ -183,16 +170,94 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
     hosts: bigint;
   }
 
-  const tryForm = (sp: number, r: number, rs: RulesetParams): Candidate | undefined => {
+  /** Highest minus lowest of `xs`. */
+  const span = (xs: number[]): number => {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const x of xs) {
+      lo = fmin(lo, x);
+      hi = fmax(hi, x);
+    }
+    return hi - lo;
+  };
+  /** `x / bound`, or 0 for an unbounded (or zero) bound. */
+  const share = (x: number, bound: number): number => (bound > 0 && bound < Infinity ? x / bound : 0);
+  /** The candidate's cost: spread, team imbalance and worst latency at its best host, each over its bound. */
+  const cost = (c: Candidate, rs: RulesetParams, bounds: Bounds, hostFilter: boolean): number => {
+    const spread = span(c.sel.map((p) => eff[p]!)) / norm;
+    const teams = Math.min(rs.teams, 64);
+    const sums = new Array<number>(teams).fill(0);
+    c.sel.forEach((p, k) => {
+      if (c.team[k]! < teams) sums[c.team[k]!]! += eff[p]! * party[p]!;
+    });
+    const imbalance = teams > 1 && rs.teams <= 64 ? span(sums) / rs.teamSize / norm : 0;
+    let latency = 0;
+    if (H > 0) {
+      let best = 0xffff_ffff;
+      for (let h = 0; h < H; h++) {
+        if (hostFilter && ((c.hosts >> BigInt(h)) & 1n) === 0n) continue;
+        best = Math.min(best, Math.max(...c.sel.map((p) => pool.latencyMs[ticket[p]! * H + h]!)));
+      }
+      latency = best;
+    }
+    return share(spread, bounds.maxSkillSpread) + share(imbalance, bounds.maxTeamImbalance) + share(latency, bounds.maxLatencyMs);
+  };
+
+  /**
+   * The candidate match around seed `sp`: the nearest tickets first; when their spread uses more than a
+   * quarter of the bound, also the candidates grown around a centre half that spread below and above the
+   * seed, and the one of the lowest cost wins (the first on ties). Only the first candidate's failure counts.
+   */
+  const tryForm = (
+    sp: number,
+    r: number,
+    rs: RulesetParams,
+    bounds: Bounds,
+    hostFilter: boolean,
+    counted: boolean,
+  ): Candidate | undefined => {
+    const first = grow(sp, r, rs, bounds, hostFilter, 0, counted);
+    if (first === undefined) return undefined;
+    const spread = span(first.sel.map((p) => eff[p]!));
+    if (spread / norm <= 0.25 * bounds.maxSkillSpread) return first;
+    let best = first;
+    let bestCost = cost(first, rs, bounds, hostFilter);
+    for (const shift of [-0.5 * spread, 0.5 * spread]) {
+      const other = grow(sp, r, rs, bounds, hostFilter, shift, false);
+      if (other === undefined) continue;
+      const c = cost(other, rs, bounds, hostFilter);
+      if (c < bestCost) {
+        best = other;
+        bestCost = c;
+      }
+    }
+    return best;
+  };
+
+  /**
+   * Grows one candidate: the scan takes the unused tickets nearest to the seed's skill + `shift` first.
+   * `hostFilter`: the candidate must keep a common acceptable host. `counted`: a failure counts in the
+   * rule diagnostics.
+   */
+  const grow = (
+    sp: number,
+    r: number,
+    rs: RulesetParams,
+    bounds: Bounds,
+    hostFilter: boolean,
+    shift: number,
+    counted: boolean,
+  ): Candidate | undefined => {
+    const failAt = (r: number, reason: number): undefined => (counted ? failAtCounted(r, reason) : undefined);
     const teamSize = rs.teamSize;
     const seedSize = party[sp]!;
     if (seedSize > teamSize) return failAt(r, PARTY_SIZE);
-    if (rs.requireHost && H === 0) return failAt(r, NO_ACCEPTABLE_HOST);
+    if (hostFilter && H === 0) return failAt(r, NO_ACCEPTABLE_HOST);
     // Bounds from the seed's wait: every older unused ticket has already seeded, so the seed is normally
     // the candidate's oldest; when it is not, these bounds are only tighter.
-    const { maxSkillSpread: spread, maxLatencyMs: latBound } = boundsForWait(rs, waitOf(sp));
+    const { maxSkillSpread: spread, maxLatencyMs: latBound } = bounds;
     let hosts = hostMask(sp, latBound);
-    if (rs.requireHost && hosts === 0n) return failAt(r, NO_ACCEPTABLE_HOST);
+    if (hostFilter && hosts === 0n) return failAt(r, NO_ACCEPTABLE_HOST);
 
     const sel = [sp];
     const team = [0];
@@ -208,15 +273,15 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
     const limit = Math.min(Math.max(rs.teams * teamSize * 16, 64), 16_384);
     // Raw-unit window, widened by a hair so it never prunes what the exact spread check would accept.
     const win = spread * norm * (1.0 + 1e-12);
+    // Inside the window, distances are from the scan's centre; along each side they still grow.
+    const centre = eSeed + shift;
     const distLeft = (slot: number): number => {
       if (slot === 0) return Infinity;
-      const d = eSeed - eff[slot - 1]!;
-      return d <= win ? d : Infinity;
+      return eSeed - eff[slot - 1]! <= win ? centre - eff[slot - 1]! : Infinity;
     };
     const distRight = (slot: number): number => {
       if (slot === n + 1) return Infinity;
-      const d = eff[slot - 1]! - eSeed;
-      return d <= win ? d : Infinity;
+      return eff[slot - 1]! - eSeed <= win ? eff[slot - 1]! - centre : Infinity;
     };
     let left = find(nextLeft, sp); // slot of the seed is sp + 1
     let right = find(nextRight, sp + 2);
@@ -245,7 +310,10 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
       // Best fit: the fullest team that still has room (lowest index on ties).
       let best = -1;
       for (let t = 0; t < rs.teams; t++) if (room[t]! >= size && (best === -1 || room[t]! < room[best]!)) best = t;
-      if (size > remaining || best === -1) {
+      // A party the teams as placed have no room for may fit two teams placed anew.
+      const repacked =
+        best === -1 && rs.teams === 2 && size <= remaining ? placeTwoTeams([...sel.map((o) => party[o]!), size], teamSize) : undefined;
+      if (best === -1 && repacked === undefined) {
         rejected[PARTY_SIZE]!++; // fits in a team
         continue;
       }
@@ -260,21 +328,30 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
         continue;
       }
       const m = hostMask(p, latBound);
-      if (rs.requireHost && (hosts & m) === 0n) {
+      if (hostFilter && (hosts & m) === 0n) {
         rejected[NO_ACCEPTABLE_HOST]!++; // an acceptable host remains
         continue;
       }
 
       sel.push(p);
-      team.push(best);
-      room[best]! -= size;
+      if (repacked === undefined) {
+        team.push(best);
+        room[best]! -= size;
+      } else {
+        team.splice(0, team.length, ...repacked);
+        room.fill(teamSize);
+        sel.forEach((o, k) => {
+          room[team[k]!]! -= party[o]!;
+        });
+      }
       remaining -= size;
       lo = nlo;
       hi = nhi;
       hosts &= m;
     }
     const full = remaining === 0;
-    if (full && (rs.teams === 1 || balanceTeams(sel, team, rs, { eff, party }, norm))) return { sel, team, hosts };
+    const balanced = () => balanceTeams(sel, team, { ...rs, maxTeamImbalance: bounds.maxTeamImbalance }, { eff, party }, norm);
+    if (full && (rs.teams === 1 || balanced())) return { sel, team, hosts };
 
     // Failed: full but unbalanced, or short of players. Then the nearest unused ticket beyond the skill
     // window on each side (if it competes in the ruleset) was turned away by the spread bound.
@@ -283,6 +360,7 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
       if (dl === Infinity && left !== 0 && ((rulesetMask[left - 1]! >>> r) & 1) === 1) rejected[SKILL_SPREAD]!++;
       if (dr === Infinity && right !== n + 1 && ((rulesetMask[right - 1]! >>> r) & 1) === 1) rejected[SKILL_SPREAD]!++;
     }
+    if (!counted) return undefined;
     for (const [reason, k] of rejected.entries()) {
       count(r, reason, k);
       seedRejected[reason]! += k;
@@ -295,7 +373,7 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
   // ---- Output of one match. -----------------------------------------------------------------------------------
   let matches = 0;
   let written = 0;
-  const emit = (c: Candidate, r: number, rs: RulesetParams): void => {
+  const emit = (c: Candidate, r: number, latBound: number, hostFiltered: boolean): void => {
     const m = matches;
     out.matchRuleset[m] = r;
     c.sel.forEach((p, k) => {
@@ -304,19 +382,20 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
     });
     out.matchOffsets[m + 1] = written + c.sel.length;
 
-    // Acceptable hosts: every host within the (relaxed) latency bound of every ticket. With require_host
-    // the scan already maintained that set; without it, it is computed here and may be empty.
-    const { maxLatencyMs: latBound } = boundsForWait(rs, waitOf(c.sel[0]!));
+    // Acceptable hosts: every host within the (relaxed) latency bound of every ticket. A scan that kept a
+    // common host already maintained that set; otherwise it is computed here and may be empty.
     let acceptable = c.hosts;
-    if (!rs.requireHost) {
+    if (!hostFiltered) {
       acceptable = H === 0 ? 0n : U64_MAX >> BigInt(64 - H);
       for (const p of c.sel) acceptable &= hostMask(p, latBound);
     }
-    // Preferred: the acceptable host with the lowest cost (max latency over the tickets), lowest index on ties.
+    // Preferred: the acceptable host with the lowest cost (max latency over the tickets), lowest index on ties;
+    // with none acceptable, the cheapest of all hosts.
     let preferred = NO_HOST;
     let bestCost = Infinity;
+    const choices = acceptable !== 0n || H === 0 ? acceptable : U64_MAX >> BigInt(64 - H);
     for (let h = 0; h < H; h++) {
-      if (((acceptable >> BigInt(h)) & 1n) === 0n) continue;
+      if (((choices >> BigInt(h)) & 1n) === 0n) continue;
       const cost = Math.max(...c.sel.map((p) => pool.latencyMs[ticket[p]! * H + h]!));
       if (cost < bestCost) {
         bestCost = cost;
@@ -340,9 +419,7 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
   // requires a host and none of theirs is within its widest latency bound. Seeds skip them and scans step
   // over them without counting them as examined. Each counts as a candidate of each of its rulesets that
   // failed for want of a host (as its seed would have). -----------------------------------------------------
-  const widest = rulesets.map((rs) =>
-    rs.requireHost ? Math.max(rs.maxLatencyMs, ...rs.relaxation.map((s) => s.maxLatencyMs)) : undefined,
-  );
+  const widest = rulesets.map((rs) => (rs.requireHost ? widestLatencyMs(rs) : undefined));
   for (let p = 0; p < n; p++) {
     let possible = false;
     for (let r = 0; r < rulesets.length && !possible; r++) {
@@ -352,7 +429,7 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
     }
     if (!possible) {
       markUsed(p);
-      for (let r = 0; r < rulesets.length; r++) if (((rulesetMask[p]! >>> r) & 1) === 1) failAt(r, NO_ACCEPTABLE_HOST);
+      for (let r = 0; r < rulesets.length; r++) if (((rulesetMask[p]! >>> r) & 1) === 1) failAtCounted(r, NO_ACCEPTABLE_HOST);
     }
   }
 
@@ -365,9 +442,20 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
     for (let r = 0; r < rulesets.length && !formed; r++) {
       if (((rulesetMask[sp]! >>> r) & 1) === 0) continue; // bits >= the ruleset count are ignored
       const rs = rulesets[r]!;
-      const c = tryForm(sp, r, rs);
+      const bounds = boundsForWait(rs, waitOf(sp));
+      // Latency is a filter first: a common acceptable host; without require_host, once the seed's bounds
+      // allow it (or with no hosts at all), a match without one.
+      let c: Candidate | undefined;
+      let hostFiltered = true;
+      const filtered = rs.requireHost || H > 0;
+      if (filtered) c = tryForm(sp, r, rs, bounds, true, true);
+      if (c === undefined && (bounds.anyHost || (H === 0 && !rs.requireHost))) {
+        // A seed fails at most once per ruleset in the diagnostics: after a filtered attempt, only it counts.
+        c = tryForm(sp, r, rs, bounds, false, !filtered);
+        hostFiltered = false;
+      }
       if (c === undefined) continue;
-      emit(c, r, rs);
+      emit(c, r, bounds.maxLatencyMs, hostFiltered);
       for (const p of c.sel) {
         markUsed(p);
         if (refusals !== undefined) refusals[ticket[p]!] = REFUSAL_NONE;

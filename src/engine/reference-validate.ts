@@ -48,6 +48,13 @@ export function validate(pool: PoolArrays, params: QueueParams, out: MatchArrays
       if (step.maxLatencyMs < prev.maxLatencyMs) bad('relaxation steps may only widen maxLatencyMs');
       prev = step;
     }
+    const e = rs.expansion;
+    if (e.curve !== 'none' && e.curve !== 'linear' && e.curve !== 'exponential') fail(`unknown expansion curve "${e.curve}"`);
+    if (e.curve !== 'none' && !(Number.isFinite(e.overMs) && e.overMs > 0)) bad('expansion overMs must be finite and > 0');
+    if (!(e.maxSkillSpread >= rs.maxSkillSpread)) bad('expansion maxSkillSpread must be >= the base');
+    if (!(e.maxTeamImbalance >= rs.maxTeamImbalance)) bad('expansion maxTeamImbalance must be >= the base');
+    if (e.maxLatencyMs < rs.maxLatencyMs) bad('expansion maxLatencyMs must be >= the base');
+    if (Number.isNaN(e.anyHostAfterMs)) bad('expansion anyHostAfterMs must not be NaN');
   });
   for (let i = 0; i < n; i++) {
     if (pool.partySize[i] === 0) fail(`ticket ${i}: partySize is 0`);

@@ -2,6 +2,7 @@
 // outgrows them) and the engine's reusable scratch memory, so a steady-state tick allocates nothing.
 import type { QueueConfig } from '../config/queue-config.js';
 import { NO_HOST, TickEngine, type MatchArrays, type QueueParams } from './native.js';
+import { expansionParams } from './ruleset-bounds.js';
 import type { TicketPool } from './ticket-pool.js';
 
 /**
@@ -59,6 +60,7 @@ export function engineParams(config: QueueConfig): QueueParams {
     rulesets: config.rulesets.map((r) => ({
       ...nativeFields(r, RULESET_FIELDS),
       relaxation: r.relaxation.map((s) => ({ ...nativeFields(s, RELAXATION_FIELDS), afterWaitMs: s.after_wait_secs * 1000 })),
+      expansion: expansionParams(r),
     })),
   };
 }

@@ -3,7 +3,8 @@
 // tickets of the pool pass each of the engine's pairwise rules alone and all of them together. A pure function
 // of the pool's columns, O(pool) per call; computed on demand, never by the tick.
 import type { QueueConfig } from '../config/queue-config.js';
-import { boundsAt, nextWidening, type RulesetBounds } from './ruleset-bounds.js';
+import { type Bounds, boundsForWait, nextWidening } from './ruleset-bounds.js';
+import { engineParams } from './tick-runner.js';
 import type { TicketPool } from './ticket-pool.js';
 
 /** Other waiting tickets of a ruleset, and of those how many pass each rule alone, and all together. */
@@ -18,7 +19,7 @@ export interface RuleCounts {
   attributesCompatible: number;
   /** Some host is within the latency bound in force for both. */
   acceptableHost: number;
-  /** Pass every rule above; the host rule counts only where the ruleset requires a host. */
+  /** Pass every rule above; the host rule only while it is in force (`hostRequired`). */
   all: number;
   /** Players in the tickets counted in `all`. */
   playersAll: number;
@@ -26,9 +27,14 @@ export interface RuleCounts {
 
 export interface RulesetReach {
   rulesetIndex: number;
-  /** The bounds the ruleset applies to this ticket as a seed, for its wait. */
-  bounds: RulesetBounds;
+  /** The bounds the ruleset applies to this ticket as a seed, for its wait (steps and expansion). */
+  bounds: Bounds;
   requireHost: boolean;
+  /**
+   * Whether a match needs a common acceptable host now: with require_host always; without it, until the
+   * seed may form one without (`bounds.anyHost`), and only when the queue has host keys at all.
+   */
+  hostRequired: boolean;
   /** When they widen next (a wait, from the ticket's creation); undefined when they no longer do. */
   nextWidening: { atWaitMs: number; continuous: boolean } | undefined;
   /** Players a match of the ruleset still needs beside this ticket's party. */
@@ -65,9 +71,10 @@ export function ticketReach(pool: TicketPool, row: number, config: QueueConfig, 
   }
 
   const reach: RulesetReach[] = [];
-  config.rulesets.forEach((rs, r) => {
+  engineParams(config).rulesets.forEach((rs, r) => {
     if (((rulesetMask[row]! >>> r) & 1) === 0) return;
-    const bounds = boundsAt(rs, waitMs);
+    const bounds = boundsForWait(rs, waitMs);
+    const hostRequired = rs.requireHost || (H > 0 && !bounds.anyHost);
     // This ticket's hosts within the bound: a candidate passes when it is within the bound of one of them.
     const hosts: number[] = [];
     for (let h = 0; h < H; h++) if (latencyMs[row * H + h]! <= bounds.maxLatencyMs) hosts.push(h);
@@ -84,7 +91,7 @@ export function ticketReach(pool: TicketPool, row: number, config: QueueConfig, 
       if (i === row || ((rulesetMask[i]! >>> r) & 1) === 0) continue;
       counts.inRuleset++;
       const size = partySize[i]!;
-      const fits = party <= rs.team_size && (rs.teams === 1 ? party + size <= rs.team_size : size <= rs.team_size);
+      const fits = party <= rs.teamSize && (rs.teams === 1 ? party + size <= rs.teamSize : size <= rs.teamSize);
       const skill = Math.abs(eff(i) - mine) / norm <= bounds.maxSkillSpread;
       const attrs = compatible[i] === 1;
       const host = hosts.some((h) => latencyMs[i * H + h]! <= bounds.maxLatencyMs);
@@ -92,7 +99,7 @@ export function ticketReach(pool: TicketPool, row: number, config: QueueConfig, 
       counts.skillWithinSpread += Number(skill);
       counts.attributesCompatible += Number(attrs);
       counts.acceptableHost += Number(host);
-      if (fits && skill && attrs && (host || !rs.require_host)) {
+      if (fits && skill && attrs && (host || !hostRequired)) {
         counts.all++;
         counts.playersAll += size;
       }
@@ -100,9 +107,10 @@ export function ticketReach(pool: TicketPool, row: number, config: QueueConfig, 
     reach.push({
       rulesetIndex: r,
       bounds,
-      requireHost: rs.require_host,
+      requireHost: rs.requireHost,
+      hostRequired,
       nextWidening: nextWidening(rs, waitMs),
-      playersNeeded: Math.max(0, rs.teams * rs.team_size - party),
+      playersNeeded: Math.max(0, rs.teams * rs.teamSize - party),
       counts,
     });
   });

@@ -6,7 +6,10 @@ import { randomUUID } from 'node:crypto';
 import { stringify } from 'yaml';
 import { engineInput } from './fixtures.js';
 
-/** max_skill_spread 1.0 normalized unit (0.1 raw mmr), a host within 100 ms required, one overlap filter. */
+/**
+ * max_skill_spread 1.0 normalized unit (0.1 raw mmr), a host within 100 ms required, one overlap filter; the bounds
+ * widen only by one relaxation step, after an hour (no continuous expansion, so the counts do not move with time).
+ */
 export const TRIO_QUEUE = stringify({
   config: {
     tick_interval_ms: 100,
@@ -20,6 +23,7 @@ export const TRIO_QUEUE = stringify({
         max_latency_ms: 100,
         require_host: true,
         relaxation: [{ after_wait_secs: 3600, max_skill_spread: 3.0, max_latency_ms: 100 }],
+        expansion: { curve: 'none' },
       },
     ],
   },

@@ -2,14 +2,31 @@
 //! borrowed column slices and output buffers on every run (no copy).
 
 use matchmaker_engine::{
-    BackfillBuffers, BackfillColumns, FilterMode, MatchBuffers, PoolColumns, RelaxationStep, RuleDiagnostics, Ruleset,
-    TickParams,
+    BackfillBuffers, BackfillColumns, Curve, Expansion, FilterMode, MatchBuffers, PoolColumns, RelaxationStep,
+    RuleDiagnostics, Ruleset, TickParams,
 };
 
 use crate::error::BindingError;
 use crate::types::{
-    BackfillArrays, BackfillOutput, MatchArrays, PoolArrays, QueueParams, RelaxationStepParams, RulesetParams,
+    BackfillArrays, BackfillOutput, ExpansionParams, MatchArrays, PoolArrays, QueueParams, RelaxationStepParams,
+    RulesetParams,
 };
+
+impl TryFrom<ExpansionParams> for Expansion {
+    type Error = BindingError;
+
+    fn try_from(params: ExpansionParams) -> Result<Self, BindingError> {
+        let ExpansionParams { curve, over_ms, max_skill_spread, max_team_imbalance, max_latency_ms, any_host_after_ms } =
+            params;
+        let curve = match curve.as_str() {
+            "none" => Curve::None,
+            "linear" => Curve::Linear,
+            "exponential" => Curve::Exponential,
+            _ => return Err(BindingError::UnknownCurve(curve)),
+        };
+        Ok(Expansion { curve, over_ms, max_skill_spread, max_team_imbalance, max_latency_ms, any_host_after_ms })
+    }
+}
 
 impl From<RelaxationStepParams> for RelaxationStep {
     fn from(step: RelaxationStepParams) -> Self {
@@ -32,10 +49,12 @@ impl OwnedRuleset {
     }
 }
 
-impl From<RulesetParams> for OwnedRuleset {
+impl TryFrom<RulesetParams> for OwnedRuleset {
+    type Error = BindingError;
+
     /// The one place a ruleset's fields are mapped; destructured in full, so a field added on either
     /// side and not mapped here fails to compile.
-    fn from(params: RulesetParams) -> Self {
+    fn try_from(params: RulesetParams) -> Result<Self, BindingError> {
         let RulesetParams {
             teams,
             team_size,
@@ -44,8 +63,9 @@ impl From<RulesetParams> for OwnedRuleset {
             max_latency_ms,
             require_host,
             relaxation,
+            expansion,
         } = params;
-        OwnedRuleset {
+        Ok(OwnedRuleset {
             ruleset: Ruleset {
                 teams,
                 team_size,
@@ -54,9 +74,10 @@ impl From<RulesetParams> for OwnedRuleset {
                 max_latency_ms,
                 require_host,
                 relaxation: &[],
+                expansion: Expansion::try_from(expansion)?,
             },
             relaxation: relaxation.into_iter().map(RelaxationStep::from).collect(),
-        }
+        })
     }
 }
 
@@ -81,7 +102,7 @@ impl TryFrom<QueueParams> for OwnedParams {
                 _ => Err(BindingError::UnknownFilterMode(mode)),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let rulesets = rulesets.into_iter().map(OwnedRuleset::from).collect();
+        let rulesets = rulesets.into_iter().map(OwnedRuleset::try_from).collect::<Result<Vec<_>, _>>()?;
         Ok(OwnedParams { mmr_normalization_ref, party_synergy_bonus, filters, rulesets })
     }
 }

@@ -11,6 +11,8 @@ pub enum BindingError {
     ShortArray { name: &'static str, len: usize, needs: usize },
     /// A filter mode other than "overlap" or "containment".
     UnknownFilterMode(String),
+    /// An expansion curve other than "none", "linear" or "exponential".
+    UnknownCurve(String),
     /// The queue's engine is already running a tick or a backfill.
     Busy,
 }
@@ -24,6 +26,9 @@ pub fn to_napi_error(err: BindingError) -> Error {
         }
         BindingError::UnknownFilterMode(mode) => {
             Error::new(Status::InvalidArg, format!("unknown filter mode \"{mode}\""))
+        }
+        BindingError::UnknownCurve(curve) => {
+            Error::new(Status::InvalidArg, format!("unknown expansion curve \"{curve}\""))
         }
         BindingError::Busy => Error::new(Status::GenericFailure, "a tick is already running"),
     }

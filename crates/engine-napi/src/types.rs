@@ -12,6 +12,18 @@ pub struct RelaxationStepParams {
     pub max_latency_ms: u32,
 }
 
+/// How a ruleset's bounds widen continuously with wait (the engine's `Expansion`).
+#[napi(object)]
+pub struct ExpansionParams {
+    /// "none", "linear" or "exponential".
+    pub curve: String,
+    pub over_ms: f64,
+    pub max_skill_spread: f64,
+    pub max_team_imbalance: f64,
+    pub max_latency_ms: u32,
+    pub any_host_after_ms: f64,
+}
+
 // The engine's `Ruleset` is converted from this in one place (convert.rs).
 #[napi(object)]
 pub struct RulesetParams {
@@ -22,6 +34,7 @@ pub struct RulesetParams {
     pub max_latency_ms: u32,
     pub require_host: bool,
     pub relaxation: Vec<RelaxationStepParams>,
+    pub expansion: ExpansionParams,
 }
 
 /// A queue's engine parameters; set when the queue is configured, not per tick.

@@ -10,7 +10,8 @@ mod common;
 
 use common::{Pool, Rng};
 use matchmaker_engine::{
-    run_tick, FilterMode, MatchOutput, OutputCapacity, Rejection, RelaxationStep, Ruleset, TickParams, Workspace,
+    run_tick, Curve, Expansion, FilterMode, MatchOutput, OutputCapacity, Rejection, RelaxationStep, Ruleset,
+    TickParams, Workspace,
 };
 use std::hint::black_box;
 use std::time::Instant;
@@ -94,6 +95,15 @@ fn main() {
         max_latency_ms: 120,
         require_host: true,
         relaxation: &relax,
+        // The queue config's default: bounds double every 10 s; latency does not widen.
+        expansion: Expansion {
+            curve: Curve::Exponential,
+            over_ms: 10_000.0,
+            max_skill_spread: f64::INFINITY,
+            max_team_imbalance: f64::INFINITY,
+            max_latency_ms: 120,
+            any_host_after_ms: 30_000.0,
+        },
     }];
     let filters = [FilterMode::Overlap, FilterMode::Containment, FilterMode::Overlap];
     let params = TickParams {

@@ -121,7 +121,8 @@ pub fn run_backfill(
     ws.served.clear();
     for &q in &ws.order {
         let ruleset = &params.rulesets[requests.ruleset[q] as usize];
-        let (spread, max_latency) = ruleset.bounds_for_wait(params.now_ms - requests.arrival_ms[q]);
+        let bounds = ruleset.bounds_for_wait(params.now_ms - requests.arrival_ms[q]);
+        let (spread, max_latency) = (bounds.max_skill_spread, bounds.max_latency_ms);
         let bit = 1u32 << requests.ruleset[q];
         let target = requests.skill[q];
         let host = requests.host[q];

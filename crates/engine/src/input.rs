@@ -19,6 +19,77 @@ pub struct RelaxationStep {
     pub max_latency_ms: u32,
 }
 
+/// How a ruleset's bounds widen continuously with the seed's wait, besides the relaxation steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Curve {
+    /// No continuous widening: only the relaxation steps.
+    None,
+    /// Each bound grows by its base value every `over_ms`: `base * (1 + wait / over_ms)`.
+    Linear,
+    /// Each bound doubles every `over_ms`, linearly between doublings:
+    /// `base * 2^k * (1 + f)` where `wait / over_ms = k + f`, k an integer and `0 <= f < 1`.
+    /// Exact in IEEE arithmetic (no `pow`), so every implementation computes the same bits.
+    Exponential,
+}
+
+/// Continuous widening of a ruleset's bounds with the seed's wait (docs/engine.md "Bounds").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Expansion {
+    pub curve: Curve,
+    /// The knob: how much wait a ticket spends for quality before its bounds double (exponential)
+    /// or grow by their base (linear). > 0 and finite unless `curve` is `None`.
+    pub over_ms: f64,
+    /// Limits the widening never passes (>= the base; `inf` or `u32::MAX`: unbounded). A relaxation
+    /// step above a limit still applies: the bound in force is the wider of the two.
+    pub max_skill_spread: f64,
+    pub max_team_imbalance: f64,
+    pub max_latency_ms: u32,
+    /// Without `require_host`: a seed first looks for a match with a common acceptable host; only once
+    /// it has waited this long may it form one without (latency is then only minimised).
+    pub any_host_after_ms: f64,
+}
+
+impl Expansion {
+    /// No widening: the bounds are the base and the relaxation steps'.
+    pub const NONE: Expansion = Expansion {
+        curve: Curve::None,
+        over_ms: f64::INFINITY,
+        max_skill_spread: f64::INFINITY,
+        max_team_imbalance: f64::INFINITY,
+        max_latency_ms: u32::MAX,
+        any_host_after_ms: 0.0,
+    };
+
+    /// The factor the bounds are multiplied by at `wait_ms` (1 at no wait; >= 1, non-decreasing).
+    pub fn growth(&self, wait_ms: f64) -> f64 {
+        let t = if wait_ms > 0.0 { wait_ms / self.over_ms } else { 0.0 };
+        match self.curve {
+            Curve::None => 1.0,
+            Curve::Linear => 1.0 + t,
+            Curve::Exponential => {
+                let k = t.floor();
+                if k >= 1024.0 {
+                    // Finite, so that a bound of 0 stays 0 (0 * inf would be NaN).
+                    return f64::MAX;
+                }
+                // 2^k exactly, from its bits (k is an integer in 0..=1023).
+                f64::from_bits((k as u64 + 1023) << 52) * (1.0 + (t - k))
+            }
+        }
+    }
+}
+
+/// The bounds in force for a candidate match whose seed has waited a given time
+/// ([`Ruleset::bounds_for_wait`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bounds {
+    pub max_skill_spread: f64,
+    pub max_team_imbalance: f64,
+    pub max_latency_ms: u32,
+    /// The match may be formed without a common acceptable host.
+    pub any_host: bool,
+}
+
 /// One ruleset of the queue (index = bit in `ruleset_mask`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ruleset<'a> {
@@ -38,6 +109,8 @@ pub struct Ruleset<'a> {
     pub require_host: bool,
     /// Sorted by `after_wait_ms`, each step at least as wide as the previous and the base.
     pub relaxation: &'a [RelaxationStep],
+    /// Continuous widening with wait; [`Expansion::NONE`] for steps only.
+    pub expansion: Expansion,
 }
 
 impl Ruleset<'_> {
@@ -46,18 +119,35 @@ impl Ruleset<'_> {
         self.teams.saturating_mul(self.team_size)
     }
 
-    /// (max_skill_spread, max_latency_ms) in force when the oldest ticket has waited `wait_ms`.
-    pub fn bounds_for_wait(&self, wait_ms: f64) -> (f64, u32) {
+    /// The bounds in force when the seed of a candidate has waited `wait_ms`: per bound, the wider of
+    /// the last relaxation step that applies (else the base) and the base grown by the expansion
+    /// curve up to its limit. Non-decreasing in `wait_ms`.
+    pub fn bounds_for_wait(&self, wait_ms: f64) -> Bounds {
         // Validation guarantees steps are sorted and only widen, so the last applicable step wins.
-        let mut bounds = (self.max_skill_spread, self.max_latency_ms);
+        let (mut spread, mut latency) = (self.max_skill_spread, self.max_latency_ms);
         for step in self.relaxation {
             if step.after_wait_ms <= wait_ms {
-                bounds = (step.max_skill_spread, step.max_latency_ms);
+                (spread, latency) = (step.max_skill_spread, step.max_latency_ms);
             } else {
                 break;
             }
         }
-        bounds
+        let e = &self.expansion;
+        let g = e.growth(wait_ms);
+        let grown_latency = (f64::from(self.max_latency_ms) * g).floor().min(f64::from(e.max_latency_ms)) as u32;
+        Bounds {
+            max_skill_spread: spread.max((self.max_skill_spread * g).min(e.max_skill_spread)),
+            max_team_imbalance: self.max_team_imbalance.max((self.max_team_imbalance * g).min(e.max_team_imbalance)),
+            max_latency_ms: latency.max(grown_latency),
+            any_host: !self.require_host && wait_ms >= e.any_host_after_ms,
+        }
+    }
+
+    /// The widest latency bound any seed can have (the last step's, or the expansion's limit).
+    pub fn widest_latency_ms(&self) -> u32 {
+        let step = self.relaxation.last().map_or(0, |s| s.max_latency_ms);
+        let grown = if self.expansion.curve == Curve::None { 0 } else { self.expansion.max_latency_ms };
+        self.max_latency_ms.max(step).max(grown)
     }
 }
 

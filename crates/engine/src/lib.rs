@@ -16,7 +16,7 @@ mod validate;
 pub use backfill::{run_backfill, BackfillBuffers, BackfillColumns, BackfillWorkspace};
 pub use diagnostics::{Rejection, RuleDiagnostics, TicketRefusal};
 pub use error::EngineError;
-pub use input::{FilterMode, PoolColumns, RelaxationStep, Ruleset, TickParams};
+pub use input::{Bounds, Curve, Expansion, FilterMode, PoolColumns, RelaxationStep, Ruleset, TickParams};
 pub use output::{MatchBuffers, MatchOutput, OutputCapacity};
 
 /// Version of the engine's semantics, reported by the host at startup.

@@ -2,8 +2,8 @@
 //! itself never panics or indexes out of bounds.
 
 use crate::{
-    EngineError, MatchBuffers, OutputCapacity, PoolColumns, Ruleset, TickParams, MAX_HOSTS, MAX_PLAYERS_PER_MATCH,
-    MAX_RULESETS,
+    Curve, EngineError, MatchBuffers, OutputCapacity, PoolColumns, Ruleset, TickParams, MAX_HOSTS,
+    MAX_PLAYERS_PER_MATCH, MAX_RULESETS,
 };
 
 fn check_len(column: &'static str, expected: usize, actual: usize) -> Result<(), EngineError> {
@@ -121,6 +121,22 @@ fn validate_ruleset(r: usize, rs: &Ruleset<'_>) -> Result<(), EngineError> {
         }
         prev = (step.after_wait_ms, step.max_skill_spread, step.max_latency_ms);
     }
+    let e = &rs.expansion;
+    if e.curve != Curve::None && !(e.over_ms.is_finite() && e.over_ms > 0.0) {
+        return bad("expansion over_ms must be finite and > 0");
+    }
+    if e.max_skill_spread.is_nan() || e.max_skill_spread < rs.max_skill_spread {
+        return bad("expansion max_skill_spread must be >= the base max_skill_spread");
+    }
+    if e.max_team_imbalance.is_nan() || e.max_team_imbalance < rs.max_team_imbalance {
+        return bad("expansion max_team_imbalance must be >= the base max_team_imbalance");
+    }
+    if e.max_latency_ms < rs.max_latency_ms {
+        return bad("expansion max_latency_ms must be >= the base max_latency_ms");
+    }
+    if e.any_host_after_ms.is_nan() {
+        return bad("expansion any_host_after_ms must not be NaN");
+    }
     Ok(())
 }
 
@@ -138,6 +154,7 @@ mod tests {
             max_latency_ms: 100,
             require_host: false,
             relaxation,
+            expansion: crate::Expansion::NONE,
         }
     }
 

@@ -1,7 +1,7 @@
 //! Backfill: fills open slots with compatible tickets nearest the match's skill, under its host.
 use matchmaker_engine::{
-    run_backfill, BackfillBuffers, BackfillColumns, BackfillWorkspace, FilterMode, PoolColumns, Ruleset, TickParams,
-    NO_HOST,
+    run_backfill, BackfillBuffers, BackfillColumns, BackfillWorkspace, Expansion, FilterMode, PoolColumns, Ruleset,
+    TickParams, NO_HOST,
 };
 
 const ALL: u64 = u64::MAX;
@@ -53,6 +53,7 @@ fn ruleset() -> Ruleset<'static> {
         max_latency_ms: 80,
         require_host: true,
         relaxation: &[],
+        expansion: Expansion::NONE,
     }
 }
 

@@ -2,7 +2,7 @@
 mod common;
 
 use common::{check_invariants, Pool};
-use matchmaker_engine::{FilterMode, RelaxationStep, Ruleset, TickParams, NO_HOST};
+use matchmaker_engine::{Expansion, FilterMode, RelaxationStep, Ruleset, TickParams, NO_HOST};
 use serde_json::Value;
 use std::path::Path;
 
@@ -85,6 +85,7 @@ fn run_fixture(path: &Path) {
             max_latency_ms: r["max_latency_ms"].as_u64().unwrap() as u32,
             require_host: r["require_host"].as_bool().unwrap(),
             relaxation: s,
+            expansion: Expansion::NONE,
         })
         .collect();
     let params = TickParams {

@@ -8,7 +8,7 @@ mod common;
 
 use common::{Pool, Rng};
 use matchmaker_engine::{
-    run_tick, FilterMode, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams, Workspace,
+    run_tick, Curve, Expansion, FilterMode, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams, Workspace,
 };
 
 const NOW: f64 = 1_700_000_000_000.0;
@@ -109,6 +109,14 @@ fn mixed_2x5_1x1(n: usize, seed: u64) -> (usize, u64) {
             max_latency_ms: 120,
             require_host: true,
             relaxation: &RELAX,
+            expansion: Expansion {
+                curve: Curve::Exponential,
+                over_ms: 20_000.0,
+                max_skill_spread: f64::INFINITY,
+                max_team_imbalance: 1.0,
+                max_latency_ms: 300,
+                any_host_after_ms: 0.0,
+            },
         },
         Ruleset {
             teams: 1,
@@ -118,6 +126,7 @@ fn mixed_2x5_1x1(n: usize, seed: u64) -> (usize, u64) {
             max_latency_ms: 100,
             require_host: false,
             relaxation: &RELAX_1V1,
+            expansion: Expansion::NONE,
         },
     ];
     let params = TickParams {
@@ -144,6 +153,7 @@ fn four_by_three(n: usize, seed: u64) -> (usize, u64) {
             max_latency_ms: 150,
             require_host: false,
             relaxation: &RELAX,
+            expansion: Expansion::NONE,
         },
         Ruleset {
             teams: 2,
@@ -153,6 +163,7 @@ fn four_by_three(n: usize, seed: u64) -> (usize, u64) {
             max_latency_ms: 90,
             require_host: true,
             relaxation: &[],
+            expansion: Expansion::NONE,
         },
     ];
     let params = TickParams {
@@ -177,6 +188,7 @@ fn unbounded_no_hosts(n: usize, seed: u64) -> (usize, u64) {
         max_latency_ms: 0,
         require_host: false,
         relaxation: &[],
+        expansion: Expansion::NONE,
     }];
     let params = TickParams {
         mmr_normalization_ref: 0.1,
@@ -203,6 +215,7 @@ fn seed_order_ties() -> (usize, u64) {
         max_latency_ms: 100,
         require_host: false,
         relaxation: &[],
+        expansion: Expansion::NONE,
     }];
     let filters = [FilterMode::Overlap];
     let params = TickParams {
@@ -223,27 +236,27 @@ fn check(name: &str, got: (usize, u64), want: (usize, u64)) {
 
 #[test]
 fn golden_mixed_2x5_1x1_200() {
-    check("mixed_2x5_1x1_200", mixed_2x5_1x1(200, 1), (39, 0x0673_8b08_e6a7_1bda));
+    check("mixed_2x5_1x1_200", mixed_2x5_1x1(200, 1), (41, 0xacb6_a7b5_bf96_6568));
 }
 
 #[test]
 fn golden_mixed_2x5_1x1_2000() {
-    check("mixed_2x5_1x1_2000", mixed_2x5_1x1(2_000, 2), (422, 0xe8a8_3dbc_1bdc_ef37));
+    check("mixed_2x5_1x1_2000", mixed_2x5_1x1(2_000, 2), (436, 0x41d3_e8a7_9534_092d));
 }
 
 #[test]
 fn golden_mixed_2x5_1x1_20000() {
-    check("mixed_2x5_1x1_20000", mixed_2x5_1x1(20_000, 3), (4332, 0x0715_00dc_45f9_71c6));
+    check("mixed_2x5_1x1_20000", mixed_2x5_1x1(20_000, 3), (4362, 0xe6a2_093a_226a_28d8));
 }
 
 #[test]
 fn golden_four_by_three_2000() {
-    check("four_by_three_2000", four_by_three(2_000, 4), (269, 0x1e59_f022_f25e_b2ae));
+    check("four_by_three_2000", four_by_three(2_000, 4), (275, 0x5ae0_fdc4_86ea_2781));
 }
 
 #[test]
 fn golden_four_by_three_20000() {
-    check("four_by_three_20000", four_by_three(20_000, 5), (2755, 0x2cc1_bb80_178e_385a));
+    check("four_by_three_20000", four_by_three(20_000, 5), (2781, 0x7bca_38ec_f3f2_9303));
 }
 
 #[test]

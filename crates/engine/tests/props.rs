@@ -3,7 +3,7 @@
 mod common;
 
 use common::{check_invariants, run, run_diagnosed, run_recorded, Pool};
-use matchmaker_engine::{FilterMode, RelaxationStep, RuleDiagnostics, Ruleset, TickParams, TicketRefusal};
+use matchmaker_engine::{Expansion, FilterMode, RelaxationStep, RuleDiagnostics, Ruleset, TickParams, TicketRefusal};
 use proptest::prelude::*;
 
 const NOW: f64 = 10_000_000.0;
@@ -132,6 +132,7 @@ fn rulesets(c: &Case) -> Vec<Ruleset<'_>> {
             max_latency_ms: r.latency,
             require_host: r.require_host,
             relaxation: &r.relax,
+            expansion: Expansion::NONE,
         })
         .collect()
 }
@@ -169,7 +170,7 @@ proptest! {
         let pool = build(&c);
         // One more ruleset, in no ticket's mask (the case's masks only use its own rulesets).
         let mut rs = rulesets(&c);
-        rs.push(Ruleset { teams: 1, team_size: 2, max_skill_spread: 0.0, max_team_imbalance: 0.0, max_latency_ms: 0, require_host: true, relaxation: &[] });
+        rs.push(Ruleset { teams: 1, team_size: 2, max_skill_spread: 0.0, max_team_imbalance: 0.0, max_latency_ms: 0, require_host: true, relaxation: &[], expansion: Expansion::NONE });
         let p = params(&c, &rs);
         let (m, d) = run_diagnosed(&pool, &p);
         prop_assert_eq!(d.len(), rs.len());
@@ -258,7 +259,7 @@ proptest! {
             let t = pool.add(1, 0.5, NOW - i as f64, 1);
             pool.set_latency(t, &[10, 20]);
         }
-        let rs = [Ruleset { teams, team_size, max_skill_spread: 0.1, max_team_imbalance: 0.0, max_latency_ms: 50, require_host: true, relaxation: &[] }];
+        let rs = [Ruleset { teams, team_size, max_skill_spread: 0.1, max_team_imbalance: 0.0, max_latency_ms: 50, require_host: true, relaxation: &[], expansion: Expansion::NONE }];
         let filters = pool.filters.clone();
         let p = TickParams { mmr_normalization_ref: 0.1, party_synergy_bonus: 0.0, filters: &filters, rulesets: &rs, now_ms: NOW, seed };
         let m = run(&pool, &p);

@@ -3,8 +3,8 @@ mod common;
 
 use common::{check_invariants, params, ruleset, run, try_run, Pool};
 use matchmaker_engine::{
-    run_tick, EngineError, FilterMode, MatchBuffers, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams,
-    Workspace, NO_HOST,
+    run_tick, EngineError, Expansion, FilterMode, MatchBuffers, MatchOutput, OutputCapacity, RelaxationStep, Ruleset,
+    TickParams, Workspace, NO_HOST,
 };
 
 const NOW: f64 = 1_000_000.0;
@@ -148,12 +148,14 @@ fn require_host_blocks_matches_without_acceptable_host() {
     rs[0].require_host = true;
     assert!(run(&pool, &params(&pool, &rs, NOW, 1)).is_empty());
 
-    // Without require_host the match forms, with no host.
+    // Without require_host the match forms (once the seed may do without a common host: at once here),
+    // with no acceptable host; the host with the lowest worst latency is preferred (300 and 300: the
+    // lower index).
     rs[0].require_host = false;
     let p = params(&pool, &rs, NOW, 1);
     let m = run(&pool, &p);
     assert_eq!(m.len(), 1);
-    assert_eq!(m[0].preferred_host, NO_HOST);
+    assert_eq!(m[0].preferred_host, 0);
     assert_eq!(m[0].acceptable_hosts, 0);
     check_invariants(&pool, &p, &m).unwrap();
 }
@@ -359,10 +361,20 @@ fn relaxation_widens_bounds_by_oldest_wait() {
         max_latency_ms: 50,
         require_host: true,
         relaxation: &steps,
+        expansion: Expansion::NONE,
     }];
-    assert_eq!(rs[0].bounds_for_wait(10_000.0), (1.0, 50));
-    assert_eq!(rs[0].bounds_for_wait(30_000.0), (2.0, 100));
-    assert_eq!(rs[0].bounds_for_wait(61_000.0), (5.0, 200));
+    {
+        let b = rs[0].bounds_for_wait(10_000.0);
+        assert_eq!((b.max_skill_spread, b.max_latency_ms), (1.0, 50));
+    }
+    {
+        let b = rs[0].bounds_for_wait(30_000.0);
+        assert_eq!((b.max_skill_spread, b.max_latency_ms), (2.0, 100));
+    }
+    {
+        let b = rs[0].bounds_for_wait(61_000.0);
+        assert_eq!((b.max_skill_spread, b.max_latency_ms), (5.0, 200));
+    }
     for (wait, expect) in [(10_000.0, 0), (45_000.0, 0), (61_000.0, 1)] {
         let pool = mk(wait);
         let p = params(&pool, &rs, NOW, 1);

@@ -60,7 +60,7 @@ function renderExplanation(x) {
     var b = r.bounds || {};
     var next = r.nextRelaxation ? "at " + secs(r.nextRelaxation.atWaitSecs) + " waited (in " + secs(r.nextRelaxation.inSecs) + ")" + (r.nextRelaxation.continuous ? ", widening" : "") : "no further relaxation";
     return el("tr", { "data-ruleset": r.rulesetId }, [el("td", { text: r.rulesetId }),
-      el("td", { text: "spread " + fmt(b.maxSkillSpread || 0) + ", imbalance " + fmt(b.maxTeamImbalance || 0) + ", latency " + (b.maxLatencyMs || 0) + " ms" + (b.requireHost ? " (host required)" : "") }),
+      el("td", { text: "spread " + fmt(b.maxSkillSpread || 0) + ", imbalance " + fmt(b.maxTeamImbalance || 0) + ", latency " + (b.maxLatencyMs || 0) + " ms" + (b.hostRequired ? ", common host required" : ", any host") }),
       el("td", { text: next })].concat(COUNTS.map(function (k) {
         var n = c[k[0]] || 0;
         return el("td", { class: "num" + (n === 0 ? " fail" : ""), "data-count": k[0], text: String(n) });

@@ -337,6 +337,7 @@ mod tests {
             max_latency_ms: 0,
             require_host: false,
             relaxation: &[],
+            expansion: crate::Expansion::NONE,
         }
     }
 

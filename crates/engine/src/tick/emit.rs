@@ -4,7 +4,7 @@
 use super::lanes::{lanes_max, lat_words, LatBound};
 use super::layout::Ctx;
 use super::search::Scratch;
-use crate::{MatchBuffers, Ruleset, NO_HOST};
+use crate::{MatchBuffers, NO_HOST};
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn emit(
@@ -14,7 +14,7 @@ pub(super) fn emit(
     m: usize,
     written: usize,
     r: usize,
-    rs: &Ruleset<'_>,
+    host_filtered: bool,
     acceptable: u64,
     lat: &LatBound,
 ) {
@@ -28,16 +28,19 @@ pub(super) fn emit(
     }
     out.match_offsets[m + 1] = (written + len) as u32;
 
-    // Without `require_host` the scan did not filter on latency, so compute the mask here.
+    // A scan that did not filter on latency leaves the mask to compute here.
     let mut acc = acceptable;
-    if !rs.require_host {
+    if !host_filtered {
         acc = if ctx.h == 0 { 0 } else { u64::MAX >> (64 - ctx.h) };
         for &t in &ws.sel {
             acc &= lat.host_mask(ctx.lat(t as usize));
         }
     }
     let mut preferred = NO_HOST;
-    if acc != 0 {
+    // The preferred host minimises the worst latency: among the acceptable hosts, or, when none is
+    // (a match formed without a common host), among all of them.
+    let candidates = if acc != 0 || ctx.h == 0 { acc } else { u64::MAX >> (64 - ctx.h) };
+    if candidates != 0 {
         // Cost of host h = max latency over the match: lane-wise max of the latency rows
         // (H <= 64, so at most 16 words).
         let w = lat_words(ctx.h);
@@ -49,7 +52,7 @@ pub(super) fn emit(
             }
         }
         let mut best_cost = u32::MAX;
-        let mut bits = acc;
+        let mut bits = candidates;
         while bits != 0 {
             let hst = bits.trailing_zeros() as usize;
             bits &= bits - 1;
@@ -81,7 +84,7 @@ mod tests {
     use super::super::layout::test_pool::TestPool;
     use super::super::layout::{prepare, Sorted};
     use super::*;
-    use crate::{FilterMode, MatchOutput, OutputCapacity, TickParams};
+    use crate::{Expansion, FilterMode, MatchOutput, OutputCapacity, Ruleset, TickParams};
 
     #[test]
     fn emit_writes_tickets_hosts_and_accepts() {
@@ -97,6 +100,7 @@ mod tests {
             max_latency_ms: 100,
             require_host: false,
             relaxation: &[],
+            expansion: Expansion::NONE,
         };
         let rulesets = [rs, rs, rs];
         let params = TickParams {
@@ -118,7 +122,7 @@ mod tests {
         let lat = LatBound::new(100, 3);
 
         // Without `require_host` the acceptable hosts are computed here: costs 80, 90, 120.
-        emit(&ctx, &sc, &mut out.buffers(), 0, 0, 2, &rs, 0, &lat);
+        emit(&ctx, &sc, &mut out.buffers(), 0, 0, 2, false, 0, &lat);
         assert_eq!(out.match_ruleset[0], 2);
         assert_eq!(out.match_tickets[..2], [1, 0]);
         assert_eq!(out.ticket_team[..2], [0, 1]);
@@ -129,15 +133,15 @@ mod tests {
         assert_eq!(out.match_accepts[..2], [0b111, 0b010]);
 
         // With `require_host` the scan's mask is kept; the cheapest of it is preferred.
-        let rs_host = Ruleset { require_host: true, ..rs };
-        emit(&ctx, &sc, &mut out.buffers(), 1, 2, 0, &rs_host, 0b010, &lat);
+        emit(&ctx, &sc, &mut out.buffers(), 1, 2, 0, true, 0b010, &lat);
         assert_eq!(out.match_offsets[2], 4);
         assert_eq!(out.match_tickets[2..4], [1, 0]);
         assert_eq!((out.match_acceptable_hosts[1], out.match_preferred_host[1]), (0b010, 1));
         assert_eq!(out.match_accepts[2..4], [0b111, 0b010]);
 
-        // No host within the bound: none preferred.
-        emit(&ctx, &sc, &mut out.buffers(), 2, 4, 0, &rs, 0, &LatBound::new(20, 3));
-        assert_eq!((out.match_acceptable_hosts[2], out.match_preferred_host[2]), (0, NO_HOST));
+        // No host within the bound: none acceptable, and the one with the lowest worst latency
+        // (80, 90, 120) preferred.
+        emit(&ctx, &sc, &mut out.buffers(), 2, 4, 0, false, 0, &LatBound::new(20, 3));
+        assert_eq!((out.match_acceptable_hosts[2], out.match_preferred_host[2]), (0, 0));
     }
 }

@@ -402,9 +402,7 @@ impl HostReach {
         let mut widest = [None; 32];
         for (bound, rs) in widest.iter_mut().zip(params.rulesets) {
             if rs.require_host {
-                *bound = Some(
-                    rs.relaxation.last().map_or(rs.max_latency_ms, |step| step.max_latency_ms.max(rs.max_latency_ms)),
-                );
+                *bound = Some(rs.widest_latency_ms());
             }
         }
         HostReach { widest, valid_rulesets: valid_rulesets(params) }
@@ -519,6 +517,7 @@ mod tests {
             max_latency_ms,
             require_host,
             relaxation,
+            expansion: crate::Expansion::NONE,
         }
     }
 

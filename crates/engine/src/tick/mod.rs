@@ -11,6 +11,7 @@ mod classes;
 mod emit;
 mod lanes;
 mod layout;
+mod packing;
 mod refusals;
 mod search;
 mod sort;
@@ -58,39 +59,15 @@ fn seed_loop(
     let seeds = sorted.by_age.len();
     scratch.overlap.clear();
     scratch.overlap.extend(params.filters.iter().map(|m| *m == FilterMode::Overlap));
-    scratch.spread_limits.clear();
     links.reset(sorted.live);
 
     let valid_rulesets = valid_rulesets(params);
-
-    // Bounds follow the seed's wait, and seeds come oldest first, so each relaxation step
-    // applies to a prefix of the seed order: find where each one ends (bisection on the same
-    // `now - arrival` as `Ruleset::bounds_for_wait`) instead of reading every seed's arrival.
-    // No compaction yet: live positions are still skill positions.
+    // The seeds' arrivals in seed order (oldest first): the bounds follow each seed's wait.
     let rw = row_words(pool.host_count);
-    let wait_at = |k: usize| {
-        params.now_ms - pool.arrival_ms[sorted.rows[(sorted.by_age[k] as u32 as usize) * rw] as u32 as usize]
-    };
-    scratch.levels.clear();
-    scratch.level_ends.clear();
-    for rs in params.rulesets {
-        let first = scratch.level_ends.len();
-        for step in rs.relaxation {
-            let (mut lo, mut hi) = (0, seeds);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                if step.after_wait_ms <= wait_at(mid) {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            scratch.level_ends.push(lo as u32);
-        }
-        // Steps are sorted, so the ones in force are a prefix, and later steps end earlier.
-        let in_force = scratch.level_ends[first..].iter().filter(|&&end| end > 0).count();
-        scratch.levels.push((first, in_force));
-    }
+    scratch.seed_arrival.clear();
+    scratch
+        .seed_arrival
+        .extend(sorted.by_age.iter().map(|&e| pool.arrival_ms[sorted.rows[(e as u32 as usize) * rw] as u32 as usize]));
     let mut matches = 0usize;
     let mut written = 0usize;
     let (f, h) = (pool.filter_count, pool.host_count);
@@ -134,18 +111,25 @@ fn seed_loop(
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             let rs = &params.rulesets[r];
-            // The relaxation steps in force for seed k: drop those that ended at or before k.
-            let (first, in_force) = &mut scratch.levels[r];
-            while *in_force > 0 && scratch.level_ends[*first + *in_force - 1] as usize <= k {
-                *in_force -= 1;
-            }
-            let bounds = match *in_force {
-                0 => (rs.max_skill_spread, rs.max_latency_ms),
-                j => (rs.relaxation[j - 1].max_skill_spread, rs.relaxation[j - 1].max_latency_ms),
-            };
+            let bounds = rs.bounds_for_wait(params.now_ms - scratch.seed_arrival[k]);
             let before = refusals.before(&diagnostics[r]);
-            if let Some((acceptable, lat)) = try_form(&ctx, links, scratch, sp, bounds, r, rs, &mut diagnostics[r]) {
-                emit(&ctx, scratch, out, matches, written, r, rs, acceptable, &lat);
+            // Latency is a filter first, with or without `require_host`: a seed looks for a match with
+            // a common acceptable host, and only a ruleset that does not require one may then, once
+            // `bounds.any_host`, form a match without (its host then only minimises latency).
+            let mut formed_with = None;
+            if rs.require_host || h > 0 {
+                formed_with =
+                    try_form(&ctx, links, scratch, sp, &bounds, true, r, rs, &mut diagnostics[r]).map(|x| (x, true));
+            }
+            if formed_with.is_none() && (bounds.any_host || (h == 0 && !rs.require_host)) {
+                // A seed fails at most once per ruleset in the diagnostics: after a filtered attempt,
+                // only that attempt's rule decisions count.
+                let mut second = RuleDiagnostics::default();
+                let diag = if rs.require_host || h > 0 { &mut second } else { &mut diagnostics[r] };
+                formed_with = try_form(&ctx, links, scratch, sp, &bounds, false, r, rs, diag).map(|x| (x, false));
+            }
+            if let Some(((acceptable, lat), host_filtered)) = formed_with {
+                emit(&ctx, scratch, out, matches, written, r, host_filtered, acceptable, &lat);
                 written += scratch.sel.len();
                 matches += 1;
                 formed = true;
@@ -198,6 +182,7 @@ mod tests {
             max_latency_ms: 100,
             require_host: false,
             relaxation,
+            expansion: crate::Expansion::NONE,
         }
     }
 

@@ -5,33 +5,54 @@
 
 use super::balance::{balance, BigBalance};
 use super::classes::FilterBits;
-use super::lanes::{lat_words, LatBound};
+use super::lanes::{lanes_max, lat_words, LatBound};
 use super::layout::{find, Ctx, Links};
-use crate::{Rejection, RuleDiagnostics, Ruleset};
+use super::packing::TwoTeams;
+use crate::{Bounds, Rejection, RuleDiagnostics, Ruleset};
 
 /// Per-candidate scratch; all indices are live positions or indices into `sel`.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
-    /// Relaxation by seed: per ruleset, (first index into `level_ends`, steps in force now),
-    /// and per step the seed-order index from which it no longer applies. See `run`.
-    pub(super) levels: Vec<(usize, usize)>,
-    pub(super) level_ends: Vec<u32>,
-    /// (spread bits, `spread_threshold`) for the spread bounds met this tick.
-    pub(super) spread_limits: Vec<(u64, f64)>,
+    /// Per seed, in seed order: its arrival (the bounds follow its wait). See `run`.
+    pub(super) seed_arrival: Vec<f64>,
     pub(super) sel: Vec<u32>,
     pub(super) sel_team: Vec<u32>,
     /// Per selected ticket: party size and effective skill, copied so `balance` does not chase
     /// positions.
     pub(super) sel_party: Vec<u32>,
     pub(super) sel_eff: Vec<f64>,
+    /// The best candidate so far while `try_form` compares candidates: sel, sel_team, sel_party, sel_eff.
+    best: (Vec<u32>, Vec<u32>, Vec<u32>, Vec<f64>),
     /// Room left per team during the scan.
     room: Vec<u32>,
+    /// Exact placement into two teams, for a party the scan's placement has no room for.
+    two_teams: TwoTeams,
     pub(super) big: BigBalance,
     /// Per filter: overlap (else containment).
     pub(super) overlap: Vec<bool>,
     agg: Vec<Agg>,
     /// Distinct (filter, values) of the selected tickets' overlap values other than `u64::MAX`.
     overlap_values: Vec<(usize, u64)>,
+}
+
+impl Scratch {
+    /// Keeps the selected candidate as the best so far.
+    fn keep_best(&mut self) {
+        let (sel, team, party, eff) = &mut self.best;
+        sel.clone_from(&self.sel);
+        team.clone_from(&self.sel_team);
+        party.clone_from(&self.sel_party);
+        eff.clone_from(&self.sel_eff);
+    }
+
+    /// Makes the best candidate kept the selected one.
+    fn restore_best(&mut self) {
+        let (sel, team, party, eff) = &mut self.best;
+        std::mem::swap(&mut self.sel, sel);
+        std::mem::swap(&mut self.sel_team, team);
+        std::mem::swap(&mut self.sel_party, party);
+        std::mem::swap(&mut self.sel_eff, eff);
+    }
 }
 
 /// Per filter, over the selected tickets: AND of accepts and OR of values (containment filters;
@@ -57,12 +78,28 @@ fn spread_threshold(spread: f64, norm: f64) -> f64 {
     if f64::INFINITY / norm <= spread {
         return f64::INFINITY;
     }
+    let ok = |t: f64| t / norm <= spread;
+    // `spread * norm` is within an ulp or two of the answer unless it is subnormal or overflows:
+    // step to it from there, and bisect only when that does not settle at once.
+    let guess = spread * norm;
+    if guess.is_finite() && guess >= f64::MIN_POSITIVE {
+        let mut t = guess;
+        for _ in 0..4 {
+            if !ok(t) {
+                t = f64::from_bits(t.to_bits() - 1);
+            } else if ok(f64::from_bits(t.to_bits() + 1)) {
+                t = f64::from_bits(t.to_bits() + 1);
+            } else {
+                return t;
+            }
+        }
+    }
     // Bisect over the bit patterns of [0, inf], which order like the values: `lo` passes,
     // `hi` fails.
     let (mut lo, mut hi) = (0u64, f64::INFINITY.to_bits());
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        if f64::from_bits(mid) / norm <= spread {
+        if ok(f64::from_bits(mid)) {
             lo = mid;
         } else {
             hi = mid;
@@ -72,19 +109,128 @@ fn spread_threshold(spread: f64, norm: f64) -> f64 {
 }
 
 /// Tries to build a match of ruleset `r` around the seed at live position `sp`, under the
-/// seed's (spread, latency) bounds. On success `sc.sel` holds the live positions (seed first)
-/// and `sc.sel_team` their teams, and the acceptable-host mask (exact only with
-/// `require_host`) and the latency bound are returned. On failure the rule decisions against the
-/// candidate are added to `diag` (docs/rule-diagnostics.md).
+/// seed's bounds: the candidate of the lowest cost among those `grow` makes (see the body). On success
+/// `sc.sel` holds the live positions (seed first) and `sc.sel_team` their teams, and the
+/// acceptable-host mask (exact only with `host_filter`) and the latency bound are returned. On failure
+/// the rule decisions against the first candidate are added to `diag` (docs/rule-diagnostics.md).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn try_form(
     ctx: &Ctx<'_>,
     links: &mut Links,
     sc: &mut Scratch,
     sp: u32,
-    (spread, lat_bound): (f64, u32),
+    bounds: &Bounds,
+    host_filter: bool,
     r: usize,
     rs: &Ruleset<'_>,
+    diag: &mut RuleDiagnostics,
+) -> Option<(u64, LatBound)> {
+    let first = grow(ctx, links, sc, sp, bounds, host_filter, r, rs, 0.0, diag)?;
+    // The nearest tickets to the seed make a candidate; when its spread uses a good part of the bound,
+    // also grow one around a centre below the seed and one above it (the seed stays in both), and keep
+    // the candidate of the lowest cost. A dense pool's first candidate is tight and costs nothing more.
+    let spread = selected_span(&sc.sel_eff);
+    // (NaN never explores; the spread is finite and the bound not NaN, so it does not occur.)
+    if spread / ctx.norm <= EXPLORE_SPREAD_SHARE * bounds.max_skill_spread {
+        return Some(first);
+    }
+    let mut best = first;
+    let mut best_cost = cost(ctx, sc, bounds, rs, host_filter, first.0);
+    sc.keep_best();
+    let mut ignored = RuleDiagnostics::default();
+    for shift in [-0.5 * spread, 0.5 * spread] {
+        if let Some(other) = grow(ctx, links, sc, sp, bounds, host_filter, r, rs, shift, &mut ignored) {
+            let c = cost(ctx, sc, bounds, rs, host_filter, other.0);
+            if c < best_cost {
+                (best, best_cost) = (other, c);
+                sc.keep_best();
+            }
+        }
+    }
+    sc.restore_best();
+    Some(best)
+}
+
+/// A first candidate whose skill spread is above this share of the bound in force is compared with
+/// the candidates grown around shifted centres (`try_form`).
+const EXPLORE_SPREAD_SHARE: f64 = 0.25;
+
+/// `x / bound`, or 0 for an unbounded (or zero) bound: a term of the cost.
+fn share(x: f64, bound: f64) -> f64 {
+    if bound > 0.0 && bound < f64::INFINITY {
+        x / bound
+    } else {
+        0.0
+    }
+}
+
+/// Highest minus lowest of the selected tickets' effective skills.
+fn selected_span(eff: &[f64]) -> f64 {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for &e in eff {
+        lo = lo.min(e);
+        hi = hi.max(e);
+    }
+    hi - lo
+}
+
+/// The quality cost of the selected candidate (lower is better): its skill spread, team imbalance and
+/// worst latency at its best host, each divided by its bound in force. `hosts` is the common acceptable
+/// host mask when the scan kept one; otherwise every host counts.
+fn cost(ctx: &Ctx<'_>, sc: &Scratch, bounds: &Bounds, rs: &Ruleset<'_>, host_filter: bool, hosts: u64) -> f64 {
+    let spread = selected_span(&sc.sel_eff) / ctx.norm;
+    let mut sums = [0.0f64; 64];
+    let teams = (rs.teams as usize).min(64);
+    for ((&e, &p), &t) in sc.sel_eff.iter().zip(&sc.sel_party).zip(&sc.sel_team) {
+        if (t as usize) < teams {
+            sums[t as usize] += e * f64::from(p);
+        }
+    }
+    let imbalance = if teams > 1 && rs.teams as usize <= 64 {
+        selected_span(&sums[..teams]) / f64::from(rs.team_size) / ctx.norm
+    } else {
+        0.0
+    };
+    let latency = if ctx.h == 0 {
+        0.0
+    } else {
+        let w = lat_words(ctx.h);
+        let mut worst = [0u64; 16];
+        for &p in &sc.sel {
+            for (c, &x) in worst[..w].iter_mut().zip(ctx.lat(p as usize)) {
+                *c = lanes_max(*c, x);
+            }
+        }
+        let mut choices = if host_filter { hosts } else { u64::MAX >> (64 - ctx.h) };
+        let mut best = u32::MAX;
+        while choices != 0 {
+            let hst = choices.trailing_zeros() as usize;
+            choices &= choices - 1;
+            best = best.min(u32::from((worst[hst / 4] >> (16 * (hst % 4))) as u16));
+        }
+        f64::from(best)
+    };
+    share(spread, bounds.max_skill_spread)
+        + share(imbalance, bounds.max_team_imbalance)
+        + share(latency, f64::from(bounds.max_latency_ms))
+}
+
+/// Grows a candidate match of ruleset `r` around the seed at live position `sp`: the scan takes the
+/// unused tickets nearest to `seed's skill + shift` first. On success `sc.sel` holds the live positions
+/// (seed first) and `sc.sel_team` their teams, and the acceptable-host mask (exact only with
+/// `host_filter`) and the latency bound are returned. On failure the rule decisions against the
+/// candidate are added to `diag` (docs/rule-diagnostics.md).
+#[allow(clippy::too_many_arguments)]
+fn grow(
+    ctx: &Ctx<'_>,
+    links: &mut Links,
+    sc: &mut Scratch,
+    sp: u32,
+    bounds: &Bounds,
+    host_filter: bool,
+    r: usize,
+    rs: &Ruleset<'_>,
+    shift: f64,
     diag: &mut RuleDiagnostics,
 ) -> Option<(u64, LatBound)> {
     let s = ctx.s;
@@ -97,7 +243,8 @@ pub(super) fn try_form(
         diag.fail(Rejection::PartySize);
         return None;
     }
-    let require_host = rs.require_host;
+    let (spread, lat_bound) = (bounds.max_skill_spread, bounds.max_latency_ms);
+    let require_host = host_filter;
     if require_host && ctx.h == 0 {
         diag.fail(Rejection::NoAcceptableHost);
         return None;
@@ -108,14 +255,7 @@ pub(super) fn try_form(
     //
     // `span / norm > spread` becomes one comparison (a division per candidate costs more than
     // the rest of its checks). Few distinct bounds occur per tick, so they are cached.
-    let max_span = match sc.spread_limits.iter().find(|&&(bits, _)| bits == spread.to_bits()) {
-        Some(&(_, t)) => t,
-        None => {
-            let t = spread_threshold(spread, ctx.norm);
-            sc.spread_limits.push((spread.to_bits(), t));
-            t
-        }
-    };
+    let max_span = spread_threshold(spread, ctx.norm);
     let lat = LatBound::new(lat_bound, ctx.h);
     let row_of = |p: u32| &rows[p as usize * (w + 1) + 1..(p as usize + 1) * (w + 1)];
     let mut hosts = if require_host { lat.host_mask(row_of(sp)) } else { 0 };
@@ -124,7 +264,7 @@ pub(super) fn try_form(
         return None;
     }
 
-    let Scratch { sel, sel_team, sel_party, sel_eff, room, overlap, agg, overlap_values, .. } = sc;
+    let Scratch { sel, sel_team, sel_party, sel_eff, room, overlap, agg, overlap_values, two_teams, .. } = sc;
     let teams = rs.teams as usize;
     sel.clear();
     sel_team.clear();
@@ -204,12 +344,16 @@ pub(super) fn try_form(
     // check would accept. Distances are infinite outside it; the sentinel records at both ends
     // of `hot` give infinity or NaN, so the scan stops there without bounds checks.
     let win = spread * norm * (1.0 + 1e-12);
-    let within = |d: f64| if d <= win { d } else { f64::INFINITY };
+    // Inside the window, a ticket's distance is from the scan's centre (the seed's skill, shifted);
+    // along each side it still grows monotonically, so the sides merge in order of distance.
+    let centre = e_s + shift;
+    let left_of = |x: f64| if e_s - x <= win { centre - x } else { f64::INFINITY };
+    let right_of = |x: f64| if x - e_s <= win { x - centre } else { f64::INFINITY };
     // The next unused slot on each side (slot = live position + 1) and its distance.
     let mut left = find(next, sp, 0);
     let mut right = find(next, sp + 2, 1);
-    let mut dl = within(e_s - hot[left as usize].eff);
-    let mut dr = within(hot[right as usize].eff - e_s);
+    let mut dl = left_of(hot[left as usize].eff);
+    let mut dr = right_of(hot[right as usize].eff);
     // Rule decisions against this candidate, kept only if it fails. One register holds the four
     // counts as 16-bit lanes (a scan examines at most 16,384 tickets), so the scan's registers do
     // not spill for them.
@@ -220,7 +364,7 @@ pub(super) fn try_form(
         let p = if from_left {
             let p = left - 1;
             left = find(next, p, 0);
-            dl = within(e_s - hot[left as usize].eff);
+            dl = left_of(hot[left as usize].eff);
             p
         } else {
             if dr == f64::INFINITY {
@@ -229,7 +373,7 @@ pub(super) fn try_form(
             }
             let p = right - 1;
             right = find(next, right + 1, 1);
-            dr = within(hot[right as usize].eff - e_s);
+            dr = right_of(hot[right as usize].eff);
             p
         };
         let c = hot[p as usize + 1];
@@ -237,9 +381,14 @@ pub(super) fn try_form(
         // Cheapest and most selective checks first; all are pure, so the order does not change
         // which tickets are taken. Skill order: a left candidate is at or below every selected
         // ticket, a right one at or above, so only one end of the skill range moves.
-        if c.mask & bit == 0 || c.party() > max_room {
-            // A ticket of another ruleset is no candidate here: only a party too large counts.
-            rejected += u64::from(c.mask & bit != 0) << LANE_PARTY;
+        if c.mask & bit == 0 {
+            // A ticket of another ruleset is no candidate here.
+            continue;
+        }
+        // A party the teams as placed have no room for may still fit two teams placed anew.
+        let repack = c.party() > max_room;
+        if repack && !(teams == 2 && c.party() <= remaining && two_teams.fits(sel_party, c.party(), team_size)) {
+            rejected += 1 << LANE_PARTY;
             continue;
         }
         let span = if from_left { hi - c.eff } else { c.eff - lo };
@@ -281,7 +430,15 @@ pub(super) fn try_form(
         sel_team.push(best as u32);
         sel_party.push(size);
         sel_eff.push(c.eff);
-        room[best] -= size;
+        if repack {
+            two_teams.place(sel_party, team_size, sel_team);
+            room.fill(team_size);
+            for (&t, &sz) in sel_team.iter().zip(sel_party.iter()) {
+                room[t as usize] -= sz;
+            }
+        } else {
+            room[best] -= size;
+        }
         remaining -= size;
         hosts &= m;
         if remaining == 0 {
@@ -313,7 +470,7 @@ pub(super) fn try_form(
         }
     }
     let full = remaining == 0;
-    if full && (teams == 1 || balance(norm, sc, rs)) {
+    if full && (teams == 1 || balance(norm, sc, &Ruleset { max_team_imbalance: bounds.max_team_imbalance, ..*rs })) {
         return Some((hosts, lat));
     }
     let d = &mut diag.rejections;
@@ -353,6 +510,7 @@ mod tests {
             max_latency_ms: 100,
             require_host,
             relaxation: &[],
+            expansion: crate::Expansion::NONE,
         }
     }
 
@@ -376,8 +534,9 @@ mod tests {
         sc.overlap.extend(modes.iter().map(|&m| m == FilterMode::Overlap));
         let ctx = Ctx { s: &s, f: columns.filter_count, h: columns.host_count, norm: 0.1 };
         let sp = (0..s.live).find(|&p| ctx.ticket(p) == seed).unwrap() as u32;
-        let bounds = (rs.max_skill_spread, rs.max_latency_ms);
-        let (hosts, _) = try_form(&ctx, &mut links, &mut sc, sp, bounds, 0, &rs, &mut RuleDiagnostics::default())?;
+        let bounds = rs.bounds_for_wait(0.0);
+        let diag = &mut RuleDiagnostics::default();
+        let (hosts, _) = try_form(&ctx, &mut links, &mut sc, sp, &bounds, rs.require_host, 0, &rs, diag)?;
         Some((sc.sel.iter().map(|&p| ctx.ticket(p as usize)).collect(), hosts))
     }
 

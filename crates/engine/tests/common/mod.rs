@@ -3,8 +3,8 @@
 #![allow(dead_code)]
 
 use matchmaker_engine::{
-    run_tick, EngineError, FilterMode, MatchOutput, OutputCapacity, PoolColumns, RuleDiagnostics, Ruleset, TickParams,
-    Workspace, NO_HOST,
+    run_tick, EngineError, Expansion, FilterMode, MatchOutput, OutputCapacity, PoolColumns, RuleDiagnostics, Ruleset,
+    TickParams, Workspace, NO_HOST,
 };
 
 /// SplitMix64: small and seeded, for generated pools.
@@ -128,6 +128,7 @@ pub fn ruleset(teams: u32, team_size: u32) -> Ruleset<'static> {
         max_latency_ms: 1000,
         require_host: false,
         relaxation: &[],
+        expansion: Expansion::NONE,
     }
 }
 
@@ -224,7 +225,8 @@ pub fn check_invariants(pool: &Pool, p: &TickParams<'_>, matches: &[Match]) -> R
         // Relaxed bounds from the oldest ticket's wait.
         let oldest_wait =
             m.tickets.iter().map(|&t| p.now_ms - pool.arrival_ms[t as usize]).fold(f64::NEG_INFINITY, f64::max);
-        let (spread, lat_bound) = rs.bounds_for_wait(oldest_wait);
+        let bounds = rs.bounds_for_wait(oldest_wait);
+        let (spread, lat_bound) = (bounds.max_skill_spread, bounds.max_latency_ms);
         let effs: Vec<f64> = m.tickets.iter().map(|&t| eff(t as usize)).collect();
         let lo = effs.iter().cloned().fold(f64::INFINITY, f64::min);
         let hi = effs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
@@ -234,8 +236,8 @@ pub fn check_invariants(pool: &Pool, p: &TickParams<'_>, matches: &[Match]) -> R
         let tlo = sums.iter().cloned().fold(f64::INFINITY, f64::min);
         let thi = sums.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let imb = (thi - tlo) / f64::from(rs.team_size) / p.mmr_normalization_ref;
-        if imb > rs.max_team_imbalance + EPS {
-            return Err(ctx(format!("team imbalance {imb} > {}", rs.max_team_imbalance)));
+        if imb > bounds.max_team_imbalance + EPS {
+            return Err(ctx(format!("team imbalance {imb} > {}", bounds.max_team_imbalance)));
         }
         // Attributes pairwise compatible; accept intersections exact.
         for a in 0..m.tickets.len() {
@@ -271,8 +273,15 @@ pub fn check_invariants(pool: &Pool, p: &TickParams<'_>, matches: &[Match]) -> R
             }
         }
         if m.acceptable_hosts == 0 {
-            if m.preferred_host != NO_HOST {
-                return Err(ctx("preferred host without acceptable hosts".into()));
+            // None acceptable: the host with the lowest worst latency is preferred (none without hosts).
+            if h == 0 && m.preferred_host != NO_HOST {
+                return Err(ctx("preferred host without hosts".into()));
+            }
+            if h > 0 {
+                let ph = m.preferred_host as usize;
+                if ph >= h || (0..h).any(|hst| (cost(hst), hst) < (cost(ph), ph)) {
+                    return Err(ctx(format!("preferred host {ph} is not the cheapest")));
+                }
             }
             if rs.require_host {
                 return Err(ctx("require_host but no acceptable host".into()));

@@ -12,13 +12,28 @@ import {
   ExplainTicketResponseSchema,
   type ExplainTicketResponse,
 } from '../src/gen/matchmaker/admin/v1/admin_pb.js';
-import { createTrio, PAIRS_QUEUE, solo, TARGET_COUNTS, TRIO_QUEUE } from './support/explain-pool.js';
+import { stringify } from 'yaml';
+import { createTrio, memberInput, PAIRS_QUEUE, solo, TARGET_COUNTS, TRIO_QUEUE } from './support/explain-pool.js';
 import { uuid } from './support/fixtures.js';
 import { pollUntil } from './support/queues.js';
 import { useService } from './support/service.js';
 import { grpcTransport, grpcUnary, httpRequest, httpResult, type Result, type Transport } from './support/transports.js';
 
-const env = useService({ queues: { 'explain.trio': TRIO_QUEUE, 'explain.pairs': PAIRS_QUEUE } });
+/**
+ * Two rulesets without require_host: "wide" widens linearly (its base every second) and may form without a
+ * common host after 60 s; "anyhost" does not widen and may form without a common host at once.
+ */
+const WIDENING_QUEUE = stringify({
+  config: {
+    tick_interval_ms: 3_600_000,
+    rulesets: [
+      { id: 'wide', teams: 1, team_size: 3, max_skill_spread: 1.0, expansion: { curve: 'linear', over_secs: 1, any_host_after_secs: 60 } },
+      { id: 'anyhost', teams: 1, team_size: 3, max_skill_spread: 1.0, expansion: { curve: 'none', any_host_after_secs: 0 } },
+    ],
+  },
+});
+
+const env = useService({ queues: { 'explain.trio': TRIO_QUEUE, 'explain.pairs': PAIRS_QUEUE, 'explain.widening': WIDENING_QUEUE } });
 
 const AdminClient = makeGenericClientConstructor(grpcServiceDefinition(MatchmakerAdminService), 'MatchmakerAdminService');
 let admin: Client;
@@ -94,6 +109,23 @@ describe.each(explainers)('ExplainTicket over %s', (_, explain) => {
       acceptableHost: 4,
       all: 0,
     });
+  });
+
+  it('bounds that widen with wait: those in force now, still widening; a common host required until any_host_after_secs', async () => {
+    const id = uuid();
+    const input = memberInput({ players: 1, mmr: 0.5, mode: 'ranked', latencies: { 'eu-west': 50 } });
+    expect((await core.createTicket({ id, queueId: 'explain.widening', engineInput: input })).ok).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const x = await ok('explain.widening', id);
+    const [wide, anyhost] = x.rulesets;
+    expect([wide!.rulesetId, anyhost!.rulesetId]).toEqual(['wide', 'anyhost']);
+    // Linear over 1 s: the base grown by the wait in seconds (the answer's wait is the one its bounds were taken at).
+    expect(wide!.bounds!.maxSkillSpread).toBeCloseTo(1 + x.waitSecs, 9);
+    expect(wide!.bounds!.maxSkillSpread).toBeGreaterThan(1.2);
+    expect(wide!.nextRelaxation).toMatchObject({ continuous: true, inSecs: 0 });
+    expect(wide!.bounds).toMatchObject({ requireHost: false, hostRequired: true });
+    expect(anyhost!.bounds).toMatchObject({ maxSkillSpread: 1, requireHost: false, hostRequired: false });
+    expect(anyhost!.nextRelaxation).toBeUndefined();
   });
 
   it('a matched ticket is resolved, with its match and its wait until it', async () => {

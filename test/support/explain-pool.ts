@@ -31,7 +31,7 @@ export const TRIO_QUEUE = stringify({
 
 export const PAIRS_QUEUE = stringify({ config: { tick_interval_ms: 100, rulesets: [{ id: 'pairs', teams: 1, team_size: 2 }] } });
 
-interface Member {
+export interface Member {
   players: number;
   mmr: number;
   mode: string;

@@ -2,6 +2,8 @@
 // team imbalance, host latency, the hard bounds in force) and per ticket (wait, expiry), plus per-segment
 // breakdowns that expose who waits.
 import type { QueueConfig, RulesetConfig } from '../../src/config/queue-config.js';
+import { boundsForWait as engineBounds } from '../../src/engine/ruleset-bounds.js';
+import { rulesetParams } from '../../src/engine/tick-runner.js';
 import type { PopulationModel, SimTicket } from './population.js';
 
 /** A formed match as any system reports it: its tickets, each ticket's team, and the chosen host. */
@@ -9,8 +11,11 @@ export interface FormedMatch {
   rulesetIndex: number;
   tickets: SimTicket[];
   teams: number[];
-  /** Host index in the population model's hosts; undefined when the engine found no acceptable host. */
+  /** Host index in the population model's hosts; undefined when the engine named none. */
   host: number | undefined;
+  /** The engine: false when no host was acceptable to every ticket (its preferred host then only has the lowest
+   *  worst latency). */
+  hostAcceptable?: boolean;
 }
 
 export interface Segment {
@@ -221,10 +226,8 @@ export class Metrics {
 
     const cost = (h: number) => m.tickets.reduce((worst, t) => Math.max(worst, t.latency[h]!), 0);
     let host = m.host;
-    if (host === undefined) {
-      this.matchesWithoutHost++;
-      host = bestHost(m.tickets);
-    }
+    if (host === undefined || m.hostAcceptable === false) this.matchesWithoutHost++;
+    if (host === undefined) host = bestHost(m.tickets);
     const latency = cost(host);
     this.hostLatencies.push(latency);
     if (latency > ruleset.max_latency_ms) this.hostOverLatency++;
@@ -237,9 +240,10 @@ export class Metrics {
     const v = this.violations;
     const badTeams = teamPlayers.some((n) => n !== ruleset.team_size);
     const badSpread = spread / this.norm > bounds.spread + eps;
-    const badImbalance = imbalance / this.norm > ruleset.max_team_imbalance + eps;
+    const badImbalance = imbalance / this.norm > bounds.imbalance + eps;
     const hostBroken = m.host === undefined || latency > bounds.latency;
-    const badHost = (ruleset.require_host && hostBroken) || (this.isEngine && m.host !== undefined && latency > bounds.latency);
+    const claimedAcceptable = this.isEngine && m.host !== undefined && m.hostAcceptable !== false;
+    const badHost = (ruleset.require_host && hostBroken) || (claimedAcceptable && latency > bounds.latency);
     if (badTeams) v.teams++;
     if (badSpread) v.spread++;
     if (badImbalance) v.imbalance++;
@@ -330,16 +334,11 @@ export function bestHost(tickets: readonly SimTicket[]): number {
   return best;
 }
 
-/** docs/engine.md, the engine's `bounds_for_wait`: the bounds of the last relaxation step whose after_wait <= wait. */
-export function boundsForWait(ruleset: RulesetConfig, waitMs: number): { spread: number; latency: number } {
-  let spread = ruleset.max_skill_spread;
-  let latency = ruleset.max_latency_ms;
-  for (const step of ruleset.relaxation) {
-    if (step.after_wait_secs * 1000 > waitMs) break;
-    spread = step.max_skill_spread;
-    latency = step.max_latency_ms;
-  }
-  return { spread, latency };
+/** The bounds in force when the oldest ticket has waited `waitMs`: the engine's own (src/engine/ruleset-bounds.ts),
+ *  relaxation steps and continuous expansion included. */
+export function boundsForWait(ruleset: RulesetConfig, waitMs: number): { spread: number; latency: number; imbalance: number } {
+  const b = engineBounds(rulesetParams(ruleset), waitMs);
+  return { spread: b.maxSkillSpread, latency: b.maxLatencyMs, imbalance: b.maxTeamImbalance };
 }
 
 /** docs/engine.md "Attributes": two tickets compatible under filter f (unspecified = compatible with everyone). */

@@ -97,6 +97,7 @@ export class EngineSystem implements MatchSystem {
         tickets,
         teams: Array.from(m.teams),
         host: m.preferredHost === undefined ? undefined : this.hostOf(m.preferredHost),
+        hostAcceptable: m.acceptableHosts !== 0n,
       };
       this.metrics.match(formed, nowMs);
     }

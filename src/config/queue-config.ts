@@ -11,9 +11,7 @@ export const STREAM_NAME_MAX_BYTES = 255;
 /** The engine keeps ruleset membership as a 32-bit mask. */
 export const MAX_RULESETS = 32;
 /** Default of a ruleset's `expansion.over_secs`. */
-export const DEFAULT_EXPANSION_OVER_SECS = 10;
-/** Default of `expansion.any_host_after_secs`, in multiples of `over_secs`. */
-export const ANY_HOST_AFTER_DOUBLINGS = 3;
+export const DEFAULT_EXPANSION_OVER_SECS = 2;
 
 const relaxationStep = z
   .object({
@@ -38,9 +36,8 @@ const expansion = z
     max_skill_spread: z.number().positive().optional(),
     max_team_imbalance: z.number().positive().optional(),
     max_latency_ms: z.number().int().positive().optional(),
-    /** Without require_host: the wait after which a seed may form a match with no common acceptable host.
-     *  Default: ANY_HOST_AFTER_DOUBLINGS × over_secs. */
-    any_host_after_secs: z.number().min(0).optional(),
+    /** Without require_host: the wait after which a seed may form a match with no common acceptable host. */
+    any_host_after_secs: z.number().min(0).default(10),
   })
   .strict();
 

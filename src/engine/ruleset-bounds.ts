@@ -1,7 +1,7 @@
 // The bounds a ruleset puts on a candidate match as its seed waits: the relaxation steps and the continuous
 // expansion (docs/engine.md "Bounds"). The same arithmetic as `Ruleset::bounds_for_wait` in
 // crates/engine/src/input.rs, bit for bit: the reference engine and explain read it from here.
-import { ANY_HOST_AFTER_DOUBLINGS, type RulesetConfig } from '../config/queue-config.js';
+import type { RulesetConfig } from '../config/queue-config.js';
 import type { RulesetParams } from './native.js';
 
 /** Limits of the engine's unbounded values: u32::MAX for latency. */
@@ -34,7 +34,7 @@ export function expansionParams(r: RulesetConfig): RulesetParams['expansion'] {
     maxSkillSpread: e.max_skill_spread ?? Number.POSITIVE_INFINITY,
     maxTeamImbalance: e.max_team_imbalance ?? Number.POSITIVE_INFINITY,
     maxLatencyMs: e.max_latency_ms ?? r.max_latency_ms,
-    anyHostAfterMs: (e.any_host_after_secs ?? ANY_HOST_AFTER_DOUBLINGS * e.over_secs) * 1000,
+    anyHostAfterMs: e.any_host_after_secs * 1000,
   };
 }
 

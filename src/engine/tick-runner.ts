@@ -1,7 +1,7 @@
 // Runs the native engine over a TicketPool. Owns the preallocated output arrays (grown only when the pool
 // outgrows them) and the engine's reusable scratch memory, so a steady-state tick allocates nothing.
-import type { QueueConfig } from '../config/queue-config.js';
-import { NO_HOST, TickEngine, type MatchArrays, type QueueParams } from './native.js';
+import type { QueueConfig, RulesetConfig } from '../config/queue-config.js';
+import { NO_HOST, TickEngine, type MatchArrays, type QueueParams, type RulesetParams } from './native.js';
 import { expansionParams } from './ruleset-bounds.js';
 import type { TicketPool } from './ticket-pool.js';
 
@@ -57,11 +57,16 @@ export function engineParams(config: QueueConfig): QueueParams {
   return {
     ...nativeFields(config.engine, QUEUE_FIELDS),
     filterModes: config.engine.attribute_filters.map((f) => f.mode),
-    rulesets: config.rulesets.map((r) => ({
-      ...nativeFields(r, RULESET_FIELDS),
-      relaxation: r.relaxation.map((s) => ({ ...nativeFields(s, RELAXATION_FIELDS), afterWaitMs: s.after_wait_secs * 1000 })),
-      expansion: expansionParams(r),
-    })),
+    rulesets: config.rulesets.map(rulesetParams),
+  };
+}
+
+/** One ruleset as the engine takes it. */
+export function rulesetParams(r: RulesetConfig): RulesetParams {
+  return {
+    ...nativeFields(r, RULESET_FIELDS),
+    relaxation: r.relaxation.map((s) => ({ ...nativeFields(s, RELAXATION_FIELDS), afterWaitMs: s.after_wait_secs * 1000 })),
+    expansion: expansionParams(r),
   };
 }
 

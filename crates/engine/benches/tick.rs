@@ -95,14 +95,14 @@ fn main() {
         max_latency_ms: 120,
         require_host: true,
         relaxation: &relax,
-        // The queue config's default: bounds double every 10 s; latency does not widen.
+        // The queue config's default: bounds double every 2 s; latency does not widen.
         expansion: Expansion {
             curve: Curve::Exponential,
-            over_ms: 10_000.0,
+            over_ms: 2_000.0,
             max_skill_spread: f64::INFINITY,
             max_team_imbalance: f64::INFINITY,
             max_latency_ms: 120,
-            any_host_after_ms: 30_000.0,
+            any_host_after_ms: 10_000.0,
         },
     }];
     let filters = [FilterMode::Overlap, FilterMode::Containment, FilterMode::Overlap];

@@ -3,7 +3,9 @@
 mod common;
 
 use common::{check_invariants, run, run_diagnosed, run_recorded, Pool};
-use matchmaker_engine::{Expansion, FilterMode, RelaxationStep, RuleDiagnostics, Ruleset, TickParams, TicketRefusal};
+use matchmaker_engine::{
+    Curve, Expansion, FilterMode, RelaxationStep, RuleDiagnostics, Ruleset, TickParams, TicketRefusal,
+};
 use proptest::prelude::*;
 
 const NOW: f64 = 10_000_000.0;
@@ -27,6 +29,27 @@ struct RulesetSpec {
     latency: u32,
     require_host: bool,
     relax: Vec<RelaxationStep>,
+    expansion: Expansion,
+}
+
+/// A continuous widening of a ruleset with base bounds `spread`, `imbalance`, `latency`.
+fn expansion(spread: f64, imbalance: f64, latency: u32) -> impl Strategy<Value = Expansion> {
+    (
+        prop_oneof![Just(Curve::None), Just(Curve::Linear), Just(Curve::Exponential)],
+        100.0f64..60_000.0,
+        prop_oneof![Just(f64::INFINITY), 0.0f64..5.0],
+        prop_oneof![Just(f64::INFINITY), 0.0f64..2.0],
+        prop_oneof![Just(u32::MAX), 0u32..300],
+        prop_oneof![Just(0.0), Just(f64::INFINITY), 0.0f64..60_000.0],
+    )
+        .prop_map(move |(curve, over_ms, ws, wi, wl, any_host_after_ms)| Expansion {
+            curve,
+            over_ms,
+            max_skill_spread: spread + ws,
+            max_team_imbalance: imbalance + wi,
+            max_latency_ms: latency.saturating_add(wl),
+            any_host_after_ms,
+        })
 }
 
 fn ruleset_spec() -> impl Strategy<Value = RulesetSpec> {
@@ -54,8 +77,24 @@ fn ruleset_spec() -> impl Strategy<Value = RulesetSpec> {
                         RelaxationStep { after_wait_ms: w, max_skill_spread: s, max_latency_ms: l }
                     })
                     .collect();
-                RulesetSpec { teams, team_size, spread, imbalance, latency, require_host, relax }
+                (
+                    RulesetSpec {
+                        teams,
+                        team_size,
+                        spread,
+                        imbalance,
+                        latency,
+                        require_host,
+                        relax,
+                        expansion: Expansion::NONE,
+                    },
+                    (),
+                )
             })
+        })
+        .prop_flat_map(|(spec, ())| {
+            let e = expansion(spec.spread, spec.imbalance, spec.latency);
+            (Just(spec), e).prop_map(|(spec, expansion)| RulesetSpec { expansion, ..spec })
         })
 }
 
@@ -132,7 +171,7 @@ fn rulesets(c: &Case) -> Vec<Ruleset<'_>> {
             max_latency_ms: r.latency,
             require_host: r.require_host,
             relaxation: &r.relax,
-            expansion: Expansion::NONE,
+            expansion: r.expansion,
         })
         .collect()
 }
@@ -237,6 +276,7 @@ proptest! {
         }
         c.rulesets[0] = RulesetSpec {
             teams, team_size, spread: 0.5, imbalance: f64::INFINITY, latency: 50, require_host: c.hosts > 0, relax: vec![],
+            expansion: Expansion::NONE,
         };
         let mut pool = build(&c);
         for _ in 0..teams * team_size {

@@ -3,8 +3,8 @@ mod common;
 
 use common::{check_invariants, params, ruleset, run, try_run, Pool};
 use matchmaker_engine::{
-    run_tick, EngineError, Expansion, FilterMode, MatchBuffers, MatchOutput, OutputCapacity, RelaxationStep, Ruleset,
-    TickParams, Workspace, NO_HOST,
+    run_tick, Curve, EngineError, Expansion, FilterMode, MatchBuffers, MatchOutput, OutputCapacity, RelaxationStep,
+    Ruleset, TickParams, Workspace, NO_HOST,
 };
 
 const NOW: f64 = 1_000_000.0;
@@ -546,4 +546,78 @@ fn buffers_can_be_plain_slices() {
     assert_eq!(n, 1);
     assert_eq!(b[..2], [0, 2]);
     assert_eq!(e[0], 0);
+}
+
+/// The starvation guarantee (docs/engine.md "Bounds"): with unbounded limits, a ticket whose partners are
+/// far in skill is matched at the first tick its widened bounds cover them, and not before.
+#[test]
+fn widening_bounds_reach_a_far_ticket_when_they_cover_it() {
+    let mut pool = Pool::new(vec![], 0);
+    let arrival = NOW - 10_000.0;
+    // One ticket at 0.0 and nine at 1.0: the spread needed is 10 normalized units; the teams' means
+    // (0.8 and 1.0) differ by 2.
+    let far = pool.add(1, 0.0, arrival, 1);
+    for _ in 0..9 {
+        pool.add(1, 1.0, NOW, 1);
+    }
+    let expansion = Expansion {
+        curve: Curve::Exponential,
+        over_ms: 1_000.0,
+        max_skill_spread: f64::INFINITY,
+        max_team_imbalance: f64::INFINITY,
+        max_latency_ms: 1000,
+        any_host_after_ms: 0.0,
+    };
+    let rs = [Ruleset { max_skill_spread: 0.5, max_team_imbalance: 0.5, expansion, ..ruleset(2, 5) }];
+    // 0.5 * 2^k * (1 + f) >= 10, with w / 1 s = k + f, once w >= 4.25 s (16 * 1.25 = 20).
+    for (wait, matched) in [(0.0, false), (4_240.0, false), (4_250.0, true), (60_000.0, true)] {
+        let m = run(&pool, &params(&pool, &rs, arrival + wait, 1));
+        assert_eq!(m.len(), usize::from(matched), "wait {wait}");
+        if matched {
+            assert!(m[0].tickets.contains(&(far as u32)));
+            check_invariants(&pool, &params(&pool, &rs, arrival + wait, 1), &m).unwrap();
+        }
+    }
+    // A finite limit below the need keeps the bound there: no match, however long the wait.
+    let capped = [Ruleset { expansion: Expansion { max_skill_spread: 9.0, ..expansion }, ..rs[0] }];
+    assert!(run(&pool, &params(&pool, &capped, arrival + 600_000.0, 1)).is_empty());
+    // Linear: 0.5 * (1 + w / 1 s) >= 10 once w >= 19 s.
+    let linear = [Ruleset { expansion: Expansion { curve: Curve::Linear, ..expansion }, ..rs[0] }];
+    assert!(run(&pool, &params(&pool, &linear, arrival + 18_900.0, 1)).is_empty());
+    assert_eq!(run(&pool, &params(&pool, &linear, arrival + 19_000.0, 1)).len(), 1);
+}
+
+#[test]
+fn bounds_for_wait_combines_steps_and_the_curve() {
+    let steps = [RelaxationStep { after_wait_ms: 5_000.0, max_skill_spread: 8.0, max_latency_ms: 120 }];
+    let expansion = Expansion {
+        curve: Curve::Exponential,
+        over_ms: 2_000.0,
+        max_skill_spread: 6.0,
+        max_team_imbalance: 1.5,
+        max_latency_ms: 400,
+        any_host_after_ms: 3_000.0,
+    };
+    let rs = Ruleset {
+        max_skill_spread: 1.0,
+        max_team_imbalance: 0.5,
+        max_latency_ms: 100,
+        relaxation: &steps,
+        expansion,
+        ..ruleset(2, 5)
+    };
+    let at = |w: f64| {
+        let b = rs.bounds_for_wait(w);
+        (b.max_skill_spread, b.max_team_imbalance, b.max_latency_ms, b.any_host)
+    };
+    assert_eq!(at(0.0), (1.0, 0.5, 100, false));
+    // 1 s: 2^0 * 1.5; 3 s: 2^1 * 1.5 (linear between doublings).
+    assert_eq!(at(1_000.0), (1.5, 0.75, 150, false));
+    assert_eq!(at(3_000.0), (3.0, 1.5, 300, true));
+    // 5 s: the step (8.0, 120) is wider in skill, the curve (5.0 * ... capped at 6) in latency (400).
+    assert_eq!(at(5_000.0), (8.0, 1.5, 400, true));
+    // A negative wait (a clock ahead of now) counts as none.
+    assert_eq!(at(-50.0), (1.0, 0.5, 100, false));
+    // With require_host, never without a host.
+    assert!(!Ruleset { require_host: true, ..rs }.bounds_for_wait(1e9).any_host);
 }

@@ -42,8 +42,6 @@ export interface RulesetReach {
   counts: RuleCounts;
 }
 
-const ALL = 0xffff_ffff_ffff_ffffn;
-
 /** The ticket at `row` against every other ticket of the pool, per ruleset it competes in, at `nowMs`. */
 export function ticketReach(pool: TicketPool, row: number, config: QueueConfig, nowMs: number): RulesetReach[] {
   const { partySize, mmrMean, rulesetMask, attrValues, attrAccepts, latencyMs, count: n, filterCount: F, hostCount: H } = pool;
@@ -54,18 +52,22 @@ export function ticketReach(pool: TicketPool, row: number, config: QueueConfig, 
   const waitMs = nowMs - pool.arrivalMs[row]!;
 
   // Attributes do not depend on the ruleset: one pass. Per filter: overlap = values meet; containment = each
-  // side's values are within the other's accepts (unspecified values are all-ones or zero, as the pool stores them).
+  // side's values are within the other's accepts (unspecified values are all-ones or zero, as the pool stores
+  // them). The u64 bitsets are read as two u32 halves (little-endian), so no bigint is made per ticket.
+  const halves = (a: BigUint64Array) => new Uint32Array(a.buffer, a.byteOffset, a.length * 2);
+  const [values, accepts] = [halves(attrValues), halves(attrAccepts)];
+  const containment = filters.map((f) => f.mode === 'containment');
   const compatible = new Uint8Array(n);
-  const values = Array.from({ length: F }, (_, f) => attrValues[row * F + f]!);
-  const accepts = Array.from({ length: F }, (_, f) => attrAccepts[row * F + f]!);
+  const me = 2 * row * F;
   for (let i = 0; i < n; i++) {
     let ok = true;
-    for (let f = 0; f < F && ok; f++) {
-      const v = attrValues[i * F + f]!;
-      ok =
-        filters[f]!.mode === 'containment'
-          ? ((values[f]! & (~attrAccepts[i * F + f]! & ALL)) | (v & (~accepts[f]! & ALL))) === 0n
-          : (values[f]! & v) !== 0n;
+    for (let w = 0; w < 2 * F && ok; w++) {
+      const mine = values[me + w]!;
+      const theirs = values[2 * i * F + w]!;
+      ok = containment[w >> 1]
+        ? ((mine & ~accepts[2 * i * F + w]!) | (theirs & ~accepts[me + w]!)) === 0
+        : // Overlap: the two halves of one filter together must meet; checked on the high half.
+          (w & 1) === 0 || ((values[me + w - 1]! & values[2 * i * F + w - 1]!) | (mine & theirs)) !== 0;
     }
     compatible[i] = ok ? 1 : 0;
   }
@@ -94,7 +96,8 @@ export function ticketReach(pool: TicketPool, row: number, config: QueueConfig, 
       const fits = party <= rs.teamSize && (rs.teams === 1 ? party + size <= rs.teamSize : size <= rs.teamSize);
       const skill = Math.abs(eff(i) - mine) / norm <= bounds.maxSkillSpread;
       const attrs = compatible[i] === 1;
-      const host = hosts.some((h) => latencyMs[i * H + h]! <= bounds.maxLatencyMs);
+      let host = false;
+      for (let k = 0; k < hosts.length && !host; k++) host = latencyMs[i * H + hosts[k]!]! <= bounds.maxLatencyMs;
       counts.partyFits += Number(fits);
       counts.skillWithinSpread += Number(skill);
       counts.attributesCompatible += Number(attrs);

@@ -3,7 +3,7 @@
 // package exports, and NOT_FOUND as a typed MatchmakerError.
 import { AnswerScope, decodeEngineInput, engineInput, MatchmakerClient, MatchmakerError } from '@matchmaker/client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTrio, TARGET_COUNTS, TRIO_MEMBERS, TRIO_QUEUE } from './support/explain-pool.js';
+import { createTrio, refusedAfter, TARGET_COUNTS, TRIO_MEMBERS, TRIO_QUEUE } from './support/explain-pool.js';
 import { uuid } from './support/fixtures.js';
 import { pollUntil } from './support/queues.js';
 import { useService } from './support/service.js';
@@ -19,9 +19,10 @@ describe('MatchmakerClient admin calls', () => {
     const ids = await createTrio('sdk.trio', ({ id, queueId, engineInput: bytes }) =>
       sdk().createTicket({ id, queueId, engineInput: decodeEngineInput(bytes) }),
     );
+    const createdMs = Date.now();
     const x = await pollUntil(
       () => sdk().explainTicket('sdk.trio', ids.target),
-      (v) => v.lastRefusal !== undefined,
+      (v) => refusedAfter(v, createdMs),
     );
     expect(x).toMatchObject({ state: 'active', scope: AnswerScope.LEADER, lastRefusal: { rule: 'skill_spread' } });
     expect(x.rulesets[0]!.candidates).toMatchObject(TARGET_COUNTS);

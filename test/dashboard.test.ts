@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTrio, TARGET_COUNTS, TRIO_QUEUE } from './support/explain-pool.js';
+import { createTrio, refusedAfter, TARGET_COUNTS, TRIO_QUEUE } from './support/explain-pool.js';
 import { party, uuid } from './support/fixtures.js';
 import { launchChromium } from './support/browser.js';
 import { adminTicket, duelQueue, pollUntil } from './support/queues.js';
@@ -117,10 +117,11 @@ describe('GET /dashboard', () => {
 
   it("explains a ticket typed into the search, and shows each queue's statistics", async () => {
     const trio = await createTrio('d.trio', async (ticket) => expect((await api.createTicket(ticket)).ok).toBe(true));
-    // Once a tick has recorded its refusal (the page asks once per search).
+    // Once a tick over the whole pool has recorded its refusal (the page asks once per search).
+    const createdMs = Date.now();
     await pollUntil(
       () => httpRequest(service, 'GET', `/admin/v1/queues/d.trio/tickets/${trio.target}:explain`),
-      (r) => r.body.lastRefusal !== undefined,
+      (r) => refusedAfter(r.body as never, createdMs),
     );
     await page.fill('#search-ticket', trio.target);
     await page.click('#search-form button[type="submit"]');

@@ -13,7 +13,7 @@ import {
   type ExplainTicketResponse,
 } from '../src/gen/matchmaker/admin/v1/admin_pb.js';
 import { stringify } from 'yaml';
-import { createTrio, memberInput, PAIRS_QUEUE, solo, TARGET_COUNTS, TRIO_QUEUE } from './support/explain-pool.js';
+import { createTrio, memberInput, PAIRS_QUEUE, refusedAfter, solo, TARGET_COUNTS, TRIO_QUEUE } from './support/explain-pool.js';
 import { uuid } from './support/fixtures.js';
 import { pollUntil } from './support/queues.js';
 import { useService } from './support/service.js';
@@ -39,11 +39,14 @@ const AdminClient = makeGenericClientConstructor(grpcServiceDefinition(Matchmake
 let admin: Client;
 let core: Transport;
 let trio: Awaited<ReturnType<typeof createTrio>>;
+/** When every member of the trio pool was in. */
+let trioCreatedMs: number;
 
 beforeAll(async () => {
   admin = new AdminClient(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure());
   core = grpcTransport(env.service);
   trio = await createTrio('explain.trio', async (ticket) => expect((await core.createTicket(ticket)).ok).toBe(true));
+  trioCreatedMs = Date.now();
 });
 afterAll(() => {
   admin.close();
@@ -73,7 +76,7 @@ describe.each(explainers)('ExplainTicket over %s', (_, explain) => {
   it('a ticket its spread bound keeps waiting: the counts per rule, the bounds, and skill_spread recorded by the tick', async () => {
     const x = await pollUntil(
       () => ok('explain.trio', trio.target),
-      (v) => v.lastRefusal !== undefined,
+      (v) => refusedAfter(v, trioCreatedMs),
     );
     expect(x).toMatchObject({ queueId: 'explain.trio', ticketId: trio.target, state: 'active', matchId: '', scope: AnswerScope.LEADER });
     expect(x.lastRefusal?.rule).toBe('skill_spread');

@@ -70,6 +70,20 @@ export function memberInput(m: Member): Uint8Array {
   });
 }
 
+/**
+ * Whether an ExplainTicketResponse (message or JSON) holds a refusal recorded by a tick that ran after `afterMs`:
+ * one that saw the whole pool, not a tick that ran while the members were still being created.
+ */
+export function refusedAfter(
+  x: { lastRefusal?: { tickAt?: { seconds: bigint; nanos: number } | string } | undefined },
+  afterMs: number,
+): boolean {
+  const at = x.lastRefusal?.tickAt;
+  if (at === undefined) return false;
+  const ms = typeof at === 'string' ? Date.parse(at) : Number(at.seconds) * 1000 + at.nanos / 1e6;
+  return ms > afterMs;
+}
+
 /** Creates every member in `queueId` through `create`; answers their ticket ids by name. */
 export async function createTrio(
   queueId: string,

@@ -26,6 +26,7 @@ import { sinkFactory } from './outcomes/sinks/index.js';
 import { codeOf } from './store/data-dir.js';
 import { LmdbStore } from './store/lmdb-store.js';
 import type { Store } from './store/store.js';
+import { MatchmakerAdminService } from './gen/matchmaker/admin/v1/admin_pb.js';
 import { MatchmakerService } from './gen/matchmaker/core/v1/service_pb.js';
 
 export interface RunningService {
@@ -34,7 +35,7 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-const HEALTH_SERVICES = ['', MatchmakerService.typeName];
+const HEALTH_SERVICES = ['', MatchmakerService.typeName, MatchmakerAdminService.typeName];
 
 export async function startService(config: ServiceConfig, log: Logger): Promise<RunningService> {
   const core = new MatchmakerCore();
@@ -49,7 +50,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   const metrics = new ServiceMetrics(() => operator.metricsSnapshot());
   const dashboard = new Dashboard(operator);
   const telemetry = fanOut(metrics.queues, dashboard.activity);
-  const grpcServer = createGrpcServer(core, health, log, metrics);
+  const grpcServer = createGrpcServer(core, operator, health, log, metrics);
   const httpServer = createHttpServer({
     core,
     operator,

@@ -1,9 +1,11 @@
 // GET /dashboard in headless Chromium against the real service: the page loads with every queue, shows a
-// match created through the API (teams, host, quality) with its charts drawn, and its release button
-// releases a parked delivery, which then reaches the sink.
+// match created through the API (teams, host, quality) with its charts drawn, each queue's statistics, the
+// ticket search (a ticket id typed in, its explanation shown), and its release button releases a parked
+// delivery, which then reaches the sink.
 import { createServer, type Server } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTrio, refusedAfter, TARGET_COUNTS, TRIO_QUEUE } from './support/explain-pool.js';
 import { party, uuid } from './support/fixtures.js';
 import { launchChromium } from './support/browser.js';
 import { adminTicket, duelQueue, pollUntil } from './support/queues.js';
@@ -46,6 +48,7 @@ describe('GET /dashboard', () => {
         'd.duel': duelQueue(50),
         'd.parked': duelQueue(50, { outcomes: refusing }),
         'd.far': duelQueue(50, { ruleset: { max_skill_spread: 0.5 } }),
+        'd.trio': TRIO_QUEUE,
       },
     });
     api = grpcTransport(service);
@@ -79,9 +82,9 @@ describe('GET /dashboard', () => {
 
   it('lists every queue with its charts drawn', async () => {
     const queues = await page.$$eval('section[data-queue]', (sections) => sections.map((s) => s.getAttribute('data-queue')));
-    expect(queues.sort()).toEqual(['d.duel', 'd.far', 'd.parked']);
+    expect(queues.sort()).toEqual(['d.duel', 'd.far', 'd.parked', 'd.trio']);
     expect(await page.locator('section[data-queue="d.duel"] .chart canvas').count()).toBe(4);
-    await expect.poll(() => page.textContent('#status')).toMatch(/3 queue\(s\)/);
+    await expect.poll(() => page.textContent('#status')).toMatch(/4 queue\(s\)/);
   });
 
   it('shows a match created through the API: its teams, host and quality, and the wait it took', async () => {
@@ -110,6 +113,39 @@ describe('GET /dashboard', () => {
     expect(cells.slice(0, 2)).toEqual(['duel', 'skill_spread']);
     expect(Number(cells[2])).toBeGreaterThan(0);
     expect(await page.locator('section[data-queue="d.far"] tr[data-rule]').count()).toBe(1);
+  });
+
+  it("explains a ticket typed into the search, and shows each queue's statistics", async () => {
+    const trio = await createTrio('d.trio', async (ticket) => expect((await api.createTicket(ticket)).ok).toBe(true));
+    // Once a tick over the whole pool has recorded its refusal (the page asks once per search).
+    const createdMs = Date.now();
+    await pollUntil(
+      () => httpRequest(service, 'GET', `/admin/v1/queues/d.trio/tickets/${trio.target}:explain`),
+      (r) => refusedAfter(r.body as never, createdMs),
+    );
+    await page.fill('#search-ticket', trio.target);
+    await page.click('#search-form button[type="submit"]');
+    const box = page.locator(`#explain[data-ticket="${trio.target}"]`);
+    await box.waitFor({ timeout: 10_000 });
+    expect(await box.getAttribute('data-state')).toBe('active');
+    expect(await box.locator('[data-field="last-refusal"] b').textContent()).toMatch(/^skill_spread \(tick at /);
+    const row = box.locator('tr[data-ruleset="trio"]');
+    const count = (key: string) => row.locator(`td[data-count="${key}"]`).textContent();
+    for (const [key, n] of Object.entries(TARGET_COUNTS)) if (key !== 'playersNeeded') expect(Number(await count(key)), key).toBe(n);
+    expect(await count('all')).toBe('0');
+    expect(await row.locator('td').nth(2).textContent()).toMatch(/^at 3600\.0 s waited/);
+
+    // A ticket no queue holds: the answer says so.
+    await page.fill('#search-ticket', uuid());
+    await page.click('#search-form button[type="submit"]');
+    await page.locator('#explain[data-error="404"]').waitFor({ timeout: 10_000 });
+    expect(await page.textContent('#explain .error')).toMatch(/is not in queue/);
+
+    // The statistics of the queue: six tickets and eight players waiting, nothing matched yet.
+    const stats = page.locator('section[data-queue="d.trio"] table.stats tr[data-ruleset="(queue)"] td');
+    await expect.poll(async () => (await stats.allTextContents()).slice(0, 3), { timeout: 10_000 }).toEqual(['whole queue', '6', '8']);
+    expect((await stats.allTextContents()).at(-1)).toBe('too little history');
+    expect(await page.locator('section[data-queue="d.trio"] table.stats tr[data-ruleset="trio"]').count()).toBe(1);
   });
 
   it('releases a parked delivery with its button, and the outcome then reaches the sink', async () => {

@@ -1,7 +1,8 @@
 // Differential test: the native engine (crates/engine through the napi addon) and the TypeScript reference
 // engine (src/engine/reference-engine.ts) must produce bit-identical output for identical input: the same
 // matches in the same order, the same ticket order and teams within each match, the same preferred and
-// acceptable hosts and the same accept intersections, and the same rule diagnostics (ruleCounts).
+// acceptable hosts and the same accept intersections, the same rule diagnostics (ruleCounts) and the same
+// per-ticket refusal record (ticketRefusals).
 //   (a) the engine crate's shared JSON fixtures (crates/engine/tests/fixtures), also checked against their
 //       expectations;
 //   (b) a fast-check property over random pools and queue parameters;
@@ -53,6 +54,8 @@ interface Outcome {
   offsets: number[];
   /** The rule diagnostics, 7 values per ruleset (docs/rule-diagnostics.md). */
   ruleCounts: number[];
+  /** The per-ticket refusal codes, one per ticket (docs/rule-diagnostics.md, "Per ticket"). */
+  ticketRefusals: number[];
 }
 
 /** Output arrays pre-filled with garbage, so "not written" cannot pass for "written as 0". */
@@ -60,7 +63,7 @@ function dirtyOutputs(n: number, filters: number, rulesets: number): MatchArrays
   const out = matchArrays(n, filters);
   out.matchOffsets.fill(0xdead);
   out.matchTickets.fill(0xbeef);
-  return { ...out, ruleCounts: new Float64Array(rulesets * 7).fill(0xdead) };
+  return { ...out, ruleCounts: new Float64Array(rulesets * 7).fill(0xdead), ticketRefusals: new Uint8Array(n).fill(0xee) };
 }
 
 const outcome = (out: MatchArrays, count: number, filters: number): Outcome => ({
@@ -68,6 +71,7 @@ const outcome = (out: MatchArrays, count: number, filters: number): Outcome => (
   matches: decode(out, count, filters),
   offsets: Array.from(out.matchOffsets.subarray(0, count + 1)),
   ruleCounts: Array.from(out.ruleCounts ?? []),
+  ticketRefusals: Array.from(out.ticketRefusals ?? []),
 });
 
 function runReference(pool: PoolArrays, params: QueueParams, nowMs: number, seed: number | bigint): Outcome {
@@ -96,6 +100,9 @@ function firstDifference(native: Outcome, reference: Outcome): string | undefine
     return `offsets: native ${native.offsets.join()}, reference ${reference.offsets.join()}`;
   if (native.ruleCounts.join() !== reference.ruleCounts.join())
     return `rule counts: native ${native.ruleCounts.join()}, reference ${reference.ruleCounts.join()}`;
+  const ticket = native.ticketRefusals.findIndex((code, i) => code !== reference.ticketRefusals[i]);
+  if (ticket >= 0 || native.ticketRefusals.length !== reference.ticketRefusals.length)
+    return `ticket refusals (of ${native.ticketRefusals.length} / ${reference.ticketRefusals.length}) differ at ticket ${ticket}: native ${native.ticketRefusals[ticket]}, reference ${reference.ticketRefusals[ticket]}`;
   return undefined;
 }
 
@@ -418,6 +425,9 @@ describe('random pools: native and reference agree', () => {
       expect(reference.count).toBeGreaterThan(100);
       // Some candidates failed, for some reason: the diagnostics compared are not all zeros.
       expect(reference.ruleCounts.some((x) => x > 0)).toBe(true);
+      // Every ticket's record written (no 0xee left), and several reasons among them.
+      expect(reference.ticketRefusals.every((code) => code <= 6)).toBe(true);
+      expect(new Set(reference.ticketRefusals).size).toBeGreaterThan(2);
     }
   });
 });
@@ -792,6 +802,10 @@ describe('invalid input is rejected by both engines', () => {
     ['short column', () => ({ pool: { ...base(), latencyMs: new Uint16Array(11) }, params, nowMs: NOW })],
     ['short output buffer', () => ({ pool: base(), params, nowMs: NOW, out: { ...matchArrays(6, 1), matchOffsets: new Uint32Array(6) } })],
     ['short rule counts', () => ({ pool: base(), params, nowMs: NOW, out: { ...matchArrays(6, 1), ruleCounts: new Float64Array(6) } })],
+    [
+      'short ticket refusals',
+      () => ({ pool: base(), params, nowMs: NOW, out: { ...matchArrays(6, 1), ticketRefusals: new Uint8Array(5) } }),
+    ],
   ];
   it.each(cases)('%s', async (name, make) => {
     const { pool, params: p, nowMs, out } = make();

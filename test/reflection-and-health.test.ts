@@ -1,5 +1,6 @@
 // A client that knows nothing but the reflection protocol lists the services, fetches the descriptors
-// and calls every method of MatchmakerService, as grpcurl does.
+// and calls every method of MatchmakerService and of MatchmakerAdminService (served on the same port), as
+// grpcurl does.
 import { createRequire } from 'node:module';
 import { create, createFileRegistry, fromBinary, toBinary, type DescMessage, type DescService } from '@bufbuild/protobuf';
 import { FileDescriptorProtoSchema, FileDescriptorSetSchema, type FileDescriptorProto } from '@bufbuild/protobuf/wkt';
@@ -125,33 +126,7 @@ describe('server reflection', () => {
   });
 
   it('is enough to call every method with no .proto file', async () => {
-    const files = await descriptorsFor('matchmaker.core.v1.MatchmakerService');
-    const registry = createFileRegistry(create(FileDescriptorSetSchema, { file: files }));
-    const svc = registry.getService('matchmaker.core.v1.MatchmakerService') as DescService;
-    const definition = Object.fromEntries(
-      svc.methods.map((m) => [
-        m.name,
-        {
-          path: `/${svc.typeName}/${m.name}`,
-          requestStream: false,
-          responseStream: false,
-          requestSerialize: (x: unknown) => Buffer.from(toBinary(m.input as DescMessage, x as never)),
-          requestDeserialize: (b: Buffer) => fromBinary(m.input as DescMessage, b),
-          responseSerialize: (x: unknown) => Buffer.from(toBinary(m.output as DescMessage, x as never)),
-          responseDeserialize: (b: Buffer) => fromBinary(m.output as DescMessage, b) as unknown,
-        },
-      ]),
-    );
-    const Dynamic = makeGenericClientConstructor(definition as never, 'Dynamic');
-    const client = new Dynamic(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, GrpcMethod> &
-      Client;
-    const call = (name: string, init: Record<string, unknown>) =>
-      new Promise<Record<string, unknown>>((resolve, reject) =>
-        client[name]!(
-          create(registry.getMessage(svc.methods.find((m) => m.name === name)!.input.typeName) as DescMessage, init as never),
-          (err: Error | null, res: Record<string, unknown>) => (err ? reject(err) : resolve(res)),
-        ),
-      );
+    const { call, close } = await reflectedClient('matchmaker.core.v1.MatchmakerService');
     const ticketId = uuid();
     expect((await call('CreateTicket', { ticket: { id: ticketId, queueId: 'test.basic' } })).ticketId).toBe(ticketId);
     await call('CancelTicket', { queueId: 'test.basic', ticketId });
@@ -160,16 +135,63 @@ describe('server reflection', () => {
       .backfillId as string;
     expect((await call('CancelBackfillRequests', { queueId: 'test.basic', backfillIds: [backfillId] })).failedBackfillIds).toEqual([]);
     expect(await call('ClearQueuePool', { queueId: 'test.basic' })).toMatchObject({ ticketsCleared: 0n, backfillRequestsCleared: 0n });
-    client.close();
+    close();
+  });
+
+  it('lists the admin service beside the core one, and is enough to call its methods', async () => {
+    const res = await reflect({ listServices: '' });
+    expect(res.listServicesResponse!.service.map((s) => s.name)).toContain('matchmaker.admin.v1.MatchmakerAdminService');
+    const core = await reflectedClient('matchmaker.core.v1.MatchmakerService');
+    const admin = await reflectedClient('matchmaker.admin.v1.MatchmakerAdminService');
+    const ticketId = uuid();
+    await core.call('CreateTicket', { ticket: { id: ticketId, queueId: 'test.basic' } });
+    expect(await admin.call('ExplainTicket', { queueId: 'test.basic', ticketId })).toMatchObject({ ticketId, state: 'active' });
+    const statistics = await admin.call('GetQueueStatistics', { queueId: 'test.basic' });
+    expect(statistics).toMatchObject({ queueId: 'test.basic', queue: { ticketsWaiting: 1, playersWaiting: 1 } });
+    await core.call('CancelTicket', { queueId: 'test.basic', ticketId });
+    core.close();
+    admin.close();
   });
 });
 
+/** A client of `service` built from nothing but the descriptors reflection serves. */
+async function reflectedClient(service: string) {
+  const files = await descriptorsFor(service);
+  const registry = createFileRegistry(create(FileDescriptorSetSchema, { file: files }));
+  const svc = registry.getService(service) as DescService;
+  const definition = Object.fromEntries(
+    svc.methods.map((m) => [
+      m.name,
+      {
+        path: `/${svc.typeName}/${m.name}`,
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: (x: unknown) => Buffer.from(toBinary(m.input as DescMessage, x as never)),
+        requestDeserialize: (b: Buffer) => fromBinary(m.input as DescMessage, b),
+        responseSerialize: (x: unknown) => Buffer.from(toBinary(m.output as DescMessage, x as never)),
+        responseDeserialize: (b: Buffer) => fromBinary(m.output as DescMessage, b) as unknown,
+      },
+    ]),
+  );
+  const Dynamic = makeGenericClientConstructor(definition as never, 'Dynamic');
+  const client = new Dynamic(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, GrpcMethod> &
+    Client;
+  const call = (name: string, init: Record<string, unknown>) =>
+    new Promise<Record<string, unknown>>((resolve, reject) =>
+      client[name]!(
+        create(registry.getMessage(svc.methods.find((m) => m.name === name)!.input.typeName) as DescMessage, init as never),
+        (err: Error | null, res: Record<string, unknown>) => (err ? reject(err) : resolve(res)),
+      ),
+    );
+  return { call, close: () => client.close() };
+}
+
 describe('grpc.health.v1.Health', () => {
-  it('answers SERVING for the server and for MatchmakerService once queues are loaded', async () => {
+  it('answers SERVING for the server, MatchmakerService and MatchmakerAdminService once queues are loaded', async () => {
     const Health = makeGenericClientConstructor(healthService, 'Health');
     const client = new Health(`127.0.0.1:${env.service.grpcPort}`, credentials.createInsecure()) as unknown as Record<string, GrpcMethod> &
       Client;
-    for (const name of ['', 'matchmaker.core.v1.MatchmakerService']) {
+    for (const name of ['', 'matchmaker.core.v1.MatchmakerService', 'matchmaker.admin.v1.MatchmakerAdminService']) {
       const res = await new Promise<{ status: string }>((resolve, reject) =>
         client.Check!({ service: name }, (err: Error | null, r: { status: string }) => (err ? reject(err) : resolve(r))),
       );

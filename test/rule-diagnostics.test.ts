@@ -1,11 +1,12 @@
 // Rule diagnostics (docs/rule-diagnostics.md) through the host's engine path in-process: tickets prepared by a
 // TicketPool, ticked by a TickRunner on the native engine. A pool built to fail on one rule shows that rule,
-// and only it, in TickResult.rejections of its ruleset; the other rulesets show nothing.
+// and only it, in TickResult.rejections of its ruleset; the other rulesets show nothing. Per ticket
+// (TickResult.refusals), every ticket of such a pool names that rule, and the pool keeps it with the row.
 import { describe, expect, it } from 'vitest';
 import { queueConfigSchema } from '../src/config/queue-config.js';
 import type { ParsedEngineInput } from '../src/engine/engine-input.js';
 import { TicketPool } from '../src/engine/ticket-pool.js';
-import { engineParams, REJECTION_REASONS, TickRunner, type RejectionReason } from '../src/engine/tick-runner.js';
+import { engineParams, refusalName, REJECTION_REASONS, TickRunner, type RejectionReason } from '../src/engine/tick-runner.js';
 
 const NOW = 1_700_000_000_000;
 
@@ -41,6 +42,10 @@ function engineInput(id: string, t: Ticket): ParsedEngineInput {
 
 /** One tick over `tickets`, all competing only in ruleset `ruleset`. */
 async function tick(ruleset: string, tickets: Ticket[]) {
+  return (await tickPool(ruleset, tickets)).result;
+}
+
+async function tickPool(ruleset: string, tickets: Ticket[]) {
   const pool = new TicketPool({
     filters: config.engine.attribute_filters,
     rulesetIds,
@@ -50,7 +55,7 @@ async function tick(ruleset: string, tickets: Ticket[]) {
     const id = `${ruleset}-${i}`;
     pool.insert(id, pool.prepare(engineInput(id, t), [ruleset], NOW - 1000 * (tickets.length - i)));
   });
-  return new TickRunner(engineParams(config)).run(pool, NOW, 1);
+  return { pool, result: await new TickRunner(engineParams(config)).run(pool, NOW, 1) };
 }
 
 const none = Object.fromEntries(REJECTION_REASONS.map((r) => [r, 0])) as Record<RejectionReason, number>;
@@ -98,6 +103,26 @@ describe('rule diagnostics: the engine counts why candidate matches failed, per 
       expect(result.rejections(r), id).toEqual(mine ? { ...none, [reason]: want.rejected } : none);
       expect(result.candidates(r), id).toEqual(mine ? { failed: want.failed, examined: want.examined } : { failed: 0, examined: 0 });
     });
+    // Every ticket waits for that reason.
+    expect(Array.from(result.refusals, refusalName)).toEqual(tickets.map(() => reason));
+  });
+
+  it('per ticket: a matched ticket has no refusal, and the pool keeps each refusal with its row', async () => {
+    // The oldest two (0.5 and 0.52) form a match; 0.9 then finds no one in its window, nor beyond it (the
+    // others are used).
+    const { pool, result } = await tickPool('spread', [{ mmr: 0.5 }, { mmr: 0.52 }, { mmr: 0.9 }]);
+    expect(result.count).toBe(1);
+    expect(Array.from(result.refusals, refusalName)).toEqual([undefined, undefined, 'not_enough_tickets']);
+    pool.recordRefusals(result.refusals, NOW);
+    expect(pool.refusalsAtMs).toBe(NOW);
+    // The matched rows leave: the last row moves into the first one's hole, with its code.
+    pool.remove('spread-0');
+    pool.remove('spread-1');
+    expect(pool.rowOf('spread-2')).toBe(0);
+    expect(refusalName(pool.refusal[0]!)).toBe('not_enough_tickets');
+    // A row added since the tick reads none.
+    pool.insert('late', pool.prepare(engineInput('late', { mmr: 0.3 }), ['spread'], NOW));
+    expect(pool.refusal[pool.rowOf('late')!]).toBe(0);
   });
 
   it('a match that forms leaves nothing to count', async () => {

@@ -4,12 +4,13 @@ import { fromBinary, toBinary, type DescMessage, type DescService, type MessageS
 import { FileDescriptorProtoSchema, file_google_protobuf_timestamp } from '@bufbuild/protobuf/wkt';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
+import { file_matchmaker_admin_v1_admin, MatchmakerAdminService } from '../gen/matchmaker/admin/v1/admin_pb.js';
 import { file_matchmaker_core_v1_resources } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { file_matchmaker_core_v1_service, MatchmakerService } from '../gen/matchmaker/core/v1/service_pb.js';
 import { file_matchmaker_engines_standard_v1_engine } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { file_matchmaker_outcomes_v1_outcomes } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 
-export { MatchmakerService };
+export { MatchmakerAdminService, MatchmakerService };
 
 /**
  * The full definition: requests and responses are protobuf-es messages. Clients use it as it is. The server
@@ -46,6 +47,7 @@ export function reflectionPackageDefinition(): Record<string, { fileDescriptorPr
     file_matchmaker_core_v1_service,
     file_matchmaker_outcomes_v1_outcomes,
     file_matchmaker_engines_standard_v1_engine,
+    file_matchmaker_admin_v1_admin,
   ];
   const ours = files.map((f) => Buffer.from(toBinary(FileDescriptorProtoSchema, f.proto)));
   const health = Object.values(healthService).flatMap((m) => (m.requestType as { fileDescriptorProtos: Buffer[] }).fileDescriptorProtos);

@@ -1,18 +1,22 @@
 // gRPC adapter: decode the request, call the core, encode the answer or map the ServiceError once. Each
-// method is wired by hand to the core method it calls, so the types of both ends are checked.
+// method is wired by hand to the core method it calls, so the types of both ends are checked. Two services
+// share the port: matchmaker.core.v1.MatchmakerService (the core) and matchmaker.admin.v1.MatchmakerAdminService
+// (the Operator's explain and statistics).
 import { fromBinary, type DescMessage, type DescMethodUnary, type MessageShape } from '@bufbuild/protobuf';
 import { Metadata, Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import type { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
-import { asServiceError, clip, type ServiceError } from '../errors.js';
+import type { Operator } from '../core/operator.js';
+import { asServiceError, clip, invalidArgument, type ServiceError } from '../errors.js';
 import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
 import { libraryErrorInterceptor } from './grpc-library-errors.js';
 import type { ServiceMetrics } from './metrics/service-metrics.js';
-import { grpcServiceDefinition, MatchmakerService, reflectionPackageDefinition } from './grpc-definitions.js';
+import { grpcServiceDefinition, MatchmakerAdminService, MatchmakerService, reflectionPackageDefinition } from './grpc-definitions.js';
 
 type Operation = keyof typeof MatchmakerService.method;
+type AdminOperation = keyof typeof MatchmakerAdminService.method;
 /** Counts each answered call (metrics/service-metrics.ts). */
 type RequestObserver = Pick<ServiceMetrics, 'observeRequest'>;
 type UnaryHandler = (call: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => void;
@@ -23,7 +27,13 @@ function toGrpcError(err: ServiceError) {
   return { code: ERROR_CODES[err.code].grpc, details: messageOf(err), metadata };
 }
 
-export function createGrpcServer(core: MatchmakerCore, health: HealthImplementation, log: Logger, metrics: RequestObserver): Server {
+export function createGrpcServer(
+  core: MatchmakerCore,
+  operator: Operator,
+  health: HealthImplementation,
+  log: Logger,
+  metrics: RequestObserver,
+): Server {
   const { method } = MatchmakerService;
   /** One handler for one method: its request decoded from the received bytes, its answer typed by the method. */
   const unary =
@@ -42,7 +52,7 @@ export function createGrpcServer(core: MatchmakerCore, health: HealthImplementat
         request = fromBinary(rpc.input, unaryCall.request);
       } catch (err) {
         const message = `request does not decode as ${rpc.input.typeName}: ${clip((err as Error).message)}`;
-        fail(core.malformed(rpc.localName as Operation, message));
+        fail(rpc.parent === MatchmakerService ? core.malformed(rpc.localName as Operation, message) : invalidArgument(message));
         return;
       }
       call(request, unaryCall.request).then(
@@ -67,10 +77,18 @@ export function createGrpcServer(core: MatchmakerCore, health: HealthImplementat
     clearQueuePool: unary(method.clearQueuePool, (req) => core.clearQueuePool(req)),
   };
 
+  const { method: admin } = MatchmakerAdminService;
+  const adminHandlers: Record<AdminOperation, UnaryHandler> = {
+    explainTicket: unary(admin.explainTicket, (req) => operator.explainTicket(req)),
+    getQueueStatistics: unary(admin.getQueueStatistics, (req) => operator.queueStatistics(req)),
+  };
+
   const server = new Server({ interceptors: [libraryErrorInterceptor] });
   // grpc-js looks handlers up by the method's proto name (CreateTicket).
   const byName = Object.fromEntries(MatchmakerService.methods.map((m) => [m.name, handlers[m.localName as Operation]]));
   server.addService(grpcServiceDefinition(MatchmakerService, { rawRequests: true }), byName);
+  const adminByName = Object.fromEntries(MatchmakerAdminService.methods.map((m) => [m.name, adminHandlers[m.localName as AdminOperation]]));
+  server.addService(grpcServiceDefinition(MatchmakerAdminService, { rawRequests: true }), adminByName);
   new ReflectionService(reflectionPackageDefinition() as never).addToServer(server);
   health.addToServer(server);
   return server;

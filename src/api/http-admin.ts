@@ -1,11 +1,19 @@
 // Operator routes (docs/api.md), answered through the core's Operator:
 // GET /admin/v1/queues, GET /admin/v1/queues/{queue_id}/tickets/{ticket_id},
+// GET /admin/v1/queues/{queue_id}/tickets/{ticket_id}:explain and GET /admin/v1/queues/{queue_id}/statistics
+// (matchmaker.admin.v1's ExplainTicket and GetQueueStatistics in the canonical JSON mapping),
 // GET /admin/v1/outcomes?queue_id=&after_sequence=&limit=, GET /admin/v1/deliveries,
 // POST /admin/v1/queues/{queue_id}/deliveries:retry (releases a parked delivery).
 import type { ServerResponse } from 'node:http';
-import { toJson } from '@bufbuild/protobuf';
+import { create, toJson } from '@bufbuild/protobuf';
 import type { Operator } from '../core/operator.js';
 import { invalidArgument, notFound, quote } from '../errors.js';
+import {
+  ExplainTicketRequestSchema,
+  ExplainTicketResponseSchema,
+  GetQueueStatisticsRequestSchema,
+  GetQueueStatisticsResponseSchema,
+} from '../gen/matchmaker/admin/v1/admin_pb.js';
 import { TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { OutcomeSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { decodePathSegment, sendJson } from './http-json.js';
@@ -20,6 +28,18 @@ export async function admin(method: string, path: string, url: URL, res: ServerR
   if (path === '/admin/v1/outcomes') return listOutcomes(url, res, operator);
   if (path === '/admin/v1/deliveries') return sendJson(res, 200, { deliveries: operator.deliveryStatus() });
   if (path === '/admin/v1/queues') return sendJson(res, 200, { queues: operator.queueSummaries() });
+  const explainPath = /^\/admin\/v1\/queues\/([^/:]+)\/tickets\/([^/:]+):explain$/.exec(path);
+  if (explainPath) {
+    const [queueId, ticketId] = explainPath.slice(1).map((p, i) => decodePathSegment(p, i)) as [string, string];
+    const answer = await operator.explainTicket(create(ExplainTicketRequestSchema, { queueId, ticketId }));
+    return sendJson(res, 200, toJson(ExplainTicketResponseSchema, answer));
+  }
+  const statisticsPath = /^\/admin\/v1\/queues\/([^/:]+)\/statistics$/.exec(path);
+  if (statisticsPath) {
+    const queueId = decodePathSegment(statisticsPath[1]!, 0);
+    const answer = await operator.queueStatistics(create(GetQueueStatisticsRequestSchema, { queueId }));
+    return sendJson(res, 200, toJson(GetQueueStatisticsResponseSchema, answer));
+  }
   const ticketPath = /^\/admin\/v1\/queues\/([^/:]+)\/tickets\/([^/:]+)$/.exec(path);
   if (ticketPath) {
     const [queueId, ticketId] = ticketPath.slice(1).map((p, i) => decodePathSegment(p, i)) as [string, string];

@@ -40,13 +40,13 @@ export type ServiceState = 'starting' | 'serving' | 'stopping';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** UUIDs are compared and stored in lowercase, so one id in two spellings is still one ticket. */
-function requireUuid(value: string, field: string): string {
+export function requireUuid(value: string, field: string): string {
   if (value === '') throw invalidArgument(`${field} is required`);
   if (!UUID.test(value)) throw invalidArgument(`${field} must be a UUID, got ${quote(value)}`);
   return value.toLowerCase();
 }
 
-function requireQueueId(value: string, field: string): string {
+export function requireQueueId(value: string, field: string): string {
   if (value === '') throw invalidArgument(`${field} is required`);
   return value;
 }

@@ -1,11 +1,20 @@
-// What operators read and do through the admin routes and /metrics: queue summaries, one ticket's state,
-// the outbox, outcome delivery (and releasing a parked one), and the numbers /metrics exports. Read-only
-// but for the release; every answer is served while the service is serving.
+// What operators read and do through the admin routes, the admin gRPC service and /metrics: queue summaries,
+// one ticket's state and its explanation, a queue's statistics, the outbox, outcome delivery (and releasing a
+// parked one), and the numbers /metrics exports. Read-only but for the release; every answer is served while
+// the service is serving.
 import type { Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import type { Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { failedPrecondition, notFound, quote, unavailable } from '../errors.js';
 import { configHash } from '../config/queue-config.js';
-import type { MatchmakerCore } from './matchmaker-core.js';
+import type {
+  ExplainTicketRequest,
+  ExplainTicketResponse,
+  GetQueueStatisticsRequest,
+  GetQueueStatisticsResponse,
+} from '../gen/matchmaker/admin/v1/admin_pb.js';
+import type { QueueRuntime } from '../queue/queue-runtime.js';
+import { explainTicketResponse, queueStatisticsResponse } from './admin-answers.js';
+import { requireQueueId, requireUuid, type MatchmakerCore } from './matchmaker-core.js';
 import type { DeliveryStatus, OpenedService } from './service-parts.js';
 
 export interface QueueSummary {
@@ -71,11 +80,25 @@ export class Operator {
   }
 
   lookupTicket(queueId: string, ticketId: string): TicketLookup {
-    const queue = this.serving().registry.get(queueId);
-    if (!queue) throw notFound(`queue ${quote(queueId)} does not exist`);
+    const queue = this.queue(queueId);
     const found = queue.lookupTicket(ticketId.toLowerCase());
     if (!found) throw notFound(`ticket ${quote(ticketId)} is not in queue ${quote(queueId)}`);
     return { state: found.state, matchId: found.matchId ?? '', ticket: found.ticket };
+  }
+
+  /** matchmaker.admin.v1 ExplainTicket: why the ticket waits (docs/explain-and-statistics.md). */
+  async explainTicket(req: ExplainTicketRequest): Promise<ExplainTicketResponse> {
+    const queue = this.queue(requireQueueId(req.queueId, 'queue_id'));
+    const ticketId = requireUuid(req.ticketId, 'ticket_id');
+    const explanation = queue.insight.explain(ticketId, Date.now());
+    if (!explanation) throw notFound(`ticket ${quote(req.ticketId)} is not in queue ${quote(queue.queueId)}`);
+    return explainTicketResponse(queue.queueId, explanation);
+  }
+
+  /** matchmaker.admin.v1 GetQueueStatistics: the queue's and each ruleset's numbers now and over the last minutes. */
+  async queueStatistics(req: GetQueueStatisticsRequest): Promise<GetQueueStatisticsResponse> {
+    const queue = this.queue(requireQueueId(req.queueId, 'queue_id'));
+    return queueStatisticsResponse(queue.queueId, queue.insight.statistics(Date.now()));
   }
 
   listOutcomes(query: OutcomeListing): Outcome[] {
@@ -105,6 +128,12 @@ export class Operator {
       serving,
       opened: { queues: summaries(opened), deliveries: opened.delivery.status(), lastSequence: opened.store.lastSequence() },
     };
+  }
+
+  private queue(queueId: string): QueueRuntime {
+    const queue = this.serving().registry.get(queueId);
+    if (!queue) throw notFound(`queue ${quote(queueId)} does not exist`);
+    return queue;
   }
 
   private serving(): OpenedService {

@@ -4,7 +4,8 @@
 // test (test/engine-differential.test.ts), which requires bit-identical output from the native engine.
 //
 // It takes the same inputs as the napi binding (PoolArrays, QueueParams, nowMs, seed) and writes the same
-// MatchArrays layout, rule diagnostics (`ruleCounts`, docs/rule-diagnostics.md) included. Faithfulness notes:
+// MatchArrays layout, rule diagnostics (`ruleCounts`, docs/rule-diagnostics.md) and the per-ticket refusal
+// record (`ticketRefusals`, the same doc's "Per ticket") included. Faithfulness notes:
 // - Floating-point expressions are evaluated in the same order as the Rust code (JS numbers are f64, and
 //   Rust does not fuse multiply-adds), so every comparison sees the same bits.
 // - u64 bitsets (attributes, acceptable hosts) are bigint; u32 values (ruleset masks) use >>> 0.
@@ -31,6 +32,21 @@ const ATTRIBUTES = 3;
 const PARTY_SIZE = 4;
 const FAILED = 5;
 const EXAMINED = 6;
+// Codes of `ticketRefusals` (TicketRefusal::code): none, a reason column + 1, or not enough tickets.
+const REFUSAL_NONE = 0;
+const REFUSAL_NOT_ENOUGH_TICKETS = 6;
+
+/** The refusal a seed's failed candidates add up to (TicketRefusal::of_counts): team_imbalance when one was
+ *  full but unbalanced, else the reason counted most (the earlier on ties), else not enough tickets. */
+function refusalOf(rejected: readonly number[]): number {
+  if (rejected[TEAM_IMBALANCE]! > 0) return TEAM_IMBALANCE + 1;
+  let best = REFUSAL_NOT_ENOUGH_TICKETS;
+  let most = 0;
+  rejected.forEach((k, reason) => {
+    if (k > most) [best, most] = [reason + 1, k];
+  });
+  return best;
+}
 
 /** Same as TickEngine, but synchronous and in TypeScript. */
 export class ReferenceTickEngine {
@@ -66,12 +82,21 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
   const count = (r: number, column: number, k = 1): void => {
     if (ruleCounts !== undefined) ruleCounts[r * RULE_COLUMNS + column]! += k;
   };
+  // Per ticket, why it still waits: the rejections of the current seed's failed candidates, over its rulesets.
+  const refusals = out.ticketRefusals;
+  const seedRejected = [0, 0, 0, 0, 0];
   /** A candidate of ruleset r failed at once, for `reason`. */
   const failAtCounted = (r: number, reason: number): undefined => {
     count(r, reason);
     count(r, FAILED);
+    seedRejected[reason]!++;
     return undefined;
   };
+  // Every ticket in one of the queue's rulesets starts as set aside (no_acceptable_host); every one the seed
+  // loop reaches is overwritten below.
+  const validMask = rulesets.length >= 32 ? 0xffff_ffff : (1 << rulesets.length) - 1;
+  for (let i = 0; refusals !== undefined && i < n; i++)
+    refusals[i] = (pool.rulesetMask[i]! & validMask) >>> 0 !== 0 ? NO_ACCEPTABLE_HOST + 1 : REFUSAL_NONE;
   if (n === 0 || rulesets.length === 0) return 0;
 
   // ---- 1. Skill order: tickets sorted by (effective skill, pool index). ----------------------------
@@ -336,7 +361,10 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
       if (dr === Infinity && right !== n + 1 && ((rulesetMask[right - 1]! >>> r) & 1) === 1) rejected[SKILL_SPREAD]!++;
     }
     if (!counted) return undefined;
-    for (const [reason, k] of rejected.entries()) count(r, reason, k);
+    for (const [reason, k] of rejected.entries()) {
+      count(r, reason, k);
+      seedRejected[reason]! += k;
+    }
     count(r, FAILED);
     count(r, EXAMINED, examined);
     return undefined;
@@ -406,9 +434,12 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
   }
 
   // ---- 3. Oldest first: each unused seed tries its rulesets in ascending index; the first match wins. ------
+  // A seed that forms nothing records its refusal; every ticket of a match (a failed seed among them) none.
   for (const sp of seedOrder) {
     if (used[sp]) continue;
-    for (let r = 0; r < rulesets.length; r++) {
+    seedRejected.fill(0);
+    let formed = false;
+    for (let r = 0; r < rulesets.length && !formed; r++) {
       if (((rulesetMask[sp]! >>> r) & 1) === 0) continue; // bits >= the ruleset count are ignored
       const rs = rulesets[r]!;
       const bounds = boundsForWait(rs, waitOf(sp));
@@ -425,9 +456,13 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
       }
       if (c === undefined) continue;
       emit(c, r, bounds.maxLatencyMs, hostFiltered);
-      for (const p of c.sel) markUsed(p);
-      break;
+      for (const p of c.sel) {
+        markUsed(p);
+        if (refusals !== undefined) refusals[ticket[p]!] = REFUSAL_NONE;
+      }
+      formed = true;
     }
+    if (!formed && refusals !== undefined) refusals[ticket[sp]!] = refusalOf(seedRejected);
   }
   return matches;
 }

@@ -72,6 +72,7 @@ export function validate(pool: PoolArrays, params: QueueParams, out: MatchArrays
     ...(out.ruleCounts === undefined
       ? []
       : [['ruleCounts', out.ruleCounts, params.rulesets.length * RULE_COLUMNS] as [string, { length: number }, number]]),
+    ...(out.ticketRefusals === undefined ? [] : [['ticketRefusals', out.ticketRefusals, n] as [string, { length: number }, number]]),
   ];
   for (const [name, buf, len] of outputs) if (buf.length < len) fail(`output ${name} has ${buf.length} elements, needs ${len}`);
 }

@@ -79,6 +79,18 @@ export type RejectionReason = (typeof REJECTION_REASONS)[number];
 /** Values per ruleset in the engine's `ruleCounts`: the reasons in order, then failed candidates, then tickets examined. */
 const RULE_COUNT_COLUMNS = REJECTION_REASONS.length + 2;
 
+/**
+ * Why a ticket still waits after a tick (the engine's per-ticket record, TicketRefusal in crates/engine): the rule
+ * that refused its own candidate, or too few tickets in reach. By code: 0 is none, then these in order.
+ */
+export const TICKET_REFUSALS = [...REJECTION_REASONS, 'not_enough_tickets'] as const;
+export type TicketRefusal = (typeof TICKET_REFUSALS)[number];
+
+/** A per-ticket refusal code as its name; undefined for 0 (none: matched, or in no ruleset) and unknown codes. */
+export function refusalName(code: number): TicketRefusal | undefined {
+  return TICKET_REFUSALS[code - 1];
+}
+
 /** A tick's matches, read from the engine's output arrays on demand (valid until the runner's next run). */
 export interface TickResult {
   count: number;
@@ -90,6 +102,8 @@ export interface TickResult {
   rejections(rulesetIndex: number): Record<RejectionReason, number>;
   /** The ruleset's candidate matches that failed this tick, and the tickets their scans examined. */
   candidates(rulesetIndex: number): { failed: number; examined: number };
+  /** The per-ticket refusal codes (refusalName), by pool row, one per ticket of the pool the tick read. */
+  refusals: Uint8Array;
 }
 
 /** Every match of a tick, read at once. */
@@ -163,6 +177,7 @@ export class TickRunner {
     const counts = this.ruleCounts;
     o.ruleCounts = counts;
     const count = await this.engine.run(pool.columns(), o, nowMs, seed >>> 0);
+    const refusals = o.ticketRefusals!.subarray(0, pool.count);
     const filters = pool.filterCount;
     const row = (r: number): number => {
       if (!(Number.isInteger(r) && r >= 0 && (r + 1) * RULE_COUNT_COLUMNS <= counts.length)) {
@@ -172,6 +187,7 @@ export class TickRunner {
     };
     return {
       count,
+      refusals,
       rejections: (r) => {
         const at = row(r);
         return Object.fromEntries(REJECTION_REASONS.map((reason, k) => [reason, counts[at + k]!])) as Record<RejectionReason, number>;
@@ -206,6 +222,7 @@ export class TickRunner {
       matchPreferredHost: new Uint32Array(capacity),
       matchAcceptableHosts: new BigUint64Array(capacity),
       matchAccepts: new BigUint64Array(capacity * filters),
+      ticketRefusals: new Uint8Array(capacity),
     };
   }
 }

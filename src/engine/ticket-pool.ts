@@ -65,6 +65,14 @@ export class TicketPool {
   attrValues = new BigUint64Array(0);
   attrAccepts = new BigUint64Array(0);
   latencyMs = new Uint16Array(0);
+  /**
+   * Per row, why the ticket still waited after the last tick that read it: the engine's refusal code
+   * (tick-runner.ts refusalName; 0 none). Not an engine input: it moves with its row, and a row added since
+   * that tick reads 0.
+   */
+  refusal = new Uint8Array(0);
+  /** When the tick that wrote `refusal` ran (epoch ms); undefined before the first. */
+  refusalsAtMs: number | undefined;
   /** Hosts in the latency matrix; may lag hosts.keys.length until the next insert. */
   hostCount = 0;
   /** Row -> ticket id. */
@@ -89,6 +97,20 @@ export class TicketPool {
 
   has(ticketId: string): boolean {
     return this.rows.has(ticketId);
+  }
+
+  /** The ticket's row now (rows move on removals); undefined when it is not in the pool. */
+  rowOf(ticketId: string): number | undefined {
+    return this.rows.get(ticketId);
+  }
+
+  /**
+   * A tick's per-ticket refusal codes, by row, for the rows it read (the first `codes.length`). Only while the
+   * rows are still those the tick read: before any change the tick held back.
+   */
+  recordRefusals(codes: Uint8Array, atMs: number): void {
+    this.refusal.set(codes.subarray(0, Math.min(codes.length, this.count)));
+    this.refusalsAtMs = atMs;
   }
 
   /**
@@ -139,6 +161,7 @@ export class TicketPool {
     this.mmrMean[r] = row.mmrMean;
     this.arrivalMs[r] = row.arrivalMs;
     this.rulesetMask[r] = row.rulesetMask;
+    this.refusal[r] = 0;
     const f = this.filterCount;
     for (let i = 0; i < f; i++) {
       this.attrValues[r * f + i] = row.attrValues[i]!;
@@ -162,6 +185,7 @@ export class TicketPool {
       this.mmrMean[r] = this.mmrMean[last]!;
       this.arrivalMs[r] = this.arrivalMs[last]!;
       this.rulesetMask[r] = this.rulesetMask[last]!;
+      this.refusal[r] = this.refusal[last]!;
       const f = this.filterCount;
       this.attrValues.copyWithin(r * f, last * f, (last + 1) * f);
       this.attrAccepts.copyWithin(r * f, last * f, (last + 1) * f);
@@ -211,6 +235,7 @@ export class TicketPool {
     this.mmrMean = copy(new Float64Array(capacity), this.mmrMean, 1);
     this.arrivalMs = copy(new Float64Array(capacity), this.arrivalMs, 1);
     this.rulesetMask = copy(new Uint32Array(capacity), this.rulesetMask, 1);
+    this.refusal = copy(new Uint8Array(capacity), this.refusal, 1);
     this.attrValues = copy(new BigUint64Array(capacity * f), this.attrValues, f);
     this.attrAccepts = copy(new BigUint64Array(capacity * f), this.attrAccepts, f);
     this.latencyMs = copy(new Uint16Array(capacity * h), this.latencyMs, h);

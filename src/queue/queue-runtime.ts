@@ -25,6 +25,7 @@ import { QueueState, type Applied } from './queue-state.js';
 import { EmbeddedHistory, isCreate, type HistoryFactory, type QueueApplier, type QueueHistory } from './queue-history.js';
 import type { QueueRecord, RecordOf, TicketAt } from './records.js';
 import { noTelemetry, reportExits, type QueueTelemetry } from './queue-telemetry.js';
+import { QueueInsight, type TicketLookup } from './queue-insight.js';
 import { Ticker } from './tick.js';
 
 /** Where a queue is in its life: it takes requests only while running. */
@@ -50,6 +51,8 @@ export class QueueRuntime {
   private readonly ticker: Ticker;
   private readonly rebuild: PoolRebuild;
   private readonly history: QueueHistory;
+  /** Explains a ticket and answers the queue's statistics (queue-insight.ts). */
+  readonly insight: QueueInsight;
   private timer: NodeJS.Timeout | undefined;
   private currentTick: Promise<void> = Promise.resolve();
 
@@ -88,6 +91,7 @@ export class QueueRuntime {
     };
     this.ticker = new Ticker(context, this.runner);
     this.rebuild = new PoolRebuild(context);
+    this.insight = new QueueInsight(context);
     const applier: QueueApplier = {
       apply: (record) => this.apply(record),
       committed: (records) => this.forgetPending(records),
@@ -197,17 +201,8 @@ export class QueueRuntime {
   }
 
   /** Where a ticket is now, for the admin view: active in the pool, resolved into a match, or unknown. */
-  lookupTicket(ticketId: string): { state: 'active' | 'resolved'; ticket: Ticket; matchId?: string } | undefined {
-    const active = this.queue.active.get(ticketId);
-    if (active !== undefined) return { state: 'active', ticket: fromBinary(TicketSchema, this.ticketBytes(ticketId, active)) };
-    const resolved = this.queue.resolved.get(ticketId);
-    return (
-      resolved && {
-        state: 'resolved',
-        ticket: fromBinary(TicketSchema, this.ticketBytes(ticketId, resolved.position)),
-        matchId: resolved.matchId,
-      }
-    );
+  lookupTicket(ticketId: string): TicketLookup | undefined {
+    return this.insight.lookup(ticketId);
   }
 
   /**
@@ -316,6 +311,7 @@ export class QueueRuntime {
   /** Applies a record to the queue's state and keeps the pool's columns in step. */
   private apply<R extends QueueRecord>(record: R): Applied<R['type']> {
     const applied = this.queue.apply(record);
+    this.insight.applied(record, applied);
     if (applied.deactivated.length > 0) {
       this.ticker.noteLeft(applied.deactivated);
       this.columns.remove(applied.deactivated);

@@ -23,6 +23,8 @@ import { timeSliced } from './time-slices.js';
 /** What a tick reports (queue-telemetry.ts TickFacts), gathered as it runs. */
 interface TickMeasure {
   started: number;
+  /** The time the engine ran at (epoch ms). */
+  atMs: number;
   engineMs: number;
   ticketsExamined: number;
   rejections: RuleRejections[];
@@ -88,7 +90,7 @@ export class Ticker {
     // replaces the pool or the config before every result is committed.
     const { pool } = q.columns;
     const { config } = q;
-    const measure: TickMeasure = { started: performance.now(), engineMs: 0, ticketsExamined: 0, rejections: [] };
+    const measure: TickMeasure = { started: performance.now(), atMs: 0, engineMs: 0, ticketsExamined: 0, rejections: [] };
     this.inProgress = true;
     // Backfill first: a running match's open slots go ahead of new matches.
     if (q.state.backfills.size > 0) await this.fillBackfills(pool, config);
@@ -96,7 +98,11 @@ export class Ticker {
       q.columns.pool === pool
         ? await q.columns.withEngine(
             () => this.runEngine(pool, config, measure),
-            (result) => this.formedMatches(result, pool, config),
+            (result) => {
+              // Why each ticket still waits, kept with its row while the rows are those the engine read.
+              pool.recordRefusals(result.refusals, measure.atMs);
+              return this.formedMatches(result, pool, config);
+            },
           )
         : undefined;
     // One commit per match, issued (and encoded) in its slice. The next slice waits until that slice's
@@ -125,7 +131,8 @@ export class Ticker {
   private async runEngine(pool: TicketPool, config: QueueConfig, measure: TickMeasure): Promise<TickResult> {
     measure.ticketsExamined = pool.count;
     const started = performance.now();
-    const result = await this.runner.run(pool, Date.now(), this.seed++);
+    measure.atMs = Date.now();
+    const result = await this.runner.run(pool, measure.atMs, this.seed++);
     measure.engineMs = performance.now() - started;
     config.rulesets.forEach(({ id: rulesetId }, r) => {
       for (const [rule, count] of Object.entries(result.rejections(r))) if (count > 0) measure.rejections.push({ rulesetId, rule, count });

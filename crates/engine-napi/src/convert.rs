@@ -181,6 +181,7 @@ pub unsafe fn match_buffers(o: &mut MatchArrays) -> MatchBuffers<'_> {
             match_preferred_host: o.match_preferred_host.as_mut(),
             match_acceptable_hosts: o.match_acceptable_hosts.as_mut(),
             match_accepts: o.match_accepts.as_mut(),
+            ticket_refusals: o.ticket_refusals.as_mut().map(|r| r.as_mut()),
         }
     }
 }

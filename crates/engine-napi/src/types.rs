@@ -78,6 +78,10 @@ pub struct MatchArrays {
     /// attributes, party_size), then failed candidates, then tickets examined. Needs at least
     /// rulesets × 7 elements; every one of them is written.
     pub rule_counts: Option<Float64Array>,
+    /// When given, the per-ticket refusal record (docs/rule-diagnostics.md, "Per ticket"): one byte per
+    /// ticket, by pool row: 0 none (matched), 1 to 5 the reasons in `ruleCounts` order, 6
+    /// not_enough_tickets. Needs at least `ticketCount` elements; the first `ticketCount` are written.
+    pub ticket_refusals: Option<Uint8Array>,
 }
 
 /// A queue's open backfill requests as columns (arrays may be longer than `requestCount`).

@@ -1,7 +1,10 @@
 //! Tick timing on seeded synthetic pools: 2x5, parties of 1..=5, 3 filters, 8 hosts.
 //! Run with `cargo bench -p matchmaker-engine`. Plain `Instant`, no harness. `TICK_BENCH_SIZES` (e.g.
 //! `100000`) limits the pool sizes and `TICK_BENCH_REPEAT` multiplies the ticks timed per size;
-//! `TICK_BENCH_EXPANSION=none` turns the bounds' widening off.
+//! `TICK_BENCH_EXPANSION=none` turns the bounds' widening off. `TICK_BENCH_REFUSALS=1` records the
+//! per-ticket refusals (docs/rule-diagnostics.md, "Per ticket") in every tick;
+//! `TICK_BENCH_REFUSALS=compare` times ticks without and with the record alternately, on the same pool
+//! and workspace, and reports both.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -122,6 +125,7 @@ fn main() {
     let only: Option<Vec<usize>> = std::env::var("TICK_BENCH_SIZES")
         .ok()
         .map(|v| v.split(',').map(|x| x.trim().parse().expect("TICK_BENCH_SIZES: numbers")).collect());
+    let refusals = std::env::var("TICK_BENCH_REFUSALS").unwrap_or_default();
     let iters_scale: usize =
         std::env::var("TICK_BENCH_REPEAT").ok().map_or(1, |v| v.parse().expect("TICK_BENCH_REPEAT: a number"));
     for &(n, iters) in &[(10_000usize, 50usize), (100_000, 20), (1_000_000, 5)] {
@@ -132,26 +136,48 @@ fn main() {
         let p = generate(n, 7);
         let pool = p.columns();
         let mut ws = Workspace::with_capacity(n, F, H);
-        let mut out = MatchOutput::with_capacity(OutputCapacity::for_pool(n, F, H));
+        let mut plain = MatchOutput::with_capacity(OutputCapacity::for_pool(n, F, H));
+        let mut recording = plain.clone().recording_refusals();
+        // Which output each timed tick writes: false without the per-ticket record, true with it.
+        let modes: &[bool] = match refusals.as_str() {
+            "compare" => &[false, true],
+            "1" => &[true],
+            _ => &[false],
+        };
         // Warm-up tick: grows the workspace to steady state.
-        let matches = run_tick(&pool, &params, &mut ws, &mut out.buffers()).expect("valid input");
-        let matched_tickets = out.match_offsets[matches] as usize;
-        let mut best = f64::INFINITY;
-        let mut total = 0.0;
+        let matches = run_tick(&pool, &params, &mut ws, &mut plain.buffers()).expect("valid input");
+        let matched_tickets = plain.match_offsets[matches] as usize;
+        let mut best = [f64::INFINITY; 2];
+        let mut total = [0.0; 2];
         for _ in 0..iters {
-            let t0 = Instant::now();
-            let m = run_tick(black_box(&pool), &params, &mut ws, &mut out.buffers()).expect("valid input");
-            let ms = t0.elapsed().as_secs_f64() * 1e3;
-            black_box(m);
-            best = best.min(ms);
-            total += ms;
+            for &record in modes {
+                let out = if record { &mut recording } else { &mut plain };
+                let t0 = Instant::now();
+                let m = run_tick(black_box(&pool), &params, &mut ws, &mut out.buffers()).expect("valid input");
+                let ms = t0.elapsed().as_secs_f64() * 1e3;
+                black_box(m);
+                let i = usize::from(record);
+                best[i] = best[i].min(ms);
+                total[i] += ms;
+            }
         }
-        println!(
-            "tick n={n:>9}: mean {:>8.2} ms, best {:>8.2} ms ({iters} ticks) | {matches} matches, {matched_tickets} tickets matched ({:.1}%)",
-            total / iters as f64,
-            best,
-            100.0 * matched_tickets as f64 / n as f64
-        );
+        for &record in modes {
+            let i = usize::from(record);
+            println!(
+                "tick n={n:>9}{}: mean {:>8.2} ms, best {:>8.2} ms ({iters} ticks) | {matches} matches, {matched_tickets} tickets matched ({:.1}%)",
+                if record { " (refusals recorded)" } else { "" },
+                total[i] / iters as f64,
+                best[i],
+                100.0 * matched_tickets as f64 / n as f64
+            );
+        }
+        if modes.len() == 2 {
+            println!(
+                "  recording the refusals: mean {:+.2}%, best {:+.2}%",
+                100.0 * (total[1] / total[0] - 1.0),
+                100.0 * (best[1] / best[0] - 1.0)
+            );
+        }
         // What the last tick's failed candidates ran into (docs/rule-diagnostics.md).
         let d = &ws.rule_diagnostics()[0];
         let reasons: Vec<String> = Rejection::ALL.iter().map(|&r| format!("{} {}", r.name(), d.rejected(r))).collect();

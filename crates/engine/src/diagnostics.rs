@@ -82,6 +82,67 @@ impl RuleDiagnostics {
     }
 }
 
+/// Per ticket, why it is still waiting after a tick: the rule that refused the candidate match it
+/// seeded (docs/rule-diagnostics.md, "Per ticket"). Written, as [`TicketRefusal::code`], to
+/// `MatchBuffers::ticket_refusals` when the caller gives that buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TicketRefusal {
+    /// The reason that counted most in the ticket's failed candidates this tick (summed over the
+    /// rulesets it tried; ties go to the earlier reason in [`Rejection::ALL`]), or
+    /// [`Rejection::TeamImbalance`] when a candidate was full but unbalanced. A ticket set aside before
+    /// the search (no host in reach) is [`Rejection::NoAcceptableHost`].
+    Rejected(Rejection),
+    /// Its candidates refused no one: too few tickets were within reach.
+    NotEnoughTickets,
+}
+
+impl TicketRefusal {
+    /// The code of a ticket with no refusal this tick: it was matched (or is in none of the rulesets).
+    pub const NONE: u8 = 0;
+    /// Codes of [`TicketRefusal::NotEnoughTickets`]; a [`Rejection`] `r` is `r as u8 + 1`.
+    pub const NOT_ENOUGH_TICKETS: u8 = 6;
+
+    /// The byte the tick writes for this refusal.
+    pub fn code(self) -> u8 {
+        match self {
+            TicketRefusal::Rejected(r) => r as u8 + 1,
+            TicketRefusal::NotEnoughTickets => Self::NOT_ENOUGH_TICKETS,
+        }
+    }
+
+    /// The refusal a code stands for; `None` for [`TicketRefusal::NONE`] and unknown codes.
+    pub fn from_code(code: u8) -> Option<Self> {
+        match code {
+            1..=5 => Some(TicketRefusal::Rejected(Rejection::ALL[code as usize - 1])),
+            Self::NOT_ENOUGH_TICKETS => Some(TicketRefusal::NotEnoughTickets),
+            _ => None,
+        }
+    }
+
+    /// The refusal's name in the API and docs: a [`Rejection::name`] or `not_enough_tickets`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TicketRefusal::Rejected(r) => r.name(),
+            TicketRefusal::NotEnoughTickets => "not_enough_tickets",
+        }
+    }
+
+    /// The refusal of a seed whose failed candidates rejected `counts` (by [`Rejection`] index).
+    pub(crate) fn of_counts(counts: &[u64; 5]) -> Self {
+        if counts[Rejection::TeamImbalance as usize] > 0 {
+            return TicketRefusal::Rejected(Rejection::TeamImbalance);
+        }
+        let mut best = TicketRefusal::NotEnoughTickets;
+        let mut most = 0;
+        for (&r, &c) in Rejection::ALL.iter().zip(counts) {
+            if c > most {
+                (best, most) = (TicketRefusal::Rejected(r), c);
+            }
+        }
+        best
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +157,25 @@ mod tests {
         let d = RuleDiagnostics { rejections: [1, 2, 3, 4, 5], failed: 6, examined: 7 };
         assert_eq!(d.columns(), [1, 2, 3, 4, 5, 6, 7]);
         assert_eq!(d.rejected(Rejection::Attributes), 4);
+    }
+
+    #[test]
+    fn refusal_codes_round_trip_and_pick_the_reason_that_counted_most() {
+        for code in 0..=255u8 {
+            match TicketRefusal::from_code(code) {
+                Some(r) => assert_eq!(r.code(), code),
+                None => assert!(code == TicketRefusal::NONE || code > TicketRefusal::NOT_ENOUGH_TICKETS),
+            }
+        }
+        let names: Vec<_> = (1..=6).map(|c| TicketRefusal::from_code(c).unwrap().name()).collect();
+        let want =
+            ["skill_spread", "team_imbalance", "no_acceptable_host", "attributes", "party_size", "not_enough_tickets"];
+        assert_eq!(names, want);
+        let of = |counts| TicketRefusal::of_counts(&counts).name();
+        assert_eq!(of([0, 0, 0, 0, 0]), "not_enough_tickets");
+        assert_eq!(of([1, 0, 2, 0, 0]), "no_acceptable_host");
+        // Ties go to the earlier reason; a full but unbalanced candidate wins over any count.
+        assert_eq!(of([0, 0, 0, 3, 3]), "attributes");
+        assert_eq!(of([9, 1, 9, 9, 9]), "team_imbalance");
     }
 }

@@ -14,7 +14,7 @@ mod tick;
 mod validate;
 
 pub use backfill::{run_backfill, BackfillBuffers, BackfillColumns, BackfillWorkspace};
-pub use diagnostics::{Rejection, RuleDiagnostics};
+pub use diagnostics::{Rejection, RuleDiagnostics, TicketRefusal};
 pub use error::EngineError;
 pub use input::{Bounds, Curve, Expansion, FilterMode, PoolColumns, RelaxationStep, Ruleset, TickParams};
 pub use output::{MatchBuffers, MatchOutput, OutputCapacity};
@@ -74,7 +74,8 @@ impl Workspace {
 
 /// Matches one queue's pool once. Validates every input first (never panics on bad input), then
 /// writes matches into `out` and returns how many were formed. Per ruleset, why candidate matches
-/// failed is then in [`Workspace::rule_diagnostics`].
+/// failed is then in [`Workspace::rule_diagnostics`]; per ticket, when `out.ticket_refusals` is given,
+/// in that buffer ([`TicketRefusal`]).
 pub fn run_tick(
     pool: &PoolColumns<'_>,
     params: &TickParams<'_>,

@@ -45,6 +45,10 @@ pub struct MatchBuffers<'a> {
     pub match_acceptable_hosts: &'a mut [u64],
     /// Per match, per filter: AND of the tickets' `attr_accepts`.
     pub match_accepts: &'a mut [u64],
+    /// Optional, at least one byte per ticket (pool index): the tick writes every ticket's
+    /// [`TicketRefusal`](crate::TicketRefusal) code, [`TicketRefusal::NONE`](crate::TicketRefusal::NONE)
+    /// for the matched ones (docs/rule-diagnostics.md, "Per ticket"). `None` records nothing.
+    pub ticket_refusals: Option<&'a mut [u8]>,
 }
 
 /// Owned output vectors sized for a pool; convenient for tests, benches and Rust callers.
@@ -57,6 +61,9 @@ pub struct MatchOutput {
     pub match_preferred_host: Vec<u32>,
     pub match_acceptable_hosts: Vec<u64>,
     pub match_accepts: Vec<u64>,
+    /// The per-ticket refusal record; `None` (the default) records nothing. See
+    /// [`MatchOutput::recording_refusals`].
+    pub ticket_refusals: Option<Vec<u8>>,
 }
 
 impl MatchOutput {
@@ -69,7 +76,14 @@ impl MatchOutput {
             match_preferred_host: vec![0; cap.matches],
             match_acceptable_hosts: vec![0; cap.matches],
             match_accepts: vec![0; cap.accepts],
+            ticket_refusals: None,
         }
+    }
+
+    /// The same output, with a per-ticket refusal record for `cap.tickets` tickets.
+    pub fn recording_refusals(mut self) -> Self {
+        self.ticket_refusals = Some(vec![0; self.match_tickets.len()]);
+        self
     }
 
     pub fn buffers(&mut self) -> MatchBuffers<'_> {
@@ -81,6 +95,7 @@ impl MatchOutput {
             match_preferred_host: &mut self.match_preferred_host,
             match_acceptable_hosts: &mut self.match_acceptable_hosts,
             match_accepts: &mut self.match_accepts,
+            ticket_refusals: self.ticket_refusals.as_deref_mut(),
         }
     }
 }

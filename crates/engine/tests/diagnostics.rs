@@ -1,12 +1,14 @@
 //! Rule diagnostics (docs/rule-diagnostics.md): a pool built to fail on one rule counts that rule,
 //! and nothing else; the counts' layout; what a formed match and a reused workspace leave behind.
 //! Rows are compared as `RuleDiagnostics::columns()`: skill_spread, team_imbalance,
-//! no_acceptable_host, attributes, party_size, failed, examined.
+//! no_acceptable_host, attributes, party_size, failed, examined. Each pool also checks the per-ticket
+//! record (`TicketRefusal`): every waiting ticket names the rule its pool was built to fail on.
 mod common;
 
-use common::{params, ruleset, run_diagnosed, Pool};
+use common::{params, ruleset, run_diagnosed, run_recorded, Pool};
 use matchmaker_engine::{
-    run_tick, FilterMode, MatchOutput, OutputCapacity, Rejection, RelaxationStep, RuleDiagnostics, Ruleset, Workspace,
+    run_tick, EngineError, FilterMode, MatchOutput, OutputCapacity, Rejection, RelaxationStep, RuleDiagnostics,
+    Ruleset, TicketRefusal, Workspace,
 };
 use proptest::prelude::*;
 
@@ -42,8 +44,9 @@ proptest! {
             pool.set_attr(t, 0, 1 << i, 1 << i);
         }
         let rs = [unbounded(teams, team_size)];
-        let (matches, d) = run_diagnosed(&pool, &params(&pool, &rs, NOW, seed));
+        let (matches, d, refusals) = run_recorded(&pool, &params(&pool, &rs, NOW, seed));
         prop_assert!(matches.is_empty());
+        prop_assert!(refusals.iter().all(|&c| c == TicketRefusal::Rejected(Rejection::Attributes).code()), "{:?}", refusals);
         let n = tickets.len() as u64;
         prop_assert_eq!(d[0].columns(), [0, 0, 0, n * (n - 1), 0, n, n * (n - 1)]);
     }
@@ -62,8 +65,9 @@ proptest! {
             pool.add(1, i as f64 * 0.1, NOW - wait, 1);
         }
         let rs = [Ruleset { max_skill_spread: spread, ..ruleset(teams, team_size) }];
-        let (matches, d) = run_diagnosed(&pool, &params(&pool, &rs, NOW, seed));
+        let (matches, d, refusals) = run_recorded(&pool, &params(&pool, &rs, NOW, seed));
         prop_assert!(matches.is_empty());
+        prop_assert!(refusals.iter().all(|&c| c == TicketRefusal::Rejected(Rejection::SkillSpread).code()), "{:?}", refusals);
         let n = waits.len() as u64;
         prop_assert_eq!(d[0].columns(), [2 * (n - 1), 0, 0, 0, 0, n, 0]);
     }
@@ -81,8 +85,9 @@ proptest! {
             pool.add(team_size as u8 + extra, mmr, NOW - wait, 1);
         }
         let rs = [unbounded(teams, team_size)];
-        let (matches, d) = run_diagnosed(&pool, &params(&pool, &rs, NOW, seed));
+        let (matches, d, refusals) = run_recorded(&pool, &params(&pool, &rs, NOW, seed));
         prop_assert!(matches.is_empty());
+        prop_assert!(refusals.iter().all(|&c| c == TicketRefusal::Rejected(Rejection::PartySize).code()), "{:?}", refusals);
         let n = tickets.len() as u64;
         prop_assert_eq!(d[0].columns(), [0, 0, 0, 0, n, n, 0]);
     }
@@ -107,8 +112,9 @@ proptest! {
             pool.set_latency(t, &lat);
         }
         let rs = [Ruleset { require_host: true, max_latency_ms: bound, relaxation: &relax, ..unbounded(teams, team_size) }];
-        let (matches, d) = run_diagnosed(&pool, &params(&pool, &rs, NOW, seed));
+        let (matches, d, refusals) = run_recorded(&pool, &params(&pool, &rs, NOW, seed));
         prop_assert!(matches.is_empty());
+        prop_assert!(refusals.iter().all(|&c| c == TicketRefusal::Rejected(Rejection::NoAcceptableHost).code()), "{:?}", refusals);
         let n = tickets.len() as u64;
         prop_assert_eq!(d[0].columns(), [0, 0, n, 0, 0, n, 0]);
     }
@@ -126,8 +132,9 @@ proptest! {
             pool.add(1, i as f64 * 0.1, NOW - wait, 1);
         }
         let rs = [Ruleset { max_team_imbalance: imbalance, ..unbounded(2, 1) }];
-        let (matches, d) = run_diagnosed(&pool, &params(&pool, &rs, NOW, seed));
+        let (matches, d, refusals) = run_recorded(&pool, &params(&pool, &rs, NOW, seed));
         prop_assert!(matches.is_empty());
+        prop_assert!(refusals.iter().all(|&c| c == TicketRefusal::Rejected(Rejection::TeamImbalance).code()), "{:?}", refusals);
         let n = waits.len() as u64;
         prop_assert_eq!(d[0].columns(), [0, n, 0, 0, 0, n, n]);
     }
@@ -248,4 +255,112 @@ fn counts_are_zeroed_every_tick_and_kept_on_error() {
     let empty = Pool::new(vec![], 0);
     run_tick(&empty.columns(), &params(&empty, &rs[..1], NOW, 1), &mut ws, &mut out.buffers()).unwrap();
     assert_eq!(ws.rule_diagnostics(), [RuleDiagnostics::default()]);
+}
+
+/// The name of the refusal recorded for each ticket (`-` for none).
+fn names(refusals: &[u8]) -> Vec<&'static str> {
+    refusals.iter().map(|&c| TicketRefusal::from_code(c).map_or("-", TicketRefusal::name)).collect()
+}
+
+#[test]
+fn a_seed_whose_candidates_refused_no_one_records_not_enough_tickets() {
+    // 1x3 and two tickets: each seed takes the other and runs out of tickets.
+    let mut pool = Pool::new(vec![], 0);
+    pool.add(1, 0.5, NOW - 10.0, 1);
+    pool.add(1, 0.6, NOW, 1);
+    let rs = [ruleset(1, 3)];
+    let (matches, d, refusals) = run_recorded(&pool, &params(&pool, &rs, NOW, 1));
+    assert!(matches.is_empty());
+    assert_eq!(d[0].columns(), [0, 0, 0, 0, 0, 2, 2]);
+    assert_eq!(names(&refusals), ["not_enough_tickets", "not_enough_tickets"]);
+}
+
+#[test]
+fn the_record_names_the_reason_that_counted_most_over_the_seeds_rulesets() {
+    // The oldest ticket seeds in ruleset 0 (1x2, 0.5 normalized units: 0.05 raw) and turns away its two
+    // neighbours beyond the window (one per side), then in ruleset 1 (1x4, no skill bound) three tickets
+    // of another attribute value: attributes (3) counted more than skill_spread (2). The others are in
+    // ruleset 1 only, and incompatible with each other or the seed one way or another.
+    let mut pool = Pool::new(vec![FilterMode::Overlap], 0);
+    let seed = pool.add(1, 0.5, NOW - 100.0, 0b11);
+    pool.set_attr(seed, 0, 0b01, u64::MAX);
+    for (i, mmr) in [0.3, 0.7].into_iter().enumerate() {
+        let t = pool.add(1, mmr, NOW - 10.0 * i as f64, 0b01);
+        pool.set_attr(t, 0, 0b01, u64::MAX);
+    }
+    for i in 0..3 {
+        let t = pool.add(1, 0.5, NOW, 0b10);
+        pool.set_attr(t, 0, 0b10 << i, u64::MAX);
+    }
+    let rs = [
+        Ruleset { max_skill_spread: 0.5, ..ruleset(1, 2) },
+        Ruleset { max_skill_spread: f64::INFINITY, ..ruleset(1, 4) },
+    ];
+    let (matches, d, refusals) = run_recorded(&pool, &params(&pool, &rs, NOW, 1));
+    assert!(matches.is_empty());
+    let n = names(&refusals);
+    assert_eq!(n[seed], "attributes");
+    // The two in ruleset 0 alone find no one in their windows. Beyond 0.3's, the nearest ticket is the
+    // seed (equal skills go by pool index), which competes in ruleset 0: skill_spread. Beyond 0.7's, a
+    // ticket of ruleset 1 only: not counted.
+    assert_eq!(n[1..3], ["skill_spread", "not_enough_tickets"]);
+    assert_eq!(d[0].rejected(Rejection::SkillSpread), 3);
+}
+
+#[test]
+fn a_seed_that_failed_and_was_then_matched_records_nothing() {
+    // Ruleset 0 is 1x2. The oldest ticket's nearest 70 neighbours (on its left, nearer than its partner
+    // on the right) compete only in ruleset 1: its scan examines its cap of 64 of them and stops, short of
+    // players. The partner seeds next, finds it first and forms the match. The neighbours are parties of 2
+    // in a 1x1 ruleset: each fails at once on party_size.
+    let mut pool = Pool::new(vec![], 0);
+    let oldest = pool.add(1, 0.5, NOW - 100.0, 0b01);
+    let partner = pool.add(1, 0.53, NOW - 50.0, 0b01);
+    for i in 0..70 {
+        pool.add(2, 0.499 - 0.0001 * f64::from(i), NOW, 0b10);
+    }
+    let rs = [ruleset(1, 2), ruleset(1, 1)];
+    let (matches, d, refusals) = run_recorded(&pool, &params(&pool, &rs, NOW, 1));
+    assert_eq!(matches.len(), 1);
+    assert_eq!(matches[0].sorted_tickets(), [oldest as u32, partner as u32]);
+    // The oldest's candidate failed (no rejection: not enough tickets in reach), then it was matched.
+    assert_eq!(d[0].columns(), [0, 0, 0, 0, 0, 1, 64]);
+    let n = names(&refusals);
+    assert_eq!((n[oldest], n[partner]), ("-", "-"));
+    assert!(n[2..].iter().all(|&r| r == "party_size"), "{n:?}");
+}
+
+#[test]
+fn tickets_set_aside_record_no_acceptable_host_and_tickets_of_no_ruleset_record_nothing() {
+    let mut pool = Pool::new(vec![], 1);
+    let far = pool.add(1, 0.5, NOW - 10.0, 0b01);
+    pool.set_latency(far, &[500]);
+    let stray = pool.add(1, 0.5, NOW, 0b100);
+    let rs = [Ruleset { require_host: true, max_latency_ms: 100, ..ruleset(1, 2) }];
+    let (_, d, refusals) = run_recorded(&pool, &params(&pool, &rs, NOW, 1));
+    assert_eq!(d[0].columns(), [0, 0, 1, 0, 0, 1, 0]);
+    assert_eq!(names(&refusals), ["no_acceptable_host", "-"]);
+    assert_eq!((far, stray), (0, 1));
+}
+
+#[test]
+fn the_record_is_rewritten_every_tick_and_refused_when_too_short() {
+    let mut pool = Pool::new(vec![], 0);
+    pool.add(1, 0.5, NOW - 10.0, 1);
+    pool.add(1, 0.5, NOW, 1);
+    let rs = [ruleset(1, 3)];
+    let p = params(&pool, &rs, NOW, 1);
+    let mut ws = Workspace::new();
+    let mut out = MatchOutput::with_capacity(OutputCapacity::for_pool(2, 0, 0)).recording_refusals();
+    run_tick(&pool.columns(), &p, &mut ws, &mut out.buffers()).unwrap();
+    assert_eq!(names(out.ticket_refusals.as_deref().unwrap()), ["not_enough_tickets", "not_enough_tickets"]);
+    // A 1x2 ruleset now: both matched, both records cleared.
+    let pairs = [ruleset(1, 2)];
+    assert_eq!(run_tick(&pool.columns(), &params(&pool, &pairs, NOW, 1), &mut ws, &mut out.buffers()), Ok(1));
+    assert_eq!(names(out.ticket_refusals.as_deref().unwrap()), ["-", "-"]);
+    // One byte short: refused before anything is written.
+    out.ticket_refusals = Some(vec![9]);
+    let err = run_tick(&pool.columns(), &p, &mut ws, &mut out.buffers()).unwrap_err();
+    assert_eq!(err, EngineError::BufferTooSmall { buffer: "ticket_refusals", required: 2, actual: 1 });
+    assert_eq!(out.ticket_refusals, Some(vec![9]));
 }

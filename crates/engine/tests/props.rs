@@ -2,8 +2,10 @@
 //! diagnostics are consistent with the matches.
 mod common;
 
-use common::{check_invariants, run, run_diagnosed, Pool};
-use matchmaker_engine::{Curve, Expansion, FilterMode, RelaxationStep, RuleDiagnostics, Ruleset, TickParams};
+use common::{check_invariants, run, run_diagnosed, run_recorded, Pool};
+use matchmaker_engine::{
+    Curve, Expansion, FilterMode, RelaxationStep, RuleDiagnostics, Ruleset, TickParams, TicketRefusal,
+};
 use proptest::prelude::*;
 
 const NOW: f64 = 10_000_000.0;
@@ -231,6 +233,35 @@ proptest! {
             prop_assert!(rejected <= d.examined + 2 * d.failed, "ruleset {}: {:?}", r, d);
             let limit = (rs.players_per_match() as u64 * 16).clamp(64, 16_384);
             prop_assert!(d.examined <= d.failed * limit, "ruleset {}: {:?}", r, d);
+        }
+    }
+
+    #[test]
+    fn the_per_ticket_record_names_every_waiting_ticket_and_changes_nothing(c in case()) {
+        let pool = build(&c);
+        let rs = rulesets(&c);
+        let p = params(&c, &rs);
+        let (m, d, refusals) = run_recorded(&pool, &p);
+        // Recording changes neither the matches nor the counts, and is itself deterministic.
+        prop_assert_eq!(&run_diagnosed(&pool, &p), &(m.clone(), d.clone()));
+        prop_assert_eq!(&run_recorded(&pool, &p).2, &refusals);
+        let mut matched = vec![false; pool.len()];
+        for t in m.iter().flat_map(|mm| &mm.tickets) {
+            matched[*t as usize] = true;
+        }
+        for (t, &code) in refusals.iter().enumerate() {
+            if matched[t] {
+                prop_assert_eq!(code, TicketRefusal::NONE, "ticket {} is matched", t);
+            } else {
+                // Every ticket of the case is in one of its rulesets: a waiting one has a reason.
+                let refusal = TicketRefusal::from_code(code);
+                prop_assert!(refusal.is_some(), "ticket {} waits with code {}", t, code);
+                // A reason the ticket's own rulesets counted.
+                if let Some(TicketRefusal::Rejected(reason)) = refusal {
+                    let counted = (0..rs.len()).any(|r| pool.ruleset_mask[t] >> r & 1 == 1 && d[r].rejected(reason) > 0);
+                    prop_assert!(counted, "ticket {}: {:?} counted in none of its rulesets", t, reason);
+                }
+            }
         }
     }
 

@@ -540,6 +540,7 @@ fn buffers_can_be_plain_slices() {
         match_preferred_host: &mut e,
         match_acceptable_hosts: &mut f,
         match_accepts: &mut g,
+        ticket_refusals: None,
     };
     let n = run_tick(&pool.columns(), &p, &mut Workspace::new(), &mut out).unwrap();
     assert_eq!(n, 1);

@@ -1,5 +1,6 @@
-// MatchmakerClient: the six operations of matchmaker.core.v1.MatchmakerService over gRPC, as promises of the
-// generated response messages. Each attempt has a deadline; UNAVAILABLE (and only UNAVAILABLE, as the spec's
+// MatchmakerClient: the six operations of matchmaker.core.v1.MatchmakerService over gRPC, and the two of
+// matchmaker.admin.v1.MatchmakerAdminService (explain a ticket, a queue's statistics) on the same channel, as
+// promises of the generated response messages. Each attempt has a deadline; UNAVAILABLE (and only UNAVAILABLE, as the spec's
 // Errors table says) is retried with exponential backoff and full jitter. Ids that make a retry idempotent
 // (the ticket's, the backfill request's) are chosen once, before the first attempt.
 import { randomUUID } from 'node:crypto';
@@ -25,6 +26,7 @@ import {
   type CreateTicketResponse,
   type ReactivateTicketsResponse,
 } from './gen/matchmaker/core/v1/service_pb.js';
+import { MatchmakerAdminService, type ExplainTicketResponse, type GetQueueStatisticsResponse } from './gen/matchmaker/admin/v1/admin_pb.js';
 
 export interface RetryPolicy extends BackoffPolicy {
   /** Attempts in all, the first included; 1 turns retries off. */
@@ -106,6 +108,7 @@ const DEFAULT_CHANNEL_OPTIONS: ChannelOptions = {
 
 type Method = DescMethodUnary;
 const methods = MatchmakerService.method;
+const adminMethods = MatchmakerAdminService.method;
 
 export class MatchmakerClient {
   private readonly grpc: Client;
@@ -173,6 +176,23 @@ export class MatchmakerClient {
     return this.call(methods.clearQueuePool, create(methods.clearQueuePool.input, { queueId }), queueId, options);
   }
 
+  /**
+   * Why a ticket waits (matchmaker.admin.v1 ExplainTicket): its state and wait, per ruleset the bounds in force
+   * and how many waiting tickets pass each rule, the rule the last tick recorded against it, and an estimated
+   * time to match. NOT_FOUND for an unknown queue or ticket.
+   */
+  explainTicket(queueId: string, ticketId: string, options?: CallOptions): Promise<ExplainTicketResponse> {
+    return this.call(adminMethods.explainTicket, create(adminMethods.explainTicket.input, { queueId, ticketId }), queueId, options);
+  }
+
+  /**
+   * A queue's statistics (matchmaker.admin.v1 GetQueueStatistics), for the queue and per ruleset: tickets and
+   * players waiting, recent waits and match rate, the estimated wait of a new ticket. NOT_FOUND for an unknown queue.
+   */
+  getQueueStatistics(queueId: string, options?: CallOptions): Promise<GetQueueStatisticsResponse> {
+    return this.call(adminMethods.getQueueStatistics, create(adminMethods.getQueueStatistics.input, { queueId }), queueId, options);
+  }
+
   /** Closes the channel; calls in flight fail with CANCELLED. */
   close(): void {
     this.grpc.close();
@@ -209,7 +229,7 @@ export class MatchmakerClient {
     const deadline = Date.now() + (options.deadlineMs ?? this.deadlineMs);
     return new Promise((resolve, reject) => {
       const call = this.grpc.makeUnaryRequest(
-        `/${MatchmakerService.typeName}/${method.name}`,
+        `/${method.parent.typeName}/${method.name}`,
         (message: MessageShape<I>) => Buffer.from(toBinary(method.input, message)),
         (bytes: Buffer) => fromBinary(method.output, bytes),
         request,

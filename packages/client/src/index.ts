@@ -34,3 +34,4 @@ export * from './gen/matchmaker/core/v1/resources_pb.js';
 export * from './gen/matchmaker/core/v1/service_pb.js';
 export * from './gen/matchmaker/outcomes/v1/outcomes_pb.js';
 export * from './gen/matchmaker/engines/standard/v1/engine_pb.js';
+export * from './gen/matchmaker/admin/v1/admin_pb.js';

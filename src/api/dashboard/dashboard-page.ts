@@ -1,6 +1,9 @@
 // The dashboard page: plain HTML, CSS and browser JavaScript, no build step. It polls GET /admin/v1/activity
 // every two seconds and draws with uPlot (served next to it, from node_modules). The release button posts
-// to the operator route that releases a parked delivery. Kept as a string so that `dist/` carries it.
+// to the operator route that releases a parked delivery; the ticket search (ticket-search.ts) asks the explain
+// route. Kept as a string so that `dist/` carries it.
+import { TICKET_SEARCH_HTML, TICKET_SEARCH_SCRIPT, TICKET_SEARCH_STYLE } from './ticket-search.js';
+
 export const DASHBOARD_PAGE = `<!doctype html>
 <html lang="en">
 <head>
@@ -39,11 +42,14 @@ export const DASHBOARD_PAGE = `<!doctype html>
   button.release { font: inherit; padding: 3px 10px; border: 1px solid var(--warn); color: var(--warn); background: #fff; border-radius: 6px; cursor: pointer; }
   button.release:disabled { opacity: 0.5; cursor: default; }
   code { font-size: 12px; }
+  table.stats { margin: 4px 0 10px; }
+${TICKET_SEARCH_STYLE}
 </style>
 </head>
 <body>
 <header><h1>Matchmaker</h1><span class="status" id="status">loading…</span></header>
 <main>
+${TICKET_SEARCH_HTML}
   <section id="parked" class="none">
     <h2>Parked deliveries <span class="badge warn">outcomes held back</span></h2>
     <table><thead><tr><th>queue</th><th>sink</th><th>sequence</th><th>attempts</th><th>last error</th><th>parked</th><th></th></tr></thead>
@@ -101,9 +107,13 @@ function makeCard(q) {
   var figures = el("div", { class: "figures" });
   var charts = el("div", { class: "charts" });
   var rules = el("tbody");
+  var stats = el("tbody");
   var matches = el("tbody", { class: "recent-matches" });
   var card = el("section", { class: "queue", "data-queue": q.queueId }, [
-    title, figures, charts,
+    title, figures,
+    el("h3", { class: "stats-title", text: "Statistics" }),
+    el("table", { class: "stats" }, [el("thead", {}, [el("tr", {}, ["ruleset", "tickets waiting", "players waiting", "matches / min", "wait p50", "p95", "p99", "estimated wait, new ticket"].map(function (h) { return el("th", { text: h }); }))]), stats]),
+    charts,
     el("div", { class: "tables" }, [
       el("div", {}, [el("h3", { text: "Why candidates failed (last 5 min)" }),
         el("table", { class: "rules" }, [el("thead", {}, [el("tr", {}, [el("th", { text: "ruleset" }), el("th", { text: "rule" }), el("th", { text: "refused" }), el("th", {})])]), rules])]),
@@ -125,7 +135,7 @@ function makeCard(q) {
     };
     plots[spec.key] = new uPlot(opts, chartData(spec, q.series), box);
   });
-  var card0 = { card: card, badges: badges, figures: figures, rules: rules, matches: matches, plots: plots };
+  var card0 = { card: card, badges: badges, figures: figures, rules: rules, stats: stats, matches: matches, plots: plots };
   new ResizeObserver(function () {
     CHARTS.forEach(function (spec) {
       var w = plots[spec.key].root.parentElement.clientWidth;
@@ -150,6 +160,7 @@ function renderQueue(q) {
     figure(fmt(last(s.waitP50Secs), 1) + " / " + fmt(last(s.waitP95Secs), 1), "wait p50 / p95 (s)")
   );
   CHARTS.forEach(function (spec) { c.plots[spec.key].setData(chartData(spec, s)); });
+  renderStatistics(c, q.statistics);
   var max = Math.max.apply(null, [1].concat(q.rules.map(function (r) { return r.count; })));
   c.rules.replaceChildren.apply(c.rules, q.rules.length === 0
     ? [el("tr", {}, [el("td", { colspan: "4", class: "empty", text: q.leading ? "no candidate refused" : "counted by the leading replica" })])]
@@ -167,6 +178,22 @@ function renderQueue(q) {
           el("td", { class: "num", text: fmt(m.longestWaitMs / 1000, 1) + " s" }),
         ]);
       }));
+}
+
+/** The queue's statistics (GET /admin/v1/queues/{id}/statistics, in the activity): the queue, then each ruleset. */
+function renderStatistics(c, st) {
+  if (!st) return;
+  c.card.querySelector(".stats-title").textContent = "Statistics (last " + fmt((st.windowSecs || 0) / 60, 1) + " min" + (st.scope === "ANSWER_SCOPE_FOLLOWER" ? ", as this follower sees it" : "") + ")";
+  c.stats.replaceChildren.apply(c.stats, [st.queue].concat(st.rulesets || []).map(function (w) {
+    var matched = (w.matchedTickets || 0) > 0;
+    var p = function (v) { return matched ? fmt(v || 0, 1) + " s" : "–"; };
+    var e = w.estimatedWaitNewTicket || {};
+    return el("tr", { "data-ruleset": w.rulesetId || "(queue)" }, [el("td", { text: w.rulesetId || "whole queue" }),
+      el("td", { class: "num", text: String(w.ticketsWaiting || 0) }), el("td", { class: "num", text: String(w.playersWaiting || 0) }),
+      el("td", { class: "num", text: fmt(w.matchesPerMinute || 0, 1) }), el("td", { class: "num", text: p(w.waitP50Secs) }),
+      el("td", { class: "num", text: p(w.waitP95Secs) }), el("td", { class: "num", text: p(w.waitP99Secs) }),
+      el("td", { text: e.available ? fmt(e.remainingSecs || 0, 1) + " s" : "too little history" })]);
+  }));
 }
 
 function figure(value, label) { return el("div", { class: "figure" }, [el("b", { text: String(value) }), el("span", { text: label })]); }
@@ -200,6 +227,7 @@ function refresh() {
     .then(function (res) { if (!res.ok) throw new Error("activity answered " + res.status); return res.json(); })
     .then(function (a) {
       a.queues.forEach(renderQueue);
+      searchQueues(a.queues.map(function (q) { return q.queueId; }));
       Object.keys(cards).forEach(function (id) {
         if (!a.queues.some(function (q) { return q.queueId === id; })) { cards[id].card.remove(); delete cards[id]; }
       });
@@ -209,6 +237,7 @@ function refresh() {
     .catch(function (err) { setStatus("not reachable: " + err.message); });
 }
 
+${TICKET_SEARCH_SCRIPT}
 refresh();
 setInterval(refresh, POLL_MS);
 </script>

@@ -1,10 +1,12 @@
 // The live dashboard (GET /dashboard): a page served by the service itself, the uPlot library it draws
 // with (from node_modules: no build step), and the JSON it polls (GET /admin/v1/activity): every queue's
-// state and recent history (queue-activity.ts), the rule diagnostics, the last matches, and the
-// deliveries, parked ones first.
+// state, statistics (GET /admin/v1/queues/{id}/statistics) and recent history (queue-activity.ts), the rule
+// diagnostics, the last matches, and the deliveries, parked ones first.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { ServerResponse } from 'node:http';
+import { create, toJson, type JsonValue } from '@bufbuild/protobuf';
+import { GetQueueStatisticsRequestSchema, GetQueueStatisticsResponseSchema } from '../../gen/matchmaker/admin/v1/admin_pb.js';
 import type { Operator, QueueSummary } from '../../core/operator.js';
 import { sendJson } from '../http-json.js';
 import { DASHBOARD_PAGE } from './dashboard-page.js';
@@ -46,12 +48,28 @@ export class Dashboard {
   }
 
   /** GET /admin/v1/activity. */
-  sendActivity(res: ServerResponse): void {
+  async sendActivity(res: ServerResponse): Promise<void> {
     const summaries = this.operator.queueSummaries();
     this.recordPools(summaries);
-    const queues = summaries.map((q) => ({ ...q, ...this.activity.view(q.queueId, RULE_WINDOW_MS) }));
+    const queues = await Promise.all(
+      summaries.map(async (q) => ({
+        ...q,
+        ...this.activity.view(q.queueId, RULE_WINDOW_MS),
+        statistics: await this.statistics(q.queueId),
+      })),
+    );
     const deliveries = this.operator.deliveryStatus();
     sendJson(res, 200, { atMs: Date.now(), ruleWindowMs: RULE_WINDOW_MS, queues, deliveries });
+  }
+
+  /** The queue's statistics as the admin route answers them; absent when the queue cannot answer now. */
+  private async statistics(queueId: string): Promise<JsonValue | undefined> {
+    try {
+      const answer = await this.operator.queueStatistics(create(GetQueueStatisticsRequestSchema, { queueId }));
+      return toJson(GetQueueStatisticsResponseSchema, answer);
+    } catch {
+      return undefined;
+    }
   }
 
   stop(): void {

@@ -12,6 +12,7 @@ mod emit;
 mod lanes;
 mod layout;
 mod packing;
+mod refusals;
 mod search;
 mod sort;
 
@@ -22,6 +23,7 @@ use crate::{FilterMode, MatchBuffers, PoolColumns, RuleDiagnostics, TickParams, 
 use emit::emit;
 use lanes::lat_words;
 use layout::{prefetch, prefetch_range, prepare, Ctx};
+use refusals::Refusals;
 use search::try_form;
 
 /// The seed loop: every ticket that could be in a match seeds once, oldest first, and the first of its
@@ -37,9 +39,20 @@ pub(crate) fn run(
     // Zeroed in place: the records only grow (to at most 32), so this does not allocate.
     ws.diagnostics.clear();
     ws.diagnostics.resize(params.rulesets.len(), RuleDiagnostics::default());
-    if n == 0 || params.rulesets.is_empty() {
-        return 0;
-    }
+    let mut refusals = Refusals::new(out.ticket_refusals.take(), pool, valid_rulesets(params));
+    let matches =
+        if n == 0 || params.rulesets.is_empty() { 0 } else { seed_loop(pool, params, ws, out, &mut refusals) };
+    out.ticket_refusals = refusals.into_inner();
+    matches
+}
+
+fn seed_loop(
+    pool: &PoolColumns<'_>,
+    params: &TickParams<'_>,
+    ws: &mut Workspace,
+    out: &mut MatchBuffers<'_>,
+    refusals: &mut Refusals<'_>,
+) -> usize {
     prepare(pool, params, &mut ws.sorted, &mut ws.diagnostics);
     let Workspace { sorted, links, scratch, diagnostics } = ws;
     // Every ticket that could be in a match is a seed, in age order.
@@ -88,11 +101,13 @@ pub(crate) fn run(
         let ctx = Ctx { s: sorted, f, h, norm: params.mmr_normalization_ref };
         let mut mask = sorted.hot[sp as usize + 1].mask & valid_rulesets;
         let mut formed = false;
+        refusals.seed();
         while mask != 0 {
             let r = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             let rs = &params.rulesets[r];
             let bounds = rs.bounds_for_wait(params.now_ms - sorted.arrival[q]);
+            let before = refusals.before(&diagnostics[r]);
             // Latency is a filter first, with or without `require_host`: a seed looks for a match with
             // a common acceptable host, and only a ruleset that does not require one may then, once
             // `bounds.any_host`, form a match without (its host then only minimises latency).
@@ -115,10 +130,14 @@ pub(crate) fn run(
                 formed = true;
                 break;
             }
+            refusals.failed(&diagnostics[r], before);
         }
-        if formed {
+        if !formed {
+            refusals.unmatched(sorted.rows[sp as usize * (w + 1)] as u32 as usize);
+        } else {
             for &p in &scratch.sel {
                 links.mark_used(p);
+                refusals.matched(sorted.rows[p as usize * (w + 1)] as u32 as usize);
                 let q = (sorted.rows[p as usize * (w + 1)] >> 32) as usize;
                 sorted.used[q / 64] |= 1 << (q % 64);
             }

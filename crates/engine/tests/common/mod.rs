@@ -153,6 +153,18 @@ pub fn run_diagnosed(pool: &Pool, params: &TickParams<'_>) -> (Vec<Match>, Vec<R
     (decode(&out, count, pool.filters.len()), ws.rule_diagnostics().to_vec())
 }
 
+/// One tick's matches, rule diagnostics and per-ticket refusal record (`TicketRefusal` codes).
+pub fn run_recorded(pool: &Pool, params: &TickParams<'_>) -> (Vec<Match>, Vec<RuleDiagnostics>, Vec<u8>) {
+    let mut ws = Workspace::new();
+    let cap = OutputCapacity::for_pool(pool.len(), pool.filters.len(), pool.host_count);
+    // Filled with a code the tick never writes, so a ticket it left alone shows.
+    let mut out = MatchOutput::with_capacity(cap).recording_refusals();
+    out.ticket_refusals.as_mut().unwrap().fill(0xEE);
+    let count = run_tick(&pool.columns(), params, &mut ws, &mut out.buffers()).expect("valid input");
+    let refusals = out.ticket_refusals.clone().unwrap();
+    (decode(&out, count, pool.filters.len()), ws.rule_diagnostics().to_vec(), refusals)
+}
+
 pub fn decode(out: &MatchOutput, count: usize, f: usize) -> Vec<Match> {
     (0..count)
         .map(|m| {

@@ -14,6 +14,7 @@
 //   changes the result.
 import type { MatchArrays, PoolArrays, QueueParams, RulesetParams } from './native.js';
 import { balanceTeams } from './reference-balance.js';
+import { candidateCost, span } from './reference-cost.js';
 import { placeTwoTeams } from './reference-packing.js';
 import { cmp, fmax, fmin, mix } from './reference-numbers.js';
 import { RULE_COLUMNS, validate } from './reference-validate.js';
@@ -170,38 +171,21 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
     hosts: bigint;
   }
 
-  /** Highest minus lowest of `xs`. */
-  const span = (xs: number[]): number => {
-    let lo = Infinity;
-    let hi = -Infinity;
-    for (const x of xs) {
-      lo = fmin(lo, x);
-      hi = fmax(hi, x);
-    }
-    return hi - lo;
-  };
-  /** `x / bound`, or 0 for an unbounded (or zero) bound. */
-  const share = (x: number, bound: number): number => (bound > 0 && bound < Infinity ? x / bound : 0);
-  /** The candidate's cost: spread, team imbalance and worst latency at its best host, each over its bound. */
-  const cost = (c: Candidate, rs: RulesetParams, bounds: Bounds, hostFilter: boolean): number => {
-    const spread = span(c.sel.map((p) => eff[p]!)) / norm;
-    const teams = Math.min(rs.teams, 64);
-    const sums = new Array<number>(teams).fill(0);
-    c.sel.forEach((p, k) => {
-      if (c.team[k]! < teams) sums[c.team[k]!]! += eff[p]! * party[p]!;
-    });
-    const imbalance = teams > 1 && rs.teams <= 64 ? span(sums) / rs.teamSize / norm : 0;
-    let latency = 0;
-    if (H > 0) {
-      let best = 0xffff_ffff;
-      for (let h = 0; h < H; h++) {
-        if (hostFilter && ((c.hosts >> BigInt(h)) & 1n) === 0n) continue;
-        best = Math.min(best, Math.max(...c.sel.map((p) => pool.latencyMs[ticket[p]! * H + h]!)));
-      }
-      latency = best;
-    }
-    return share(spread, bounds.maxSkillSpread) + share(imbalance, bounds.maxTeamImbalance) + share(latency, bounds.maxLatencyMs);
-  };
+  /** The candidate's cost (reference-cost.ts): over the common acceptable hosts when latency filtered, else all. */
+  const cost = (c: Candidate, rs: RulesetParams, bounds: Bounds, hostFilter: boolean): number =>
+    candidateCost(
+      {
+        eff: c.sel.map((p) => eff[p]!),
+        party: c.sel.map((p) => party[p]!),
+        team: c.team,
+        worstLatency: (h) => Math.max(...c.sel.map((p) => pool.latencyMs[ticket[p]! * H + h]!)),
+        hosts: hostFilter ? c.hosts : H === 0 ? 0n : U64_MAX >> BigInt(64 - H),
+      },
+      rs,
+      H,
+      norm,
+      bounds,
+    );
 
   /**
    * The candidate match around seed `sp`: the nearest tickets first; when their spread uses more than a

@@ -38,6 +38,16 @@ class WaitingList {
     for (const t of out) this.byId.delete(t.id);
     return out;
   }
+
+  /** A baseline's tick start: the arrivals join, the tickets at the TTL leave; answers the pool's size. */
+  admit(arrivals: readonly SimTicket[], nowMs: number, ttlMs: number, metrics: Metrics): number {
+    for (const t of arrivals) {
+      this.add(t);
+      metrics.arrived(t);
+    }
+    for (const t of this.expire(nowMs, ttlMs)) metrics.expired(t);
+    return this.byId.size;
+  }
 }
 
 export class EngineSystem implements MatchSystem {
@@ -148,12 +158,7 @@ export class BaselineSystem implements MatchSystem {
   }
 
   async tick(nowMs: number, arrivals: readonly SimTicket[]): Promise<void> {
-    for (const t of arrivals) {
-      this.list.add(t);
-      this.metrics.arrived(t);
-    }
-    for (const t of this.list.expire(nowMs, this.ttlMs)) this.metrics.expired(t);
-    const poolSize = this.list.byId.size;
+    const poolSize = this.list.admit(arrivals, nowMs, this.ttlMs, this.metrics);
     const started = performance.now();
 
     const rulesets = this.config.rulesets;
@@ -262,12 +267,7 @@ export class LatencyAwareFcfs implements MatchSystem {
   }
 
   async tick(nowMs: number, arrivals: readonly SimTicket[]): Promise<void> {
-    for (const t of arrivals) {
-      this.list.add(t);
-      this.metrics.arrived(t);
-    }
-    for (const t of this.list.expire(nowMs, this.ttlMs)) this.metrics.expired(t);
-    const poolSize = this.list.byId.size;
+    const poolSize = this.list.admit(arrivals, nowMs, this.ttlMs, this.metrics);
     const started = performance.now();
     for (const m of this.formMatches(nowMs, [...this.list.byId.values()])) {
       for (const t of m.tickets) this.list.byId.delete(t.id);

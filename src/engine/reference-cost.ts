@@ -1,18 +1,7 @@
 // The reference engine's (reference-engine.ts) candidate cost: what crates/engine/src/tick/search.rs `cost`
 // computes to compare the candidates grown around one seed, in the same floating-point order.
-import { fmax, fmin } from './reference-numbers.js';
+import { range } from './reference-numbers.js';
 import type { Bounds } from './ruleset-bounds.js';
-
-/** Highest minus lowest of `xs`. */
-export function span(xs: readonly number[]): number {
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const x of xs) {
-    lo = fmin(lo, x);
-    hi = fmax(hi, x);
-  }
-  return hi - lo;
-}
 
 /** `x / bound`, or 0 for an unbounded (or zero) bound. */
 const share = (x: number, bound: number): number => (bound > 0 && bound < Infinity ? x / bound : 0);
@@ -39,13 +28,13 @@ export function candidateCost(
   norm: number,
   bounds: Bounds,
 ): number {
-  const spread = span(view.eff) / norm;
+  const spread = range(view.eff) / norm;
   const teams = Math.min(shape.teams, 64);
   const sums = new Array<number>(teams).fill(0);
   view.eff.forEach((e, k) => {
     if (view.team[k]! < teams) sums[view.team[k]!]! += e * view.party[k]!;
   });
-  const imbalance = teams > 1 && shape.teams <= 64 ? span(sums) / shape.teamSize / norm : 0;
+  const imbalance = teams > 1 && shape.teams <= 64 ? range(sums) / shape.teamSize / norm : 0;
   let latency = 0;
   if (hostCount > 0) {
     let best = 0xffff_ffff;

@@ -14,9 +14,9 @@
 //   changes the result.
 import type { MatchArrays, PoolArrays, QueueParams, RulesetParams } from './native.js';
 import { balanceTeams } from './reference-balance.js';
-import { candidateCost, span } from './reference-cost.js';
+import { candidateCost } from './reference-cost.js';
 import { placeTwoTeams } from './reference-packing.js';
-import { cmp, fmax, fmin, mix } from './reference-numbers.js';
+import { cmp, fmax, fmin, mix, range } from './reference-numbers.js';
 import { RULE_COLUMNS, validate } from './reference-validate.js';
 import { type Bounds, boundsForWait, widestLatencyMs } from './ruleset-bounds.js';
 
@@ -202,7 +202,7 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
   ): Candidate | undefined => {
     const first = grow(sp, r, rs, bounds, hostFilter, 0, counted);
     if (first === undefined) return undefined;
-    const spread = span(first.sel.map((p) => eff[p]!));
+    const spread = range(first.sel.map((p) => eff[p]!));
     if (spread / norm <= 0.25 * bounds.maxSkillSpread) return first;
     let best = first;
     let bestCost = cost(first, rs, bounds, hostFilter);

@@ -29,7 +29,7 @@ export function totalCmp(a: number, b: number): number {
   return 0;
 }
 
-/** (max - min) of the team skill sums (tick/balance.rs `range`). */
+/** max - min of `sums` (tick/balance.rs `range`): team skill sums, or a candidate's skills. */
 export function range(sums: readonly number[]): number {
   let lo = Infinity;
   let hi = -Infinity;

@@ -9,8 +9,8 @@ use crate::Ruleset;
 /// alternate until the round cap, and the teams would depend on the cap's parity.
 const MIN_SWAP_GAIN: f64 = 1.0 - 1e-9;
 
-/// Team skill range (max sum - min sum) for the given sums.
-fn range(sums: &[f64]) -> f64 {
+/// Max minus min of `sums`: team skill sums here, a candidate's skills in `search::cost`.
+pub(super) fn range(sums: &[f64]) -> f64 {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for &x in sums {
         lo = lo.min(x);

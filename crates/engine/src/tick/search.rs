@@ -3,7 +3,7 @@
 //! attributes, a common host), and balance the teams once they are full. A candidate that fails
 //! adds the rule decisions against it to the ruleset's diagnostics.
 
-use super::balance::{balance, BigBalance};
+use super::balance::{balance, range, BigBalance};
 use super::classes::FilterBits;
 use super::lanes::{lanes_max, lat_words, LatBound};
 use super::layout::{find, Ctx, Links};
@@ -127,7 +127,7 @@ pub(super) fn try_form(
     // The nearest tickets to the seed make a candidate; when its spread uses a good part of the bound,
     // also grow one around a centre below the seed and one above it (the seed stays in both), and keep
     // the candidate of the lowest cost. A dense pool's first candidate is tight and costs nothing more.
-    let spread = selected_span(&sc.sel_eff);
+    let spread = range(&sc.sel_eff);
     // (NaN never explores; the spread is finite and the bound not NaN, so it does not occur.)
     if spread / ctx.norm <= EXPLORE_SPREAD_SHARE * bounds.max_skill_spread {
         return Some(first);
@@ -162,21 +162,11 @@ fn share(x: f64, bound: f64) -> f64 {
     }
 }
 
-/// Highest minus lowest of the selected tickets' effective skills.
-fn selected_span(eff: &[f64]) -> f64 {
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for &e in eff {
-        lo = lo.min(e);
-        hi = hi.max(e);
-    }
-    hi - lo
-}
-
 /// The quality cost of the selected candidate (lower is better): its skill spread, team imbalance and
 /// worst latency at its best host, each divided by its bound in force. `hosts` is the common acceptable
 /// host mask when the scan kept one; otherwise every host counts.
 fn cost(ctx: &Ctx<'_>, sc: &Scratch, bounds: &Bounds, rs: &Ruleset<'_>, host_filter: bool, hosts: u64) -> f64 {
-    let spread = selected_span(&sc.sel_eff) / ctx.norm;
+    let spread = range(&sc.sel_eff) / ctx.norm;
     let mut sums = [0.0f64; 64];
     let teams = (rs.teams as usize).min(64);
     for ((&e, &p), &t) in sc.sel_eff.iter().zip(&sc.sel_party).zip(&sc.sel_team) {
@@ -185,7 +175,7 @@ fn cost(ctx: &Ctx<'_>, sc: &Scratch, bounds: &Bounds, rs: &Ruleset<'_>, host_fil
         }
     }
     let imbalance = if teams > 1 && rs.teams as usize <= 64 {
-        selected_span(&sums[..teams]) / f64::from(rs.team_size) / ctx.norm
+        range(&sums[..teams]) / f64::from(rs.team_size) / ctx.norm
     } else {
         0.0
     };

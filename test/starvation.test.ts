@@ -61,12 +61,14 @@ describe('starvation guarantee', () => {
 
   it('lets the same pair expire when the bounds do not widen', async () => {
     const { ids } = await createPair('starve.fixed');
+    // The two may expire in one sweep or in two (they were created a few milliseconds apart).
+    const expiredIds = (os: OutcomeJson[]) => os.flatMap((o) => o.ticketsExpired?.ticketIds ?? []);
     const outcomes = await pollUntil(
       () => outcomesOf('starve.fixed'),
-      (os) => os.some((o) => o.kind === 'ticket.expired'),
+      (os) => expiredIds(os).length >= 2,
       (TTL_SECS + 10) * 1000,
     );
-    expect(outcomes.map((o) => o.kind)).toEqual(['ticket.expired']);
-    expect(outcomes[0]!.ticketsExpired!.ticketIds.sort()).toEqual([...ids].sort());
+    expect(new Set(outcomes.map((o) => o.kind))).toEqual(new Set(['ticket.expired']));
+    expect(expiredIds(outcomes).sort()).toEqual([...ids].sort());
   });
 });

@@ -17,6 +17,17 @@ import { balanceTeams } from './reference-balance.js';
 import { candidateCost } from './reference-cost.js';
 import { placeTwoTeams } from './reference-packing.js';
 import { cmp, fmax, fmin, mix, range } from './reference-numbers.js';
+import {
+  ATTRIBUTES,
+  EXAMINED,
+  FAILED,
+  NO_ACCEPTABLE_HOST,
+  PARTY_SIZE,
+  REFUSAL_NONE,
+  refusalOf,
+  SKILL_SPREAD,
+  TEAM_IMBALANCE,
+} from './reference-diagnostics.js';
 import { RULE_COLUMNS, validate } from './reference-validate.js';
 import { type Bounds, boundsForWait, widestLatencyMs } from './ruleset-bounds.js';
 
@@ -25,30 +36,6 @@ export { mix };
 /** `match_preferred_host` value when a match has no host (u32::MAX). */
 export const NO_HOST = 0xffff_ffff;
 const U64_MAX = 0xffff_ffff_ffff_ffffn;
-// Columns of `ruleCounts`, in RuleDiagnostics::columns order.
-const SKILL_SPREAD = 0;
-const TEAM_IMBALANCE = 1;
-const NO_ACCEPTABLE_HOST = 2;
-const ATTRIBUTES = 3;
-const PARTY_SIZE = 4;
-const FAILED = 5;
-const EXAMINED = 6;
-// Codes of `ticketRefusals` (TicketRefusal::code): none, a reason column + 1, or not enough tickets.
-const REFUSAL_NONE = 0;
-const REFUSAL_NOT_ENOUGH_TICKETS = 6;
-
-/** The refusal a seed's failed candidates add up to (TicketRefusal::of_counts): team_imbalance when one was
- *  full but unbalanced, else the reason counted most (the earlier on ties), else not enough tickets. */
-function refusalOf(rejected: readonly number[]): number {
-  if (rejected[TEAM_IMBALANCE]! > 0) return TEAM_IMBALANCE + 1;
-  let best = REFUSAL_NOT_ENOUGH_TICKETS;
-  let most = 0;
-  rejected.forEach((k, reason) => {
-    if (k > most) [best, most] = [reason + 1, k];
-  });
-  return best;
-}
-
 /** Same as TickEngine, but synchronous and in TypeScript. */
 export class ReferenceTickEngine {
   constructor(private params: QueueParams) {}

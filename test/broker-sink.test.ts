@@ -28,6 +28,7 @@ import { duelQueue, pollUntil } from './support/queues.js';
 import { removeDirs, startService, type ServiceOptions, type TestService } from './support/service.js';
 import { grpcTransport, httpRequest } from './support/transports.js';
 import type { OutcomeJson } from './support/outcomes.js';
+import { sampleSum, scrape } from './support/prometheus.js';
 
 /** A 1x1 queue that ticks fast: two tickets make a match.created. */
 const DUEL = (sink: string) => duelQueue(50, { outcomes: { sink } });
@@ -193,6 +194,27 @@ describe('broker sink: publishing', () => {
     const info = await jsm.streams.info(n.stream, { subjects_filter: `${n.prefix}.ws.>` });
     expect(info.state.subjects ?? {}).toEqual({});
     expect((await deliveryOf(service, 'ws.lobby')).sink).toBe('websocket');
+  });
+
+  it("measures a queue's delivery against its own outcomes: caught up while another queue records after it", async () => {
+    await removeTickets(service, 'na.lobby', 1);
+    const last = (await adminOutcomes(service, 'na.lobby')).at(-1)!;
+    await pollUntil(
+      () => deliveryOf(service, 'na.lobby'),
+      (d) => d.deliveredThrough === last.producerSequence,
+    );
+    // The websocket queue records later outcomes; the service numbers both queues' outcomes in one sequence.
+    await removeTickets(service, 'ws.lobby', 2);
+    const wsLast = (await adminOutcomes(service, 'ws.lobby')).at(-1)!;
+    expect(BigInt(wsLast.producerSequence)).toBeGreaterThan(BigInt(last.producerSequence));
+    const na = await deliveryOf(service, 'na.lobby');
+    expect(na).toMatchObject({ deliveredThrough: last.producerSequence, lastRecorded: last.producerSequence });
+    expect((await deliveryOf(service, 'ws.lobby')).lastRecorded).toBe(wsLast.producerSequence);
+    const samples = await scrape(service.baseUrl);
+    const gauge = (name: string, queueId: string) => sampleSum(samples, name, { queue_id: queueId });
+    expect(gauge('matchmaker_outcome_recorded_sequence', 'na.lobby')).toBe(Number(last.producerSequence));
+    expect(gauge('matchmaker_outcome_delivered_sequence', 'na.lobby')).toBe(Number(last.producerSequence));
+    expect(gauge('matchmaker_outcome_recorded_sequence', 'ws.lobby')).toBe(Number(wsLast.producerSequence));
   });
 });
 

@@ -134,6 +134,22 @@ describe.each(backends)('Store contract: $name', (backend) => {
     expect(store.lastSequence()).toBe(4n);
   });
 
+  it('tells each queue its own last recorded sequence, the delivery cursor once retention removed the rest', async () => {
+    const store = open();
+    expect(store.queueLastSequence('a')).toBe(0n);
+    await store.commit([removal('a', ['x']), removal('b', ['y']), removal('a', ['z']), removal('b', ['w'])]);
+    expect([store.queueLastSequence('a'), store.queueLastSequence('b'), store.queueLastSequence('c')]).toEqual([3n, 4n, 0n]);
+    // Delivered through 3 and then removed by retention: a's last recorded is still 3.
+    await store.commit([{ type: 'delivery.advance', queueId: 'a', sequence: 3n }]);
+    await store.commit([
+      { type: 'outcome.delete', queueId: 'a', sequence: 1n },
+      { type: 'outcome.delete', queueId: 'a', sequence: 3n },
+    ]);
+    expect(store.queueLastSequence('a')).toBe(3n);
+    await store.commit([removal('a', ['v'])]);
+    expect(store.queueLastSequence('a')).toBe(5n);
+  });
+
   it('keeps delivery cursors, parked deliveries and consumer positions', async () => {
     const store = open();
     expect(store.deliveryCursor('q')).toBe(0n);

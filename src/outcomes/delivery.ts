@@ -131,7 +131,7 @@ export class OutcomeDelivery {
         queueId,
         sink,
         deliveredThrough: String(store.deliveryCursor(queueId)),
-        lastRecorded: String(store.lastSequence()),
+        lastRecorded: String(store.queueLastSequence(queueId)),
         ...(parked ? { parked: { ...parked, sequence: String(parked.sequence) } } : {}),
       };
     });

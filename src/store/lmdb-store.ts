@@ -226,6 +226,15 @@ export class LmdbStore implements Store {
     return BigInt(this.delivery.get(queueId)?.cursor ?? '0');
   }
 
+  queueLastSequence(queueId: string): bigint {
+    const { start, end } = rangeOf(queueId);
+    let last = this.deliveryCursor(queueId);
+    for (const { value } of this.queueIndex.getRange({ start: end, end: start, reverse: true, limit: 1 })) {
+      if (BigInt(value) > last) last = BigInt(value);
+    }
+    return last;
+  }
+
   parkedDelivery(queueId: string): ParkedDelivery | undefined {
     const parked = this.delivery.get(queueId)?.parked;
     return parked && { ...parked, sequence: BigInt(parked.sequence) };

@@ -272,6 +272,12 @@ export class MemoryStore implements OutboxStore {
     return this.committedSequence;
   }
 
+  queueLastSequence(queueId: string): bigint {
+    const held = this.queues.get(queueId)?.outcomes.last() ?? 0n;
+    const cursor = this.deliveryCursor(queueId);
+    return held > cursor ? held : cursor;
+  }
+
   onOutcomesCommitted(listener: (queueIds: ReadonlySet<string>) => void): void {
     this.outcomeListeners.push(listener);
   }

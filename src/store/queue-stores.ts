@@ -81,6 +81,10 @@ export class QueueStores implements Store {
     return undefined;
   }
 
+  queueLastSequence(queueId: string): bigint {
+    return this.of(queueId)?.queueLastSequence(queueId) ?? 0n;
+  }
+
   /** The highest sequence of any queue (each queue numbers its own). */
   lastSequence(): bigint {
     let last = 0n;

@@ -44,6 +44,15 @@ export class SequenceIndex {
     }
   }
 
+  /** The highest live sequence, or undefined when none is held. */
+  last(): bigint | undefined {
+    for (let i = this.seqs.length - 1; i >= this.start; i--) {
+      const s = this.seqs[i]!;
+      if (!this.deleted.has(s)) return s;
+    }
+    return undefined;
+  }
+
   get size(): number {
     return this.seqs.length - this.start - this.dead;
   }

@@ -120,6 +120,12 @@ export interface Store {
   consumerPosition(consumer: string): bigint | undefined;
   /** The highest producer_sequence whose commit has completed (0 when none). */
   lastSequence(): bigint;
+  /**
+   * The highest producer_sequence recorded for one queue (0 when none): its last outcome still held, or its
+   * delivery cursor when retention has removed every delivered one. With one numbering for the whole service
+   * (the embedded mode) this is what a queue's delivery is measured against, not `lastSequence`.
+   */
+  queueLastSequence(queueId: string): bigint;
   /** Called after each commit that recorded outcomes, with their queues. */
   onOutcomesCommitted(listener: (queueIds: ReadonlySet<string>) => void): void;
   close(): Promise<void>;

@@ -133,6 +133,14 @@ function stateGauges(registers: Registry[], current: () => MetricsSnapshot): voi
   gauge('matchmaker_outcome_last_sequence', 'Highest producer_sequence recorded.', [], (s, set) => {
     if (s.opened) set({}, Number(s.opened.lastSequence));
   });
+  gauge(
+    'matchmaker_outcome_recorded_sequence',
+    'Highest producer_sequence recorded per queue: a push sink is caught up when its delivered sequence equals it.',
+    ['queue_id'],
+    (s, set) => {
+      for (const d of s.opened?.deliveries ?? []) set({ queue_id: d.queueId }, Number(d.lastRecorded));
+    },
+  );
   gauge('matchmaker_outcome_delivered_sequence', 'Highest producer_sequence delivered per queue (push sinks).', ['queue_id'], (s, set) => {
     for (const d of s.opened?.deliveries ?? []) if (d.sink !== 'websocket') set({ queue_id: d.queueId }, Number(d.deliveredThrough));
   });

@@ -11,23 +11,15 @@ export interface CandidateView {
   eff: readonly number[];
   party: readonly number[];
   team: readonly number[];
-  /** The worst latency of the selected tickets to host h. */
-  worstLatency(h: number): number;
-  /** Hosts the cost may choose from (a bit per host index). */
-  hosts: bigint;
+  /** The worst latency of the selected tickets at their best host (0 without hosts). */
+  latency: number;
 }
 
 /**
- * Spread, team imbalance and the worst latency at the best of `view.hosts`, each divided by its bound in force
- * (a term whose bound is unbounded or zero counts 0). Imbalance is the range of team sums in selection order.
+ * Spread, team imbalance and the worst latency at the best host, each divided by its bound in force (a term
+ * whose bound is unbounded or zero counts 0). Imbalance is the range of team sums in selection order.
  */
-export function candidateCost(
-  view: CandidateView,
-  shape: { teams: number; teamSize: number },
-  hostCount: number,
-  norm: number,
-  bounds: Bounds,
-): number {
+export function candidateCost(view: CandidateView, shape: { teams: number; teamSize: number }, norm: number, bounds: Bounds): number {
   const spread = range(view.eff) / norm;
   const teams = Math.min(shape.teams, 64);
   const sums = new Array<number>(teams).fill(0);
@@ -35,14 +27,5 @@ export function candidateCost(
     if (view.team[k]! < teams) sums[view.team[k]!]! += e * view.party[k]!;
   });
   const imbalance = teams > 1 && shape.teams <= 64 ? range(sums) / shape.teamSize / norm : 0;
-  let latency = 0;
-  if (hostCount > 0) {
-    let best = 0xffff_ffff;
-    for (let h = 0; h < hostCount; h++) {
-      if (((view.hosts >> BigInt(h)) & 1n) === 0n) continue;
-      best = Math.min(best, view.worstLatency(h));
-    }
-    latency = best;
-  }
-  return share(spread, bounds.maxSkillSpread) + share(imbalance, bounds.maxTeamImbalance) + share(latency, bounds.maxLatencyMs);
+  return share(spread, bounds.maxSkillSpread) + share(imbalance, bounds.maxTeamImbalance) + share(view.latency, bounds.maxLatencyMs);
 }

@@ -159,17 +159,31 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
   }
 
   /** The candidate's cost (reference-cost.ts): over the common acceptable hosts when latency filtered, else all. */
+  /** Every host's bit (0 without hosts). */
+  const allHosts = H === 0 ? 0n : U64_MAX >> BigInt(64 - H);
+  /** Of the hosts in `choices`, the one with the lowest worst latency over `sel` (lowest index on ties) and
+   *  that latency (emit.rs `cheapest_host`); [NO_HOST, u32::MAX] when `choices` is empty. */
+  const cheapestHost = (sel: readonly number[], choices: bigint): [number, number] => {
+    let host = NO_HOST;
+    let best = 0xffff_ffff;
+    for (let h = 0; h < H; h++) {
+      if (((choices >> BigInt(h)) & 1n) === 0n) continue;
+      const worst = Math.max(...sel.map((p) => pool.latencyMs[ticket[p]! * H + h]!));
+      if (worst < best) [host, best] = [h, worst];
+    }
+    return [host, best];
+  };
+  /** The candidate's cost (reference-cost.ts): latency at its cheapest common acceptable host when latency
+   *  filtered, else at the cheapest of all. */
   const cost = (c: Candidate, rs: RulesetParams, bounds: Bounds, hostFilter: boolean): number =>
     candidateCost(
       {
         eff: c.sel.map((p) => eff[p]!),
         party: c.sel.map((p) => party[p]!),
         team: c.team,
-        worstLatency: (h) => Math.max(...c.sel.map((p) => pool.latencyMs[ticket[p]! * H + h]!)),
-        hosts: hostFilter ? c.hosts : H === 0 ? 0n : U64_MAX >> BigInt(64 - H),
+        latency: H === 0 ? 0 : cheapestHost(c.sel, hostFilter ? c.hosts : allHosts)[1],
       },
       rs,
-      H,
       norm,
       bounds,
     );
@@ -357,22 +371,12 @@ export function referenceTick(pool: PoolArrays, params: QueueParams, out: MatchA
     // common host already maintained that set; otherwise it is computed here and may be empty.
     let acceptable = c.hosts;
     if (!hostFiltered) {
-      acceptable = H === 0 ? 0n : U64_MAX >> BigInt(64 - H);
+      acceptable = allHosts;
       for (const p of c.sel) acceptable &= hostMask(p, latBound);
     }
     // Preferred: the acceptable host with the lowest cost (max latency over the tickets), lowest index on ties;
     // with none acceptable, the cheapest of all hosts.
-    let preferred = NO_HOST;
-    let bestCost = Infinity;
-    const choices = acceptable !== 0n || H === 0 ? acceptable : U64_MAX >> BigInt(64 - H);
-    for (let h = 0; h < H; h++) {
-      if (((choices >> BigInt(h)) & 1n) === 0n) continue;
-      const cost = Math.max(...c.sel.map((p) => pool.latencyMs[ticket[p]! * H + h]!));
-      if (cost < bestCost) {
-        bestCost = cost;
-        preferred = h;
-      }
-    }
+    const [preferred] = cheapestHost(c.sel, acceptable !== 0n ? acceptable : allHosts);
     out.matchPreferredHost[m] = preferred;
     out.matchAcceptableHosts[m] = acceptable;
 

@@ -1,10 +1,39 @@
 //! Writing a formed match into the caller's buffers: its tickets and teams, its hosts (acceptable
 //! mask, preferred host) and its per-filter accept intersections.
 
-use super::lanes::{lanes_max, lat_words, LatBound};
+use super::lanes::{all_hosts, lanes_max, lat_words, LatBound};
 use super::layout::Ctx;
 use super::search::Scratch;
 use crate::{MatchBuffers, NO_HOST};
+
+/// Of the hosts in `choices`, the one with the lowest worst latency over the tickets at live positions
+/// `sel` (the lowest index on ties), and that latency; `(NO_HOST, u32::MAX)` when `choices` is empty.
+pub(super) fn cheapest_host(ctx: &Ctx<'_>, sel: &[u32], choices: u64) -> (u32, u32) {
+    let (mut host, mut best) = (NO_HOST, u32::MAX);
+    if choices == 0 {
+        return (host, best);
+    }
+    // Cost of host h = max latency over the match: lane-wise max of the latency rows (H <= 64, so at
+    // most 16 words).
+    let mut cost = [0u64; 16];
+    let cost = &mut cost[..lat_words(ctx.h)];
+    for &p in sel {
+        for (c, &x) in cost.iter_mut().zip(ctx.lat(p as usize)) {
+            *c = lanes_max(*c, x);
+        }
+    }
+    let mut bits = choices;
+    while bits != 0 {
+        let hst = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let c = u32::from((cost[hst / 4] >> (16 * (hst % 4))) as u16);
+        if c < best {
+            best = c;
+            host = hst as u32;
+        }
+    }
+    (host, best)
+}
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn emit(
@@ -31,38 +60,14 @@ pub(super) fn emit(
     // A scan that did not filter on latency leaves the mask to compute here.
     let mut acc = acceptable;
     if !host_filtered {
-        acc = if ctx.h == 0 { 0 } else { u64::MAX >> (64 - ctx.h) };
+        acc = all_hosts(ctx.h);
         for &t in &ws.sel {
             acc &= lat.host_mask(ctx.lat(t as usize));
         }
     }
-    let mut preferred = NO_HOST;
     // The preferred host minimises the worst latency: among the acceptable hosts, or, when none is
     // (a match formed without a common host), among all of them.
-    let candidates = if acc != 0 || ctx.h == 0 { acc } else { u64::MAX >> (64 - ctx.h) };
-    if candidates != 0 {
-        // Cost of host h = max latency over the match: lane-wise max of the latency rows
-        // (H <= 64, so at most 16 words).
-        let w = lat_words(ctx.h);
-        let mut cost = [0u64; 16];
-        let cost = &mut cost[..w];
-        for &p in &ws.sel {
-            for (c, &x) in cost.iter_mut().zip(ctx.lat(p as usize)) {
-                *c = lanes_max(*c, x);
-            }
-        }
-        let mut best_cost = u32::MAX;
-        let mut bits = candidates;
-        while bits != 0 {
-            let hst = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let c = u32::from((cost[hst / 4] >> (16 * (hst % 4))) as u16);
-            if c < best_cost {
-                best_cost = c;
-                preferred = hst as u32;
-            }
-        }
-    }
+    let (preferred, _) = cheapest_host(ctx, &ws.sel, if acc != 0 { acc } else { all_hosts(ctx.h) });
     out.match_preferred_host[m] = preferred;
     out.match_acceptable_hosts[m] = acc;
 

@@ -40,11 +40,20 @@ pub(super) struct LatBound {
     all_mask: u64,
 }
 
+/// A mask with a bit for each of `h` hosts (0 without hosts).
+pub(super) fn all_hosts(h: usize) -> u64 {
+    if h >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << h) - 1
+    }
+}
+
 impl LatBound {
     pub(super) fn new(bound: u32, h: usize) -> Self {
         let all = bound >= u32::from(u16::MAX);
         let lane = if all { 0 } else { u64::from(bound) + 1 };
-        let all_mask = if h >= 64 { u64::MAX } else { (1u64 << h) - 1 };
+        let all_mask = all_hosts(h);
         LatBound { lanes: lane * 0x0001_0001_0001_0001, all, all_mask }
     }
 

@@ -112,15 +112,16 @@ fn seed_loop(
             // a common acceptable host, and only a ruleset that does not require one may then, once
             // `bounds.any_host`, form a match without (its host then only minimises latency).
             let mut formed_with = None;
-            if rs.require_host || h > 0 {
+            let filtered = rs.require_host || h > 0;
+            if filtered {
                 formed_with =
                     try_form(&ctx, links, scratch, sp, &bounds, true, r, rs, &mut diagnostics[r]).map(|x| (x, true));
             }
-            if formed_with.is_none() && (bounds.any_host || (h == 0 && !rs.require_host)) {
+            if formed_with.is_none() && (bounds.any_host || !filtered) {
                 // A seed fails at most once per ruleset in the diagnostics: after a filtered attempt,
                 // only that attempt's rule decisions count.
                 let mut second = RuleDiagnostics::default();
-                let diag = if rs.require_host || h > 0 { &mut second } else { &mut diagnostics[r] };
+                let diag = if filtered { &mut second } else { &mut diagnostics[r] };
                 formed_with = try_form(&ctx, links, scratch, sp, &bounds, false, r, rs, diag).map(|x| (x, false));
             }
             if let Some(((acceptable, lat), host_filtered)) = formed_with {

@@ -5,7 +5,8 @@
 
 use super::balance::{balance, range, BigBalance};
 use super::classes::FilterBits;
-use super::lanes::{lanes_max, lat_words, LatBound};
+use super::emit::cheapest_host;
+use super::lanes::{all_hosts, lat_words, LatBound};
 use super::layout::{find, Ctx, Links};
 use super::packing::TwoTeams;
 use crate::{Bounds, Rejection, RuleDiagnostics, Ruleset};
@@ -182,21 +183,8 @@ fn cost(ctx: &Ctx<'_>, sc: &Scratch, bounds: &Bounds, rs: &Ruleset<'_>, host_fil
     let latency = if ctx.h == 0 {
         0.0
     } else {
-        let w = lat_words(ctx.h);
-        let mut worst = [0u64; 16];
-        for &p in &sc.sel {
-            for (c, &x) in worst[..w].iter_mut().zip(ctx.lat(p as usize)) {
-                *c = lanes_max(*c, x);
-            }
-        }
-        let mut choices = if host_filter { hosts } else { u64::MAX >> (64 - ctx.h) };
-        let mut best = u32::MAX;
-        while choices != 0 {
-            let hst = choices.trailing_zeros() as usize;
-            choices &= choices - 1;
-            best = best.min(u32::from((worst[hst / 4] >> (16 * (hst % 4))) as u16));
-        }
-        f64::from(best)
+        let choices = if host_filter { hosts } else { all_hosts(ctx.h) };
+        f64::from(cheapest_host(ctx, &sc.sel, choices).1)
     };
     share(spread, bounds.max_skill_spread)
         + share(imbalance, bounds.max_team_imbalance)
@@ -232,8 +220,7 @@ fn grow(
         return None;
     }
     let (spread, lat_bound) = (bounds.max_skill_spread, bounds.max_latency_ms);
-    let require_host = host_filter;
-    if require_host && ctx.h == 0 {
+    if host_filter && ctx.h == 0 {
         diag.fail(Rejection::NoAcceptableHost);
         return None;
     }
@@ -242,12 +229,12 @@ fn grow(
     // candidate's oldest.
     //
     // `span / norm > spread` becomes one comparison (a division per candidate costs more than
-    // the rest of its checks). Few distinct bounds occur per tick, so they are cached.
+    // the rest of its checks): the threshold is found once per candidate.
     let max_span = spread_threshold(spread, ctx.norm);
     let lat = LatBound::new(lat_bound, ctx.h);
     let row_of = |p: u32| &rows[p as usize * (w + 1) + 1..(p as usize + 1) * (w + 1)];
-    let mut hosts = if require_host { lat.host_mask(row_of(sp)) } else { 0 };
-    if require_host && hosts == 0 {
+    let mut hosts = if host_filter { lat.host_mask(row_of(sp)) } else { 0 };
+    if host_filter && hosts == 0 {
         diag.fail(Rejection::NoAcceptableHost);
         return None;
     }
@@ -393,7 +380,7 @@ fn grow(
             rejected += 1 << LANE_ATTRS;
             continue;
         }
-        let m = if require_host {
+        let m = if host_filter {
             let m = lat.host_mask(row_of(p));
             if hosts & m == 0 {
                 rejected += 1 << LANE_HOST;

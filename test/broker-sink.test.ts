@@ -4,7 +4,7 @@
 // customer would: a durable pull consumer with explicit acks.
 import { randomBytes } from 'node:crypto';
 import { createServer, type Socket } from 'node:net';
-import { create, toJson } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary, toJson } from '@bufbuild/protobuf';
 import { createUser } from '@nats-io/nkeys';
 import { jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { headers, type NatsConnection } from '@nats-io/transport-node';
@@ -386,6 +386,34 @@ describe('broker sink in process', () => {
     expect(info.config.retention).toBe('limits');
     expect(info.config.duplicate_window).toBe(2 * 60 * 1e9);
     expect(info.config.max_age).toBe(7 * 24 * 3600 * 1e9);
+  });
+
+  it('pipelines a batch: 500 outcomes stored in occurrence order; one stored ahead of an earlier one is reported', async () => {
+    const n = names();
+    const lines: Record<string, unknown>[] = [];
+    const recording = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const sink = new BrokerSink('eu.lobby', connection(n), recording);
+    const batch = Array.from({ length: sink.batchSize }, (_, i) => outcome('eu.lobby', i + 1));
+    await sink.deliver(batch);
+    const sub = await jetstream(nc).consumers.get(n.stream);
+    const stored: bigint[] = [];
+    for await (const m of await sub.fetch({ max_messages: batch.length })) {
+      stored.push(fromBinary(OutcomeSchema, m.data).producerSequence);
+      if (stored.length === batch.length) break;
+    }
+    expect(stored).toEqual(batch.map((o) => o.producerSequence));
+    expect(lines.filter((l) => l.level === 50)).toEqual([]);
+
+    // What a publish lost in a fault leaves behind: a later outcome (502) stored before an earlier one (501).
+    const [first, second] = [outcome('eu.lobby', 501), outcome('eu.lobby', 502)];
+    const h = headers();
+    h.set('Content-Type', 'application/x-protobuf');
+    await jetstream(nc).publish(`${n.prefix}.eu.lobby.ticket.removed`, toBinary(OutcomeSchema, second), { msgID: second.id, headers: h });
+    await sink.deliver([first, second]);
+    const errors = lines.filter((l) => l.level === 50);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ queue: 'eu.lobby', outcome: first.id, later: second.id });
+    expect(await streamMessageCount(nc, n.stream)).toBe(batch.length + 2);
   });
 
   it('create mode refuses an existing stream whose subjects do not cover the prefix', async () => {

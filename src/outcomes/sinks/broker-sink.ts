@@ -4,9 +4,13 @@
 // message id (Nats-Msg-Id) is the outcome id, so a re-sent outcome (the dispatcher retries a whole batch
 // after a failure) is dropped by the stream's duplicate window instead of stored twice.
 //
-// Order: outcomes are published one at a time, each only after the previous one's PubAck. Pipelining would
-// be faster, but if outcome k failed while k+1 was stored, the retry would store k after k+1 and break the
-// per-queue order the contract promises.
+// Order: a batch's publishes are all issued before any acknowledgement is awaited (pipelined), over the
+// one connection, which carries them to the stream in that order; the stream stores them in the order they
+// arrive. A fault can still drop one publish of a batch while the server stores a later one (a connection
+// lost between them, a stream leader changing): the retry then stores the earlier outcome after the later
+// one. The PubAcks show it (a duplicate's ack carries the stream sequence it was first stored at), so a
+// batch whose stream sequences do not rise with occurrence order is reported (logged as an error), not
+// hidden; consumers can restore the order by producer_sequence.
 //
 // Failures (NATS unreachable, stream missing or unsuitable, publish timeout) make deliver() throw a
 // BrokerError; the dispatcher retries with backoff.
@@ -29,8 +33,10 @@ export function outcomeSubject(prefix: string, queueId: string, kind: string): s
 
 export class BrokerSink implements OutcomeSink {
   readonly kind = 'broker';
-  readonly batchSize = 100;
-  readonly retry: RetryPolicy = { maxRetries: Infinity, baseDelayMs: 200, maxDelayMs: 10_000 };
+  /** Outcomes in flight at once: one batch's publishes are pipelined. */
+  readonly batchSize = 500;
+  // At most 2 s between tries: a NATS fault that ends is followed by delivery within about that long.
+  readonly retry: RetryPolicy = { maxRetries: Infinity, baseDelayMs: 200, maxDelayMs: 2_000 };
   constructor(
     readonly queueId: string,
     readonly connection: BrokerConnection,
@@ -42,30 +48,73 @@ export class BrokerSink implements OutcomeSink {
   async deliver(outcomes: readonly Outcome[]): Promise<void> {
     if (outcomes.length === 0) return;
     const { js } = await this.connection.ready();
-    const stream = this.connection.streamName;
-    let duplicates = 0;
-    for (const outcome of outcomes) {
-      const subject = outcomeSubject(this.connection.prefix, this.queueId, outcome.kind);
-      const h = headers();
-      h.set('Content-Type', OUTCOME_CONTENT_TYPE);
-      let ack: PubAck;
-      try {
-        ack = await js.publish(subject, toBinary(OutcomeSchema, outcome), { msgID: outcome.id, headers: h, timeout: REQUEST_TIMEOUT_MS });
-      } catch (err) {
-        // No responders: nothing stores the subject any more (stream deleted, server without its store).
-        // nats.js reports it as "jetstream is not enabled" with the NoRespondersError as its cause.
-        if (findCause(err, NoRespondersError)) this.connection.recheckStream();
-        throw new BrokerError('publish', `publishing outcome ${outcome.id} to ${subject} failed`, { cause: err, stream, subject });
-      }
-      if (ack.stream !== stream) {
-        throw new BrokerError('wrong-stream', `outcome ${outcome.id} on ${subject} was stored by stream "${ack.stream}", not "${stream}"`, {
-          stream,
-          subject,
+    const acks = await Promise.allSettled(
+      outcomes.map((outcome) => {
+        // One header set per message: nats.js writes the message id into the set it is given.
+        const h = headers();
+        h.set('Content-Type', OUTCOME_CONTENT_TYPE);
+        return js.publish(this.subject(outcome), toBinary(OutcomeSchema, outcome), {
+          msgID: outcome.id,
+          headers: h,
+          timeout: REQUEST_TIMEOUT_MS,
         });
-      }
+      }),
+    );
+    let duplicates = 0;
+    let previous: { outcome: Outcome; seq: number } | undefined;
+    for (const [i, settled] of acks.entries()) {
+      const outcome = outcomes[i]!;
+      if (settled.status === 'rejected') throw this.publishFailed(outcome, settled.reason, acks.slice(i + 1));
+      const ack = settled.value;
+      this.checkStream(outcome, ack);
       if (ack.duplicate) duplicates++;
+      if (previous !== undefined && ack.seq < previous.seq) {
+        this.log.error(
+          {
+            queue: this.queueId,
+            outcome: previous.outcome.id,
+            producerSequence: String(previous.outcome.producerSequence),
+            storedAt: previous.seq,
+            later: outcome.id,
+            laterStoredAt: ack.seq,
+          },
+          'outcome stored after a later one of its queue (a publish was lost in a NATS fault while a later one was stored); order by producer_sequence',
+        );
+      }
+      previous = { outcome, seq: ack.seq };
     }
     if (duplicates > 0) this.log.debug({ queue: this.queueId, duplicates }, 'outcomes already in the stream (re-sent after a failure)');
+  }
+
+  private subject(outcome: Outcome): string {
+    return outcomeSubject(this.connection.prefix, this.queueId, outcome.kind);
+  }
+
+  /** The error of a batch whose first failed publish is `outcome`; `later` are the settled publishes after it. */
+  private publishFailed(outcome: Outcome, err: unknown, later: readonly PromiseSettledResult<PubAck>[]): BrokerError {
+    const stream = this.connection.streamName;
+    const subject = this.subject(outcome);
+    // No responders: nothing stores the subject any more (stream deleted, server without its store).
+    // nats.js reports it as "jetstream is not enabled" with the NoRespondersError as its cause.
+    if (findCause(err, NoRespondersError)) this.connection.recheckStream();
+    const storedAfter = later.filter((a) => a.status === 'fulfilled' && !a.value.duplicate).length;
+    if (storedAfter > 0) {
+      this.log.warn(
+        { queue: this.queueId, outcome: outcome.id, storedAfter },
+        'a publish failed while later outcomes of the batch were stored: the retry may store it after them',
+      );
+    }
+    return new BrokerError('publish', `publishing outcome ${outcome.id} to ${subject} failed`, { cause: err, stream, subject });
+  }
+
+  private checkStream(outcome: Outcome, ack: PubAck): void {
+    const stream = this.connection.streamName;
+    if (ack.stream === stream) return;
+    const subject = this.subject(outcome);
+    throw new BrokerError('wrong-stream', `outcome ${outcome.id} on ${subject} was stored by stream "${ack.stream}", not "${stream}"`, {
+      stream,
+      subject,
+    });
   }
 
   async close(): Promise<void> {}

@@ -41,6 +41,8 @@ export interface LoadOptions {
   /** host:port of the gRPC server. */
   target: string;
   queueId: string;
+  /** Several queues: requests go to each in turn (queueId is then only the label). */
+  queueIds?: readonly string[];
   mode: LoadMode;
   /** closed: requests in flight. */
   concurrency: number;
@@ -156,7 +158,8 @@ export function engineInputPool(size: number, seed = 42, unmatchable = false): U
 export const TEMPLATE_ID_PLACEHOLDER = '00000000-0000-4000-8000-000000000000';
 
 export interface TemplateOptions {
-  queueId: string;
+  /** Templates for each queue in turn: input 0 for every queue, then input 1, ... */
+  queueIds: readonly string[];
   inputs: LoadOptions['inputs'];
   /** Number of templates (one per pooled engine input). */
   inputPool: number;
@@ -172,23 +175,24 @@ export function encodeRequestTemplates(options: TemplateOptions): Buffer {
   const parts: Buffer[] = [];
   const count = Buffer.alloc(4);
   const inputs = engineInputPool(options.inputPool, 42, options.inputs === 'unmatchable');
-  count.writeUInt32LE(inputs.length);
+  count.writeUInt32LE(inputs.length * options.queueIds.length);
   parts.push(count);
-  for (const engineInput of inputs) {
-    const bytes = Buffer.from(
-      toBinary(
-        CreateTicketRequestSchema,
-        create(CreateTicketRequestSchema, { ticket: { id: TEMPLATE_ID_PLACEHOLDER, queueId: options.queueId, engineInput } }),
-      ),
-    );
-    const offset = bytes.indexOf(placeholder);
-    if (offset < 0 || bytes.indexOf(placeholder, offset + 1) >= 0)
-      throw new Error('request template: the id placeholder is not in the encoded request exactly once');
-    const header = Buffer.alloc(8);
-    header.writeUInt32LE(bytes.length, 0);
-    header.writeUInt32LE(offset, 4);
-    parts.push(header, bytes);
-  }
+  for (const engineInput of inputs)
+    for (const queueId of options.queueIds) {
+      const bytes = Buffer.from(
+        toBinary(
+          CreateTicketRequestSchema,
+          create(CreateTicketRequestSchema, { ticket: { id: TEMPLATE_ID_PLACEHOLDER, queueId, engineInput } }),
+        ),
+      );
+      const offset = bytes.indexOf(placeholder);
+      if (offset < 0 || bytes.indexOf(placeholder, offset + 1) >= 0)
+        throw new Error('request template: the id placeholder is not in the encoded request exactly once');
+      const header = Buffer.alloc(8);
+      header.writeUInt32LE(bytes.length, 0);
+      header.writeUInt32LE(offset, 4);
+      parts.push(header, bytes);
+    }
   return Buffer.concat(parts);
 }
 
@@ -296,6 +300,7 @@ export async function runLoad(partial: Partial<LoadOptions>, hooks: LoadHooks = 
   let finished = false;
   let nextClient = 0;
   let nextInput = 0;
+  const queueIds = options.queueIds ?? [options.queueId];
 
   const t0 = performance.now();
   const measureFrom = t0 + options.warmupSecs * 1000;
@@ -329,7 +334,7 @@ export async function runLoad(partial: Partial<LoadOptions>, hooks: LoadHooks = 
     const measured = startedAt >= measureFrom && startedAt < measureTo;
     const id = randomUUID();
     const request = create(CreateTicketRequestSchema, {
-      ticket: { id, queueId: options.queueId, engineInput: inputs[nextInput++ % inputs.length]! },
+      ticket: { id, queueId: queueIds[nextInput % queueIds.length]!, engineInput: inputs[nextInput++ % inputs.length]! },
     });
     const client = clients[nextClient++ % clients.length]!;
     if (measured) sent++;

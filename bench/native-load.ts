@@ -63,10 +63,11 @@ export function ensureLoadgenBuilt(): string {
 const templateCache = new Map<string, Buffer>();
 
 function requestTemplates(options: LoadOptions): Buffer {
-  const key = `${options.queueId}|${options.inputs}|${options.inputPool}`;
+  const queueIds = options.queueIds ?? [options.queueId];
+  const key = `${queueIds.join(',')}|${options.inputs}|${options.inputPool}`;
   let templates = templateCache.get(key);
   if (!templates) {
-    templates = encodeRequestTemplates({ queueId: options.queueId, inputs: options.inputs, inputPool: options.inputPool });
+    templates = encodeRequestTemplates({ queueIds, inputs: options.inputs, inputPool: options.inputPool });
     templateCache.set(key, templates);
   }
   return templates;

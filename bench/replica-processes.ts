@@ -55,6 +55,12 @@ export async function replicaSpecs(prefix: string, count: number, queueDir: stri
   return specs;
 }
 
+/** BENCH_CPU_PROF (a directory): every replica runs with --cpu-prof and writes its profile there on exit. */
+function cpuProfArgs(replicaId: string): string[] {
+  const dir = process.env.BENCH_CPU_PROF;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(dir)}`, `--cpu-prof-name=${replicaId}-${Date.now()}.cpuprofile`] : [];
+}
+
 export function startReplica(spec: ReplicaSpec): Promise<Child> {
   return spawnServer(
     `replica ${spec.replicaId}`,
@@ -66,7 +72,7 @@ export function startReplica(spec: ReplicaSpec): Promise<Child> {
       HTTP_PORT: String(spec.httpPort),
       LOG_LEVEL: 'info',
     },
-    { listenTimeoutMs: 60_000 },
+    { listenTimeoutMs: 60_000, nodeArgs: cpuProfArgs(spec.replicaId) },
   );
 }
 

@@ -9,6 +9,9 @@
 //   2. failover (bench/failover.ts): three replicas, a queue matching continuously; kill -9 of its leader,
 //      time to the first match made after the kill stored in the outcome stream; BENCH_FAILOVER_KILLS times
 //      for each lease in BENCH_FAILOVER_LEASES_MS.
+//   1b. queues (BENCH_PHASES=queues): BENCH_QUEUE_COUNT queues (12) of the same file on 1 and 3 replicas
+//      (BENCH_QUEUES_REPLICA_COUNTS); each load generator sends to every queue in turn, and the leadership of
+//      the queues spreads over the replicas (ceil(queues / replicas) each) before the load starts.
 //   3. catch-up from a checkpoint (bench/catch-up.ts): a replica started against a queue whose checkpoint
 //      holds N active tickets (BENCH_CATCHUP_TICKETS: 100k and 1M, and 0 for the start-up alone), timed
 //      from its process start to the queue running.
@@ -17,13 +20,14 @@
 // share its cores, which the report says next to the numbers (with each group's CPU use).
 //
 // Settings from the environment:
-//   BENCH_PHASES (throughput,failover,catchup)    BENCH_DURATION_SECS (10)  BENCH_WARMUP_SECS (3)
+//   BENCH_PHASES (throughput,failover,catchup; also queues)    BENCH_DURATION_SECS (10)  BENCH_WARMUP_SECS (3)
 //   BENCH_CONCURRENCY (64, in all)        BENCH_CONNECTIONS (4, in all; at least 1 per replica)
 //   BENCH_REPLICA_COUNTS (1,2,3)          BENCH_CLIENT (native: bench/loadgen; node: create-ticket-load.ts)
 //   BENCH_FAILOVER_KILLS (20)             BENCH_FAILOVER_LEASES_MS (6000,2000)
 //   BENCH_ROUNDS (2: the throughput phases, embedded then 1..3 replicas, run this many times in turn)
 //   BENCH_FAILOVER_RATE (20 tickets/s)    BENCH_FAILOVER_TICK_MS (100)    BENCH_JSON_OUT (file for raw results)
 //   BENCH_CATCHUP_TICKETS (0,100000,1000000)
+//   BENCH_CPU_PROF (a directory: every replica runs with --cpu-prof and writes its profile there)
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -38,6 +42,7 @@ import { ensureLoadgenBuilt, runNativeLoad } from './native-load.js';
 import {
   CLI,
   errorLines,
+  pollFor,
   removeReplicaDirs,
   replicaSpecs,
   replicatedEnv,
@@ -69,6 +74,8 @@ const settings = {
   failoverRate: envNumber('BENCH_FAILOVER_RATE', 20),
   failoverTickMs: envNumber('BENCH_FAILOVER_TICK_MS', 100),
   catchUpTickets: envList('BENCH_CATCHUP_TICKETS', '0,100000,1000000').map(Number),
+  queueCount: envNumber('BENCH_QUEUE_COUNT', 12),
+  queuesReplicaCounts: envList('BENCH_QUEUES_REPLICA_COUNTS', '1,3').map(Number),
   jsonOut: process.env.BENCH_JSON_OUT || undefined,
 };
 
@@ -96,7 +103,14 @@ interface ThroughputPhase {
 }
 
 /** Drives every service at once, the load split evenly; samples CPU over the first generator's window. */
-async function drive(name: string, round: number, services: Child[], queueId: string, natsPids: number[]): Promise<ThroughputPhase> {
+async function drive(
+  name: string,
+  round: number,
+  services: Child[],
+  queueId: string,
+  natsPids: number[],
+  queueIds?: readonly string[],
+): Promise<ThroughputPhase> {
   const n = services.length;
   const sum = (xs: (number | undefined)[]) => (xs.some((x) => x === undefined) ? undefined : xs.reduce<number>((a, b) => a + b!, 0));
   const sample = () => ({
@@ -112,6 +126,7 @@ async function drive(name: string, round: number, services: Child[], queueId: st
         {
           target: `127.0.0.1:${s.port}`,
           queueId,
+          ...(queueIds ? { queueIds } : {}),
           mode: 'closed',
           concurrency: Math.max(1, Math.round(settings.concurrency / n)),
           connections: Math.max(1, Math.round(settings.connections / n)),
@@ -190,6 +205,50 @@ async function replicatedPhase(cluster: BenchNatsCluster, replicas: number, roun
   }
 }
 
+/** BENCH_QUEUE_COUNT queues on `replicas` replicas, their leadership spread, all driven at once. */
+async function queuesPhase(cluster: BenchNatsCluster, replicas: number, round: number): Promise<ThroughputPhase> {
+  const queueIds = Array.from({ length: settings.queueCount }, (_, i) => `bench.q${round}.r${replicas}.n${i}`);
+  const file = readFileSync(join(ROOT, 'queues/eu.ranked.yaml'), 'utf8');
+  const queueDir = writeQueueDir(Object.fromEntries(queueIds.map((q) => [q, file])));
+  const env = replicatedEnv(cluster.urls, THROUGHPUT_LEASE_MS, `BENCH_COORD_QUEUES_${round}_${replicas}`);
+  const specs = await replicaSpecs(`mq${round}-${replicas}`, replicas, queueDir, env);
+  const services: Child[] = [];
+  try {
+    for (const s of specs) services.push(await startReplica(s));
+    for (const s of specs) for (const q of queueIds) await untilRunning(s.httpPort, q);
+    const share = Math.ceil(queueIds.length / replicas);
+    const spread = await pollFor(
+      'leadership spread over the replicas',
+      async () => {
+        const counts = await Promise.all(specs.map((s) => leadingCount(s.httpPort)));
+        const total = counts.reduce((a, b) => a + b, 0);
+        return total === queueIds.length && counts.every((c) => c <= share) ? counts : undefined;
+      },
+      120_000,
+      250,
+    );
+    console.log(`  ${queueIds.length} queues on ${replicas} replica(s): leading ${spread.join(' / ')}`);
+    const label = `replicated, ${queueIds.length} queues on ${replicas} replica${replicas === 1 ? '' : 's'} (R3)`;
+    return await drive(label, round, services, queueIds[0]!, cluster.pids(), queueIds);
+  } finally {
+    await stopAll(services);
+    removeReplicaDirs(specs);
+    rmSync(queueDir, { recursive: true, force: true });
+    for (const q of queueIds) await deleteQueueStreams(cluster, q);
+  }
+}
+
+/** How many queues the process at `httpPort` leads now (0 when it does not answer). */
+async function leadingCount(httpPort: number): Promise<number> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${httpPort}/admin/v1/queues`, { signal: AbortSignal.timeout(1_000) });
+    const body = (await res.json()) as { queues: { leading: boolean }[] };
+    return body.queues.filter((q) => q.leading).length;
+  } catch {
+    return 0;
+  }
+}
+
 async function stopAll(services: Child[]): Promise<void> {
   await Promise.all(services.map((s) => s.stop()));
   for (const s of services) {
@@ -204,7 +263,9 @@ async function deleteQueueStreams(cluster: BenchNatsCluster, queueId: string): P
   try {
     const jsm = await jetstreamManager(nc);
     for await (const info of jsm.streams.list()) {
-      if ((info.config.subjects ?? []).some((s) => s.endsWith(`.${queueId}`))) await jsm.streams.delete(info.config.name);
+      if (!(info.config.subjects ?? []).some((s) => s.endsWith(`.${queueId}`))) continue;
+      console.log(`  ${info.config.name}: ${info.state.messages} log entries, ${(info.state.bytes / 2 ** 20).toFixed(1)} MiB`);
+      await jsm.streams.delete(info.config.name);
     }
   } finally {
     await nc.close();
@@ -278,6 +339,20 @@ function throughputTable(phases: ThroughputPhase[]): string {
   );
 }
 
+/** Each round's replicated throughput against one replica's, for one queue and for many. */
+function scalingLines(phases: ThroughputPhase[]): string[] {
+  const lines: string[] = [];
+  for (const many of [false, true]) {
+    const kind = phases.filter((p) => p.name.startsWith('replicated') && p.name.includes(' queues on ') === many);
+    for (const p of kind) {
+      const one = kind.find((o) => o.round === p.round && o.replicas === 1);
+      if (!one || p.replicas === 1 || one.okPerSec === 0) continue;
+      lines.push(`round ${p.round}: ${p.name}: ${(p.okPerSec / one.okPerSec).toFixed(2)}x one replica's ${one.okPerSec.toFixed(0)} ok/s`);
+    }
+  }
+  return lines;
+}
+
 function failoverTable(results: FailoverResult[]): string {
   return table(
     [
@@ -343,7 +418,7 @@ async function main(): Promise<void> {
   const build = buildFingerprint(ROOT);
   console.log(`settings: ${JSON.stringify(settings)}`);
   console.log(`service build: dist/src sha256 ${build}\n`);
-  if (settings.phases.includes('throughput') && settings.client === 'native') ensureLoadgenBuilt();
+  if ((settings.phases.includes('throughput') || settings.phases.includes('queues')) && settings.client === 'native') ensureLoadgenBuilt();
 
   const cluster = await startNatsCluster(3);
   const throughput: ThroughputPhase[] = [];
@@ -354,6 +429,13 @@ async function main(): Promise<void> {
       for (let round = 1; round <= settings.rounds; round++) {
         throughput.push(await embeddedPhase(round));
         for (const n of settings.replicaCounts) throughput.push(await replicatedPhase(cluster, n, round));
+        console.log();
+      }
+    }
+    if (settings.phases.includes('queues')) {
+      if (settings.client !== 'native') throw new Error('the queues phase needs the native load generator (BENCH_CLIENT=native)');
+      for (let round = 1; round <= settings.rounds; round++) {
+        for (const n of settings.queuesReplicaCounts) throughput.push(await queuesPhase(cluster, n, round));
         console.log();
       }
     }
@@ -391,6 +473,7 @@ async function main(): Promise<void> {
       `\nthroughput: closed loop, ${settings.concurrency} in flight in all over ${settings.connections} connection(s), ${settings.durationSecs}s measured after ${settings.warmupSecs}s, ${settings.client} load generator (one per replica); p50/p99 per generator, a range when several`,
     );
     console.log(throughputTable(throughput));
+    for (const line of scalingLines(throughput)) console.log(line);
   }
   if (failover.length > 0) {
     console.log(

@@ -23,9 +23,10 @@ import type { Checkpoint } from './checkpoint-codec.js';
 import type { QueueApplier, QueueHistory } from './queue-history.js';
 import { snapshotStoreChanges } from './queue-snapshot.js';
 import type { Applied } from './queue-state.js';
-import { decodeLogEntry, encodeLogEntry, LEADER_RECORD_TYPES, type LogEntry } from './record-codec.js';
+import { decodeLogEntry, encodeLogEntry, LEADER_RECORD_TYPES } from './record-codec.js';
 import type { QueueRecord } from './records.js';
 import { QueueCheckpoints } from './replicated-checkpoints.js';
+import { RequestBatcher } from './request-batcher.js';
 
 export interface ReplicatedHistoryOptions {
   queueId: string;
@@ -59,13 +60,6 @@ const APPLY_TIMEOUT_MS = 10_000;
 const CHECKPOINT_INTERVAL_RECORDS = 100_000;
 const CHECKPOINT_INTERVAL_MS = 300_000;
 
-/** Request records proposed in one event turn, appended as one entry. */
-interface Batched {
-  records: readonly QueueRecord[];
-  resolve: (applied: Applied[]) => void;
-  reject: (err: unknown) => void;
-}
-
 export class ReplicatedHistory implements QueueHistory {
   readonly replicated = true;
   /** Log position of the last entry applied. */
@@ -80,7 +74,7 @@ export class ReplicatedHistory implements QueueHistory {
   private readonly waiting = new Map<string, (applied: Applied[]) => void>();
   /** Positions someone waits to see applied. */
   private readonly seen: { seq: number; resolve: () => void }[] = [];
-  private batch: Batched[] = [];
+  private readonly requests: RequestBatcher;
   private reader: LogReader | undefined;
   private stopped = false;
   private readonly leadingListeners: (() => void)[] = [];
@@ -101,8 +95,12 @@ export class ReplicatedHistory implements QueueHistory {
     private readonly applier: QueueApplier,
     private readonly options: ReplicatedHistoryOptions,
   ) {
-    const { checkpoints, queueId, log, logger } = options;
+    const { checkpoints, queueId, log, logger, replicaId } = options;
     if (checkpoints) this.checkpoints = new QueueCheckpoints(queueId, checkpoints, log, logger);
+    this.requests = new RequestBatcher(
+      (records) => encodeLogEntry({ kind: 'records', replicaId, term: 0, records }),
+      (entry) => this.append('req', entry),
+    );
   }
 
   /** The position of the checkpoint this replica started from; undefined when it read the log from its start. */
@@ -206,48 +204,24 @@ export class ReplicatedHistory implements QueueHistory {
     await this.reader?.stop();
     await this.saving;
     const err = unavailable(`queue "${this.options.queueId}" is stopping; retry with backoff`);
-    for (const b of this.batch.splice(0)) b.reject(err);
+    this.requests.rejectWaiting(err);
   }
 
   propose<R extends QueueRecord>(records: readonly R[]): Promise<Applied<R['type']>[]> {
     if (this.stopped) return Promise.reject(unavailable(`queue "${this.options.queueId}" is stopping; retry with backoff`));
     if (records.some((r) => LEADER_RECORD_TYPES.has(r.type))) {
       if (!this.acting) return Promise.reject(unavailable(`this replica no longer leads queue "${this.options.queueId}"`));
-      return this.append('lead', { kind: 'records', replicaId: this.options.replicaId, term: this.ownTerm, records }) as Promise<
-        Applied<R['type']>[]
-      >;
+      const entry = encodeLogEntry({ kind: 'records', replicaId: this.options.replicaId, term: this.ownTerm, records });
+      return this.append('lead', entry) as Promise<Applied<R['type']>[]>;
     }
-    return new Promise((resolve, reject) => {
-      this.batch.push({ records, resolve: resolve as (applied: Applied[]) => void, reject });
-      if (this.batch.length === 1) setImmediate(() => this.flush());
-    });
-  }
-
-  /** The request records of one event turn go out as one entry: one append for many requests. */
-  private flush(): void {
-    const batch = this.batch;
-    this.batch = [];
-    if (batch.length === 0) return;
-    const records = batch.flatMap((b) => b.records);
-    this.append('req', { kind: 'records', replicaId: this.options.replicaId, term: 0, records }).then(
-      (applied) => {
-        let at = 0;
-        for (const b of batch) {
-          b.resolve(applied.slice(at, at + b.records.length));
-          at += b.records.length;
-        }
-      },
-      (err: unknown) => {
-        for (const b of batch) b.reject(err);
-      },
-    );
+    return this.requests.propose(records) as Promise<Applied<R['type']>[]>;
   }
 
   /** Appends an entry and answers what it applied, once this replica has applied it. */
-  private async append(kind: 'req' | 'lead', entry: LogEntry, msgId = randomUUID()): Promise<Applied[]> {
+  private async append(kind: 'req' | 'lead', entry: Uint8Array, msgId = randomUUID()): Promise<Applied[]> {
     const applied = new Promise<Applied[]>((resolve) => this.waiting.set(msgId, resolve));
     try {
-      await this.options.log.append(kind, encodeLogEntry(entry), msgId);
+      await this.options.log.append(kind, entry, msgId);
     } catch (err) {
       this.waiting.delete(msgId);
       // Not stored, or not known to be: the caller retries (a CreateTicket retry is idempotent by its id).

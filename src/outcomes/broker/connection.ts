@@ -137,6 +137,9 @@ export class BrokerConnection {
       timeout: REQUEST_TIMEOUT_MS,
       pingInterval: 30_000,
       maxPingOut: 3,
+      // No stack trace captured per publish (three Error objects each): the broker sink publishes every
+      // outcome as a request, and BrokerError names the outcome and subject itself.
+      noAsyncTraces: true,
     };
     let nc: NatsConnection;
     try {

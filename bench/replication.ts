@@ -12,6 +12,8 @@
 //   1b. queues (BENCH_PHASES=queues): BENCH_QUEUE_COUNT queues (12) of the same file on 1 and 3 replicas
 //      (BENCH_QUEUES_REPLICA_COUNTS); each load generator sends to every queue in turn, and the leadership of
 //      the queues spreads over the replicas (ceil(queues / replicas) each) before the load starts.
+//   1c. apply (BENCH_PHASES=apply): three replicas, the load sent only to one that does not lead: the CPU per
+//      acknowledged request of the replica taking them, of the leader, and of the replica that only follows.
 //   3. catch-up from a checkpoint (bench/catch-up.ts): a replica started against a queue whose checkpoint
 //      holds N active tickets (BENCH_CATCHUP_TICKETS: 100k and 1M, and 0 for the start-up alone), timed
 //      from its process start to the queue running.
@@ -20,7 +22,7 @@
 // share its cores, which the report says next to the numbers (with each group's CPU use).
 //
 // Settings from the environment:
-//   BENCH_PHASES (throughput,failover,catchup; also queues)    BENCH_DURATION_SECS (10)  BENCH_WARMUP_SECS (3)
+//   BENCH_PHASES (throughput,failover,catchup; also queues, apply)    BENCH_DURATION_SECS (10)  BENCH_WARMUP_SECS (3)
 //   BENCH_CONCURRENCY (64, in all)        BENCH_CONNECTIONS (4, in all; at least 1 per replica)
 //   BENCH_REPLICA_COUNTS (1,2,3)          BENCH_CLIENT (native: bench/loadgen; node: create-ticket-load.ts)
 //   BENCH_FAILOVER_KILLS (20)             BENCH_FAILOVER_LEASES_MS (6000,2000)
@@ -43,6 +45,7 @@ import {
   CLI,
   errorLines,
   pollFor,
+  queueSummary,
   removeReplicaDirs,
   replicaSpecs,
   replicatedEnv,
@@ -99,7 +102,7 @@ interface ThroughputPhase {
   okPerSec: number;
   errors: Record<string, number>;
   /** CPU over the measured window, in cores: the services, the nats-servers, the load generators, all. */
-  cpu: { services?: number; nats?: number; clients: number; machine?: number };
+  cpu: { services?: number; nats?: number; clients: number; machine?: number; perService?: (number | undefined)[] };
 }
 
 /** Drives every service at once, the load split evenly; samples CPU over the first generator's window. */
@@ -110,18 +113,21 @@ async function drive(
   queueId: string,
   natsPids: number[],
   queueIds?: readonly string[],
+  /** The services the load goes to (default: all of them). */
+  driven: Child[] = services,
 ): Promise<ThroughputPhase> {
-  const n = services.length;
+  const n = driven.length;
   const sum = (xs: (number | undefined)[]) => (xs.some((x) => x === undefined) ? undefined : xs.reduce<number>((a, b) => a + b!, 0));
   const sample = () => ({
     services: sum(services.map((s) => processCpuSecs(s.process.pid))),
+    perService: services.map((s) => processCpuSecs(s.process.pid)),
     nats: natsPids.length === 0 ? 0 : sum(natsPids.map((p) => processCpuSecs(p))),
     machine: machineBusySecs(),
   });
   let start: ReturnType<typeof sample> | undefined;
   let end: ReturnType<typeof sample> | undefined;
   const loads = await Promise.all(
-    services.map((s, i) =>
+    driven.map((s, i) =>
       LOAD[settings.client](
         {
           target: `127.0.0.1:${s.port}`,
@@ -158,6 +164,7 @@ async function drive(
       nats: per((x) => x.nats),
       clients: loads.reduce((a, l) => a + l.clientCpu, 0),
       machine: per((x) => x.machine),
+      perService: services.map((_, i) => per((x) => x.perService[i])),
     },
   };
   console.log(
@@ -235,6 +242,55 @@ async function queuesPhase(cluster: BenchNatsCluster, replicas: number, round: n
     removeReplicaDirs(specs);
     rmSync(queueDir, { recursive: true, force: true });
     for (const q of queueIds) await deleteQueueStreams(cluster, q);
+  }
+}
+
+/**
+ * What applying the log costs a replica that takes no requests: three replicas, the load sent only to one
+ * that does not lead the queue. Per acknowledged request: the CPU of the replica taking the requests (request
+ * path and its own apply), of the leader (apply and ticks) and of the replica that only follows (apply).
+ */
+async function applyPhase(cluster: BenchNatsCluster, round: number): Promise<ThroughputPhase> {
+  const queueId = `bench.apply${round}`;
+  const queueDir = throughputQueueFiles(queueId);
+  const env = replicatedEnv(cluster.urls, THROUGHPUT_LEASE_MS, 'BENCH_COORD_APPLY');
+  const specs = await replicaSpecs(`ap${round}`, 3, queueDir, env);
+  const services: Child[] = [];
+  try {
+    for (const s of specs) services.push(await startReplica(s));
+    for (const s of specs) await untilRunning(s.httpPort, queueId);
+    const leader = await pollFor(
+      'a leader',
+      async () => {
+        const summaries = await Promise.all(specs.map((s) => queueSummary(s.httpPort, queueId)));
+        const i = summaries.findIndex((q) => q?.leading);
+        return i >= 0 ? i : undefined;
+      },
+      30_000,
+    );
+    const [taker, follower] = [0, 1, 2].filter((i) => i !== leader) as [number, number];
+    const phase = await drive(
+      'replicated, 3 replicas, requests to one follower (R3)',
+      round,
+      services,
+      queueId,
+      cluster.pids(),
+      undefined,
+      [services[taker]!],
+    );
+    const us = (i: number) => {
+      const cores = phase.cpu.perService?.[i];
+      return cores === undefined || phase.okPerSec === 0 ? 'n/a' : ((cores / phase.okPerSec) * 1e6).toFixed(0);
+    };
+    console.log(
+      `  cpu per acknowledged request (us): replica taking the requests ${us(taker)}, leader ${us(leader)}, replica only following ${us(follower)}`,
+    );
+    return phase;
+  } finally {
+    await stopAll(services);
+    removeReplicaDirs(specs);
+    rmSync(queueDir, { recursive: true, force: true });
+    await deleteQueueStreams(cluster, queueId);
   }
 }
 
@@ -431,6 +487,10 @@ async function main(): Promise<void> {
         for (const n of settings.replicaCounts) throughput.push(await replicatedPhase(cluster, n, round));
         console.log();
       }
+    }
+    if (settings.phases.includes('apply')) {
+      for (let round = 1; round <= settings.rounds; round++) throughput.push(await applyPhase(cluster, round));
+      console.log();
     }
     if (settings.phases.includes('queues')) {
       if (settings.client !== 'native') throw new Error('the queues phase needs the native load generator (BENCH_CLIENT=native)');

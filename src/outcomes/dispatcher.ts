@@ -19,6 +19,9 @@ export class QueueDispatcher {
   private wake: (() => void) | undefined;
   private pendingWake = false;
   private attempts = 0;
+  /** The cursor's durable record in flight, and whether a later cursor waits to be recorded after it. */
+  private recording: Promise<void> | undefined;
+  private progressWaiting = false;
   private readonly done: Promise<void>;
 
   constructor(
@@ -90,15 +93,36 @@ export class QueueDispatcher {
         batch.map((o) => (o.occurredAt ? Math.max(0, ackedMs - timestampMs(o.occurredAt)) / 1000 : 0)),
       );
       this.cursor = batch[batch.length - 1]!.producerSequence;
-      try {
-        await this.outbox.advance(this.cursor);
-      } catch (err) {
-        // Delivered but not recorded (the queue's log unavailable, or leadership lost): whoever delivers
-        // next resends from the recorded cursor, which at-least-once delivery allows.
-        this.log.warn({ queue: this.queueId, sequence: String(this.cursor), err }, 'delivery progress not recorded');
-        await this.idle(STANDBY_CHECK_MS, false);
-      }
+      this.recordProgress();
     }
+    while (this.recording) await this.recording;
+  }
+
+  /**
+   * Records the cursor durably without holding up the next batch: at most one record in flight, the latest
+   * cursor recorded next. Waiting for each (an fsync in the embedded mode, a log append in the replicated
+   * one) capped a sink at one batch per durable write. A crash before the record only resends outcomes the
+   * sink already acknowledged, which at-least-once delivery allows.
+   */
+  private recordProgress(): void {
+    if (this.recording) {
+      this.progressWaiting = true;
+      return;
+    }
+    const cursor = this.cursor;
+    this.recording = this.outbox
+      .advance(cursor)
+      .catch((err: unknown) => {
+        // Delivered but not recorded (the queue's log unavailable, or leadership lost): whoever delivers
+        // next resends from the recorded cursor.
+        this.log.warn({ queue: this.queueId, sequence: String(cursor), err }, 'delivery progress not recorded');
+      })
+      .finally(() => {
+        this.recording = undefined;
+        const waiting = this.progressWaiting;
+        this.progressWaiting = false;
+        if (waiting && this.cursor > cursor) this.recordProgress();
+      });
   }
 
   private async failed(sequence: bigint, err: unknown): Promise<void> {

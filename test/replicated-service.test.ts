@@ -6,18 +6,26 @@ import { PROBE_PREFIX } from '../bench/nats-cluster.js';
 import { jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { replicationStreamName } from '../src/store/replicated/names.js';
 import { party, uuid } from './support/fixtures.js';
-import { startNatsCluster, type TestNatsCluster } from './support/nats-cluster.js';
 import { adminTicket, duelQueue, pollUntil } from './support/queues.js';
-import { OutcomeLog, sleep, startServiceCluster, type ServiceCluster, type StreamedOutcome } from './support/service-cluster.js';
+import {
+  counts,
+  expectGapFree,
+  expectNoTicketLost,
+  expiredTickets,
+  LEASE_MS,
+  matchedTickets,
+  matchesOf,
+  timestampMs,
+  useGroup,
+} from './support/replicated-group.js';
+import { sleep } from './support/service-cluster.js';
 import { serveProcess } from './support/serve-process.js';
 import { removeDirs, tempDir, writeQueues } from './support/service.js';
-import { ClusterClients, TicketLoad } from './support/ticket-load.js';
+import { TicketLoad } from './support/ticket-load.js';
 
-const LEASE_MS = 2000;
 /**
  * The longest a client sees no create acknowledged after the NATS node leading the queue's stream is killed
  * (nats-server 2.9). Seen here: 5 to 7 s, up to 11 s when appends were in flight at the kill: those wait
@@ -29,110 +37,6 @@ const UNAVAILABILITY_BOUND_MS = 15_000;
 const DUEL = duelQueue(50, { outcomes: { sink: 'broker' } });
 /** A 1v1 queue ticking every 200 ms: a cancel sent within a tick of the create may come before the match. */
 const SLOW_DUEL = duelQueue(200, { outcomes: { sink: 'broker' } });
-
-interface Group {
-  nats: TestNatsCluster;
-  cluster: ServiceCluster;
-  clients: ClusterClients;
-  nc: NatsConnection;
-  outcomes: OutcomeLog;
-}
-
-/** A NATS cluster and three replicas serving `queues`, for one describe; `provision` runs before they start. */
-function useGroup(
-  queues: Record<string, string>,
-  options: { env?: Record<string, string>; provision?: (nc: NatsConnection) => Promise<void> } = {},
-): { readonly g: Group } {
-  let group: Group | undefined;
-  beforeAll(async () => {
-    const nats = await startNatsCluster();
-    let nc: NatsConnection | undefined;
-    let cluster: ServiceCluster | undefined;
-    try {
-      nc = await connect({ servers: [...nats.servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
-      await options.provision?.(nc);
-      cluster = await startServiceCluster({ nats, queues, leaseMs: LEASE_MS, env: options.env });
-      await cluster.untilRunning();
-    } catch (err) {
-      await cluster?.dispose();
-      await nc?.close();
-      await nats.dispose();
-      throw err;
-    }
-    group = { nats, cluster, clients: new ClusterClients(cluster), nc, outcomes: new OutcomeLog(nc, cluster.outcomeStream) };
-  }, 90_000);
-  beforeEach(({ onTestFailed }) => {
-    const startedAt = Date.now();
-    // What the replicas warned about during a failed test: the service's side of the story.
-    onTestFailed(() => {
-      for (const [i, r] of (group?.cluster.replicas ?? []).entries()) {
-        for (const l of r.service?.logs ?? []) {
-          if ((l.time as number) < startedAt || (l.level as number) < 40) continue;
-          const err = l.err as { message?: string } | undefined;
-          console.log(`replica ${i} +${(l.time as number) - startedAt} ms: ${String(l.msg)} ${err?.message?.slice(0, 200) ?? ''}`);
-        }
-      }
-    });
-  });
-  afterEach(() => {
-    // A replica that died by itself is a failure of the service, whatever the test asserted.
-    expect(group?.cluster.unexpectedExits).toEqual([]);
-  });
-  afterAll(async () => {
-    if (!group) return;
-    group.clients.close();
-    await group.nc.close();
-    await group.cluster.dispose();
-    await group.nats.dispose();
-  });
-  return {
-    get g() {
-      if (!group) throw new Error('the group is not started');
-      return group;
-    },
-  };
-}
-
-const matchesOf = (outcomes: readonly StreamedOutcome[], queueId: string) =>
-  outcomes
-    .filter((o) => o.outcome.queueId === queueId && o.outcome.kind === 'match.created')
-    .map((o) => {
-      if (o.outcome.payload.case !== 'matchCreated') throw new Error(`match.created ${o.outcome.id} without its payload`);
-      return { id: o.outcome.id, tickets: o.outcome.payload.value.match!.tickets.map((t) => t.id) };
-    });
-
-/** Ticket id -> the match ids holding it; fails the test if one is in two matches. */
-function matchedTickets(outcomes: readonly StreamedOutcome[], queueId: string): Map<string, string> {
-  const inMatch = new Map<string, string>();
-  for (const match of matchesOf(outcomes, queueId)) {
-    for (const id of match.tickets) {
-      expect(inMatch.get(id), `ticket ${id} in matches ${inMatch.get(id)} and ${match.id}`).toBeUndefined();
-      inMatch.set(id, match.id);
-    }
-  }
-  return inMatch;
-}
-
-/** A queue's outcomes (deduplicated, in stream order) are numbered 1, 2, 3... by one producer. */
-function expectGapFree(outcomes: readonly StreamedOutcome[], queueId: string): void {
-  const mine = outcomes.filter((o) => o.outcome.queueId === queueId);
-  expect(new Set(mine.map((o) => o.outcome.producerId)).size).toBe(1);
-  expect(mine.map((o) => Number(o.outcome.producerSequence))).toEqual(mine.map((_, i) => i + 1));
-}
-
-/** Each queue's counts on replica `i` (state, active, resolved, backfill requests), by queue id. */
-async function counts(cluster: ServiceCluster, i: number) {
-  const summaries = await cluster.summaries(i);
-  return summaries
-    .map(({ queueId, state, activeTickets, resolvedTickets, backfillRequests }) => ({
-      queueId,
-      state,
-      activeTickets,
-      resolvedTickets,
-      backfillRequests,
-    }))
-    .sort((a, b) => a.queueId.localeCompare(b.queueId));
-}
 
 describe('three replicas under concurrent load', () => {
   const group = useGroup({ 'eu.duel': DUEL, 'eu.race': SLOW_DUEL });
@@ -235,55 +139,6 @@ describe('three replicas under concurrent load', () => {
     expect(states.every((s) => s === 'resolved' || s === 'active')).toBe(true);
   }, 30_000);
 });
-
-const timestampMs = (o: StreamedOutcome) => Number(o.outcome.occurredAt!.seconds) * 1000 + o.outcome.occurredAt!.nanos / 1e6;
-
-/** Ticket id -> the tickets.expired outcome id holding it; fails the test if one is in two such outcomes. */
-function expiredTickets(outcomes: readonly StreamedOutcome[], queueId: string): Map<string, string> {
-  const expired = new Map<string, string>();
-  for (const o of outcomes) {
-    if (o.outcome.queueId !== queueId || o.outcome.payload.case !== 'ticketsExpired') continue;
-    for (const id of o.outcome.payload.value.ticketIds) {
-      expect(expired.get(id), `ticket ${id} expired by ${expired.get(id)} and ${o.outcome.id}`).toBeUndefined();
-      expired.set(id, o.outcome.id);
-    }
-  }
-  return expired;
-}
-
-/**
- * Once the load stopped and the queue settled: every acknowledged ticket is in one match or still active on
- * every running replica (none lost), and the running replicas hold the same counts.
- */
-async function expectNoTicketLost(g: Group, queueId: string, acked: readonly string[]): Promise<void> {
-  const running = [0, 1, 2].filter((i) => g.cluster.replicas[i]!.running);
-  // Settled: every replica holds the same counts, and the stream holds every match they resolved.
-  const settled = await pollUntil(
-    async () => {
-      const all = await Promise.all(running.map((i) => counts(g.cluster, i)));
-      const unique = await g.outcomes.sync().catch(() => g.outcomes.unique);
-      return { all, matched: matchesOf(unique, queueId).length * 2 };
-    },
-    // In a 1v1 queue of like tickets, any two active ones match at the next tick: at most one stays active.
-    ({ all, matched }) =>
-      all.every((c) => JSON.stringify(c) === JSON.stringify(all[0])) &&
-      all[0]!.find((q) => q.queueId === queueId)!.activeTickets <= 1 &&
-      all[0]!.find((q) => q.queueId === queueId)!.resolvedTickets === matched,
-    20_000,
-    200,
-  );
-  for (const c of settled.all) expect(c).toEqual(settled.all[0]);
-  const inMatch = matchedTickets(g.outcomes.unique, queueId);
-  const unmatched = acked.filter((id) => !inMatch.has(id));
-  expect(settled.all[0]!.find((q) => q.queueId === queueId)).toMatchObject({ resolvedTickets: settled.matched });
-  expect(settled.all[0]!.find((q) => q.queueId === queueId)!.activeTickets).toBeLessThanOrEqual(1);
-  for (const i of running) {
-    const states = await Promise.all(
-      unmatched.map(async (id) => `${id}: ${(await adminTicket(g.cluster.replicas[i]!.service!, queueId, id)).body.state ?? 'unknown'}`),
-    );
-    expect(states).toEqual(unmatched.map((id) => `${id}: active`));
-  }
-}
 
 describe('leader failures under load (kill -9, SIGSTOP past the lease)', () => {
   /** A queue whose one-player tickets never match (teams of 50) and expire after a second. */

@@ -17,9 +17,16 @@ export interface TestNatsCluster {
   readonly urls: string;
   /** Each node's store directory. */
   readonly storeDirs: readonly string[];
+  /** Each node's monitoring endpoint (http://127.0.0.1:<port>: /jsz, /varz, ...). */
+  readonly monitors: readonly string[];
   running(node: number): boolean;
   /** SIGKILL node `node`, like a crash; resolves once the process exited. */
   kill(node: number): Promise<void>;
+  /** SIGSTOP node `node`: it freezes with its connections open, as a hung host does (clients and peers see
+   *  silence, not a close). */
+  pause(node: number): void;
+  /** SIGCONT node `node` after pause(). */
+  resume(node: number): void;
   /** Starts node `node` again (killing it first if it runs) on the same ports and store directory; resolves
    *  once it accepts clients and answers JetStream requests (after a kill of the meta leader that waits for
    *  the election of the next one: a few seconds). */
@@ -57,15 +64,17 @@ async function startNatsClusterOnce(options: NatsClusterOptions): Promise<TestNa
   // Ports are reserved one by one and released before the servers bind them; a clash makes start() retry.
   const clientPorts: number[] = [];
   const clusterPorts: number[] = [];
+  const monitorPorts: number[] = [];
   for (let i = 0; i < size; i++) {
     clientPorts.push(await freePort());
     clusterPorts.push(await freePort());
+    monitorPorts.push(await freePort());
   }
   const servers = clientPorts.map((p) => `nats://127.0.0.1:${p}`);
   const storeDirs = clientPorts.map((_, i) => join(dir, `n${i}`));
   const nodes: NatsProcess[] = clientPorts.map((port, i) => {
     const routes = clusterPorts.filter((_, j) => j !== i).map((p) => `nats://127.0.0.1:${p}`);
-    const args = ['-js', '-a', '127.0.0.1', '-p', String(port), '-n', `n${i}`, '-sd', storeDirs[i]!];
+    const args = ['-js', '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPorts[i]), '-n', `n${i}`, '-sd', storeDirs[i]!];
     args.push('--cluster_name', name, '-cluster', `nats://127.0.0.1:${clusterPorts[i]}`, '-routes', routes.join(','));
     return natsProcess(args, `cluster ${name} node n${i}, port ${port}`);
   });
@@ -89,8 +98,11 @@ async function startNatsClusterOnce(options: NatsClusterOptions): Promise<TestNa
     servers,
     urls: servers.join(','),
     storeDirs,
+    monitors: monitorPorts.map((p) => `http://127.0.0.1:${p}`),
     running: (i) => node(i).running,
     kill: (i) => node(i).kill(),
+    pause: (i) => node(i).pause(),
+    resume: (i) => node(i).resume(),
     async restart(i) {
       await node(i).kill();
       await node(i).start();

@@ -42,6 +42,10 @@ export interface NatsProcess {
   start(): Promise<void>;
   /** SIGKILL: the server vanishes without a goodbye, like a crash. Resolves once the process exited. */
   kill(): Promise<void>;
+  /** SIGSTOP: the process freezes with its sockets open (a hung host): peers see silence, not a close. */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
 }
 
 export function natsProcess(args: readonly string[], what: string): NatsProcess {
@@ -90,6 +94,12 @@ export function natsProcess(args: readonly string[], what: string): NatsProcess 
       if (!running()) return;
       child!.kill('SIGKILL');
       await exited;
+    },
+    pause() {
+      if (running()) child!.kill('SIGSTOP');
+    },
+    resume() {
+      if (running()) child!.kill('SIGCONT');
     },
   };
 }

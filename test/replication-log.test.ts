@@ -24,16 +24,38 @@ afterAll(async () => {
 
 const log = createLogger('silent');
 
-/** A fresh log with `entries` entries appended (entry i holds the text `e<i>`). */
-async function logWith(entries: number, js: JetStreamClient = jetstream(nc)) {
+/** A fresh log with `entries` entries appended (entry i holds the text `e<i>`); `direct`: with direct gets. */
+async function logWith(entries: number, js: JetStreamClient = jetstream(nc), options: { direct?: boolean } = {}) {
   const n = randomUUID().slice(0, 8);
   const subjects = { req: `test.log.req.${n}`, lead: `test.log.lead.${n}`, term: `test.log.term.${n}` };
   const stream = `TEST_LOG_${n}`;
   const jsm = await jetstreamManager(nc);
-  await jsm.streams.add({ name: stream, subjects: [`test.log.*.${n}`] });
+  await jsm.streams.add({ name: stream, subjects: [`test.log.*.${n}`], allow_direct: options.direct === true });
   const writer = new ReplicationLog(jetstream(nc), jsm, stream, subjects, log);
   for (let i = 1; i <= entries; i++) await writer.append('req', new TextEncoder().encode(`e${i}`), `id-${n}-${i}`);
-  return { writer, reader: new ReplicationLog(js, jsm, stream, subjects, log), n };
+  const reader = new ReplicationLog(js, jsm, stream, subjects, log);
+  reader.useDirectGets(options.direct === true);
+  return { writer, reader, n, jsm, stream };
+}
+
+/** A JetStream client whose publishes are stored but whose first acknowledgement of each id is lost. */
+function ackLosingClient(): JetStreamClient {
+  const real = jetstream(nc);
+  const lost = new Set<string>();
+  return new Proxy(real, {
+    get(target, prop, receiver) {
+      if (prop !== 'publish') return Reflect.get(target, prop, receiver);
+      return async (...args: Parameters<JetStreamClient['publish']>) => {
+        const ack = await target.publish(...args);
+        const id = args[2]?.msgID;
+        if (id !== undefined && !lost.has(id)) {
+          lost.add(id);
+          throw new Error('timeout (the acknowledgement was lost)');
+        }
+        return ack;
+      };
+    },
+  });
 }
 
 /** A JetStream client whose consumers never deliver until `release()`, then deliver as usual. */
@@ -49,8 +71,8 @@ function stallingClient(): { js: JetStreamClient; release(): void } {
         return new Proxy(consumer, {
           get(c, p, r) {
             if (p !== 'consume') return Reflect.get(c, p, r);
-            return async () => {
-              const messages = (await c.consume()) as ConsumerMessages;
+            return async (...consumeArgs: Parameters<typeof c.consume>) => {
+              const messages = (await c.consume(...consumeArgs)) as ConsumerMessages;
               // Holds every message back until released: the stall, as seen. The reader uses only these.
               const held: Pick<ConsumerMessages, 'stop' | 'closed' | typeof Symbol.asyncIterator> = {
                 stop: (err) => messages.stop(err),
@@ -84,22 +106,43 @@ describe('replication log reader', () => {
     expect(seen).toEqual([3, 4, 5, 6].map((i) => [i, `e${i}`, `id-${n}-${i}`]));
   });
 
-  it('reads directly while its consumers stall, and a consumer that wakes up later repeats nothing', async () => {
-    const stalling = stallingClient();
-    const { reader, writer, n } = await logWith(20, stalling.js);
-    const seen: number[] = [];
-    const reading = await reader.read(1, (seq) => {
-      seen.push(seq);
-    });
-    // Nothing comes through the consumer; the watchdog notices within a few seconds and reads directly.
-    await until('20 entries read directly', () => seen.length === 20, 10_000);
-    await writer.append('req', new TextEncoder().encode('e21'), `id-${n}-21`);
-    await until('the entry appended meanwhile', () => seen.length === 21, 10_000);
-    stalling.release();
-    await writer.append('req', new TextEncoder().encode('e22'), `id-${n}-22`);
-    await until('the next entry, through whichever path', () => seen.length === 22, 10_000);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    await reading.stop();
-    expect(seen).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
-  }, 30_000);
+  it('appends once when an acknowledgement is lost: the try sent again with the same id answers the same position', async () => {
+    const { jsm, stream, n } = await logWith(2);
+    const losing = new ReplicationLog(
+      ackLosingClient(),
+      jsm,
+      stream,
+      { req: `test.log.req.${n}`, lead: `test.log.lead.${n}`, term: `test.log.term.${n}` },
+      log,
+    );
+    expect(await losing.append('req', new TextEncoder().encode('e3'), `id-${n}-3`)).toBe(3);
+    expect(await losing.append('lead', new TextEncoder().encode('e4'), `id-${n}-4`)).toBe(4);
+    expect((await jsm.streams.info(stream)).state.messages).toBe(4);
+  });
+
+  it.each([
+    ['through the stream leader', false],
+    ['by direct gets too', true],
+  ])(
+    'reads directly (%s) while its consumers stall, and a consumer that wakes up later repeats nothing',
+    async (_, direct) => {
+      const stalling = stallingClient();
+      const { reader, writer, n } = await logWith(20, stalling.js, { direct });
+      const seen: number[] = [];
+      const reading = await reader.read(1, (seq) => {
+        seen.push(seq);
+      });
+      // Nothing comes through the consumer; the watchdog notices within a few seconds and reads directly.
+      await until('20 entries read directly', () => seen.length === 20, 10_000);
+      await writer.append('req', new TextEncoder().encode('e21'), `id-${n}-21`);
+      await until('the entry appended meanwhile', () => seen.length === 21, 10_000);
+      stalling.release();
+      await writer.append('req', new TextEncoder().encode('e22'), `id-${n}-22`);
+      await until('the next entry, through whichever path', () => seen.length === 22, 10_000);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await reading.stop();
+      expect(seen).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
+    },
+    30_000,
+  );
 });

@@ -118,6 +118,7 @@ describe('create mode', () => {
         deny_delete: true,
         deny_purge: false,
         duplicate_window: nanos(REPLICATION_DUPLICATE_WINDOW_MS),
+        allow_direct: true,
       });
       expect(placement?.replicas ?? []).toHaveLength(2);
     }
@@ -138,6 +139,17 @@ describe('create mode', () => {
     expect((await jsm.streams.info(eu.stream)).state.messages).toBe(1);
     expect((await second.kv.get(leaderLeaseKey('eu.ranked')))?.string()).toBe('replica-a');
     expect([...((await second.checkpoints.getBlob('eu.ranked@0')) ?? [])]).toEqual([1, 2, 3]);
+  });
+
+  it('turns on direct gets of an existing replication stream made without them (by an earlier version), keeping its records', async () => {
+    const s = settings('create');
+    const name = replicationStreamName(s.streamPrefix, 'older');
+    await jsm.streams.add({ name, subjects: [`${s.subjectPrefix}.*.older`], num_replicas: 3, storage: StorageType.File });
+    await jetstream(nc).publish(`${s.subjectPrefix}.req.older`, 'r1', { msgID: 'm1' });
+    await ensureReplicationResources(nc, s, [queue('older')]);
+    const info = await jsm.streams.info(name);
+    expect(info.config.allow_direct).toBe(true);
+    expect(info.state.messages).toBe(1);
   });
 
   it('refuses an existing stream with other replicas than BROKER_STREAM_REPLICAS', async () => {

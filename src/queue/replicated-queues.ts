@@ -118,6 +118,7 @@ export class ReplicatedQueues {
         [...this.options.files().values()].filter((f) => f.queueId !== queueId),
       );
       const info = await ensureQueueLog(jsm, settings, plan!, others);
+      replicationLog.useDirectGets(info.config.allow_direct === true);
       // A stream made again starts its sequences again: its producer is another one.
       store.adoptProducerId(derivedUuid(`${plan!.stream}@${info.created}`, 0));
     };

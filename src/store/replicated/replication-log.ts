@@ -8,6 +8,9 @@ import {
   type ConsumerMessages,
   type JetStreamClient,
   type JetStreamManager,
+  type JetStreamPublishOptions,
+  type PubAck,
+  type StoredMsg,
 } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 
@@ -23,17 +26,69 @@ export interface LogReader {
   stop(): Promise<void>;
 }
 
+/** How long an append may take in all before it fails (the caller answers UNAVAILABLE)... */
 const PUBLISH_TIMEOUT_MS = 5_000;
-/** How long a reader whose consumer ended waits before it opens a new one. */
-const REOPEN_AFTER_MS = 200;
+/**
+ * ...and one try of it. A try that gets no answer is sent again with the same id: an append sent while the
+ * stream had no leader (a node lost, an election running) is dropped by the server, not queued, so waiting
+ * out the whole timeout would hold every append of that moment for 5 s after the stream can take them again.
+ * JetStream's duplicate window (two minutes) makes a repeat of an entry that was stored land once.
+ */
+const PUBLISH_TRY_MS = 1_000;
+/** Between tries that failed at once (no responders: no stream leader yet). */
+const PUBLISH_PAUSE_MS = 100;
+/** How long one read by position waits for its answer (a hung node never answers). */
+const READ_TRY_MS = 1_000;
+/** How long a reader whose consumer ended waits before it opens a new one, at first... */
+const REOPEN_FIRST_MS = 200;
+/** ...and at most, while opening fails (a consumer is made by the cluster's meta leader, which may be electing). */
+const REOPEN_MAX_MS = 2_000;
 /** How often a reader checks that it is not stalled behind the log. */
 const STALL_CHECK_MS = 1_000;
 /** While stalled, how often the reader reads what the log holds past it directly. */
 const DIRECT_POLL_MS = 100;
+/** A consumer that delivered nothing this long while the log moved on is replaced... */
+const REPLACE_AFTER_MS = 2_000;
+/** ...and the direct reads stop once they found nothing new for this long (the watchdog looks again). */
+const DIRECT_IDLE_MS = 2_000;
+/** A warning that repeats (the same failure, retried) is logged at most this often, with a count. */
+const WARN_EVERY_MS = 5_000;
+/**
+ * The ordered consumer's pulls. The consumer itself lives on one node (R1); when that node is lost or hung
+ * the client only notices by missed heartbeats (two), and then makes a new one. The default (a heartbeat
+ * every 15 s) left readers stalled for 30 s after a node loss; with one a second the client replaces the
+ * consumer within a few seconds, and the reader reads directly meanwhile.
+ */
+const CONSUME_OPTIONS = { max_messages: 256, expires: 5_000, idle_heartbeat: 1_000 };
 /** The header JetStream deduplicates on; readers use it to tell their own appends. */
 const MSG_ID_HEADER = 'Nats-Msg-Id';
 
+/** Whether a failed append may be tried again: anything but a verdict of the stream (a JetStream API error). */
+function retryable(err: unknown): boolean {
+  if (err instanceof JetStreamApiError) return err.status === 503;
+  return true;
+}
+
+/** A warning logged once, then at most every WARN_EVERY_MS with how often it happened meanwhile. */
+function throttledWarning(log: Logger, msg: string): (fields: Record<string, unknown>) => void {
+  let lastAt = Number.NEGATIVE_INFINITY;
+  let repeats = 0;
+  return (fields) => {
+    const now = performance.now();
+    if (now - lastAt < WARN_EVERY_MS) {
+      repeats++;
+      return;
+    }
+    log.warn({ ...fields, ...(repeats > 0 ? { repeats } : {}) }, msg);
+    lastAt = now;
+    repeats = 0;
+  };
+}
+
 export class ReplicationLog {
+  /** Whether the stream answers direct gets (allow_direct): then any of its nodes serves reads by position. */
+  private direct = false;
+
   constructor(
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
@@ -43,16 +98,21 @@ export class ReplicationLog {
   ) {}
 
   /**
+   * Whether reads by position may also go to any node of the stream (its `allow_direct`), besides through
+   * its leader (see entryAt): while a returning node makes the cluster elect its meta leader again, the
+   * JetStream API (stream info, reads through the leader, making consumers) does not answer; direct gets do.
+   */
+  useDirectGets(allowed: boolean): void {
+    this.direct = allowed;
+  }
+
+  /**
    * Appends an entry; answers its position once JetStream has stored it. `msgId` makes a retry of the same
    * append (after a lost acknowledgement) land once: the duplicate's acknowledgement carries the original
    * position.
    */
   async append(kind: 'req' | 'lead', entry: Uint8Array, msgId: string): Promise<number> {
-    const ack = await this.js.publish(this.subjects[kind], entry, {
-      msgID: msgId,
-      timeout: PUBLISH_TIMEOUT_MS,
-      expect: { streamName: this.stream },
-    });
+    const ack = await this.publish(this.subjects[kind], entry, msgId, { streamName: this.stream });
     return ack.seq;
   }
 
@@ -62,15 +122,27 @@ export class ReplicationLog {
    */
   async claim(entry: Uint8Array, lastClaimSeq: number, msgId: string): Promise<number | undefined> {
     try {
-      const ack = await this.js.publish(this.subjects.term, entry, {
-        msgID: msgId,
-        timeout: PUBLISH_TIMEOUT_MS,
-        expect: { streamName: this.stream, lastSubjectSequence: lastClaimSeq },
-      });
+      const ack = await this.publish(this.subjects.term, entry, msgId, { streamName: this.stream, lastSubjectSequence: lastClaimSeq });
       return ack.seq;
     } catch (err) {
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) return undefined;
       throw err;
+    }
+  }
+
+  /** One append, tried again with the same id (see PUBLISH_TRY_MS) until PUBLISH_TIMEOUT_MS has passed. */
+  private async publish(subject: string, entry: Uint8Array, msgId: string, expect: JetStreamPublishOptions['expect']): Promise<PubAck> {
+    const deadline = performance.now() + PUBLISH_TIMEOUT_MS;
+    for (;;) {
+      const sentAt = performance.now();
+      const timeout = Math.max(1, Math.min(PUBLISH_TRY_MS, deadline - sentAt));
+      try {
+        return await this.js.publish(subject, entry, { msgID: msgId, timeout, expect });
+      } catch (err) {
+        if (!retryable(err) || performance.now() + PUBLISH_PAUSE_MS >= deadline) throw err;
+        // A failure that came at once (no stream leader to answer) is not tried again at once.
+        if (performance.now() - sentAt < PUBLISH_PAUSE_MS) await sleep(PUBLISH_PAUSE_MS);
+      }
     }
   }
 
@@ -96,9 +168,60 @@ export class ReplicationLog {
   }
 
   /**
+   * The entry at `seq`, or null when the stream holds none there (yet). Asked two ways at once, and the first
+   * entry either brings is taken: through the stream's leader (needs the cluster's meta leader, which a
+   * returning node makes the cluster elect again, for many seconds), and, where the stream allows it, by a
+   * direct get, which any node of the stream answers but which a hung node (SIGSTOP, a frozen host) is also
+   * picked for while the others still route to it, and never answers. Each waits READ_TRY_MS. `stored` says
+   * the entry is known to be stored (a later one was delivered): then the leader's "none" means purged, and
+   * a lagging node's "none" is a failure to try again.
+   */
+  private entryAt(seq: number, stored: boolean): Promise<StoredMsg | null> {
+    const reads = [within(this.jsm.streams.getMessage(this.stream, { seq }), READ_TRY_MS).then((entry) => ({ entry, leader: true }))];
+    if (this.direct) {
+      reads.push(within(this.jsm.direct.getMessage(this.stream, { seq }), READ_TRY_MS).then((entry) => ({ entry, leader: false })));
+    }
+    return new Promise((resolve, reject) => {
+      let pending = reads.length;
+      let none = false;
+      let purged = false;
+      let failure: unknown;
+      for (const read of reads) {
+        read
+          .then(
+            ({ entry, leader }) => {
+              if (entry) return resolve(entry);
+              none = true;
+              if (leader && stored) purged = true;
+            },
+            (err: unknown) => {
+              failure ??= err;
+            },
+          )
+          .finally(() => {
+            if (--pending > 0) return;
+            if (purged) reject(new Error(`entry ${seq} of ${this.stream} is gone (purged)`));
+            else if (none && !stored) resolve(null);
+            else reject(failure ?? new Error(`entry ${seq} of ${this.stream} was not found where it was asked for`));
+          });
+      }
+    });
+  }
+
+  /** Whether the log holds an entry at `seq` (the reader is behind if it has not applied it). */
+  private async holds(seq: number): Promise<boolean> {
+    const behind = (yes: boolean) => (yes ? true : Promise.reject(new Error('not behind')));
+    return Promise.any([
+      this.entryAt(seq, false).then((entry) => behind(entry !== null)),
+      within(this.lastSeq(), READ_TRY_MS).then((last) => behind(last >= seq)),
+    ]).catch(() => false);
+  }
+
+  /**
    * Reads the log in order from `fromSeq`, calling `onEntry` for each entry (with the id it was appended
    * with) and waiting for it before the next. An ordered consumer; when it ends or fails (a broker node
-   * lost, a stream leader election) the reader opens a new one from the entry after the last it applied.
+   * lost, a stream leader election) the reader opens a new one from the entry after the last it applied,
+   * and when it stalls the reader reads the entries by position meanwhile (see `stalled` below).
    * An entry that cannot be applied stops the reader for good: this replica cannot follow the log past it.
    */
   async read(
@@ -108,7 +231,7 @@ export class ReplicationLog {
     let next = Math.max(1, fromSeq);
     let stopped = false;
     // Entries are applied one at a time, in order, whichever path brings them (the consumer, or the
-    // catch-up by direct reads below): each path takes this turn before applying.
+    // direct reads below): each path takes this turn before applying.
     let turn: Promise<unknown> = Promise.resolve();
     const exclusive = <T>(step: () => Promise<T>): Promise<T> => {
       const run = turn.then(step);
@@ -126,58 +249,72 @@ export class ReplicationLog {
       }
       next = seq + 1;
     };
-    /** Reads entries by their position up to `through`, one request each: no consumer involved. */
-    const readDirect = async (through: number) => {
+    /** Reads entries by position up to `through` (all stored: a later one was delivered), one request each. */
+    const readThrough = async (through: number) => {
       while (!stopped && next <= through) {
-        const stored = await this.jsm.streams.getMessage(this.stream, { seq: next });
-        if (!stored) throw new Error(`entry ${next} of ${this.stream} is gone (purged)`);
-        await apply(stored.seq, stored.data, stored.header?.get(MSG_ID_HEADER) || undefined);
+        const entry = (await this.entryAt(next, true))!;
+        await apply(entry.seq, entry.data, entry.header?.get(MSG_ID_HEADER) || undefined);
       }
+    };
+    /** Reads by position whatever the log holds past the last entry applied; answers how many. */
+    const readAvailable = async () => {
+      let read = 0;
+      while (!stopped) {
+        const entry = await this.entryAt(next, false);
+        if (!entry) break;
+        await apply(entry.seq, entry.data, entry.header?.get(MSG_ID_HEADER) || undefined);
+        read++;
+      }
+      return read;
     };
     const open = async () => {
       const consumer = await this.js.consumers.get(this.stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next });
-      return consumer.consume();
+      return consumer.consume(CONSUME_OPTIONS);
     };
     let messages: ConsumerMessages = await open();
-    // A consumer can stall without ending or failing (seen after a node of the cluster is killed, and its
-    // replacements with it, for many seconds, while the stream still answered requests). When the log holds
-    // entries past the last one read and nothing came for a while, the reader reads the log directly, by
-    // position, every DIRECT_POLL_MS, and keeps replacing its consumer, until a consumer delivers again.
+    /** When the current consumer was opened, and whether it has delivered anything since. */
+    let openedAt = performance.now();
+    let delivered = false;
+    const warnReopen = throttledWarning(this.log, 'replication log reader could not reopen; retrying');
+    const warnDirect = throttledWarning(this.log, 'replication log could not be read directly; retrying');
+    // A consumer can stall without ending or failing: its node lost or hung, and the client notices only
+    // by missed heartbeats, and cannot make a new one while the cluster has no meta leader. When the log
+    // holds an entry past the last one applied and nothing came for a while, the reader reads the log
+    // directly, by position, every DIRECT_POLL_MS, and replaces a consumer that stays silent meanwhile,
+    // until a consumer delivers again or nothing more comes.
     let progressAt = next;
-    let consumerDelivered = false;
-    let direct: Promise<void> | undefined;
+    let stalled: Promise<void> | undefined;
     const readDirectly = async () => {
-      let replacedAt = performance.now();
-      while (!stopped && !consumerDelivered) {
+      let foundAt = performance.now();
+      while (!stopped && !delivered) {
         try {
-          const last = await this.lastSeq();
-          await exclusive(() => readDirect(last));
+          if ((await exclusive(readAvailable)) > 0) foundAt = performance.now();
         } catch (err) {
-          this.log.warn({ stream: this.stream, next, err }, 'replication log could not be read directly; retrying');
+          warnDirect({ stream: this.stream, next, err });
         }
-        if (performance.now() - replacedAt >= STALL_CHECK_MS) {
-          replacedAt = performance.now();
+        if (delivered || performance.now() - foundAt >= DIRECT_IDLE_MS) break;
+        if (performance.now() - openedAt >= REPLACE_AFTER_MS && foundAt > openedAt) {
+          openedAt = performance.now();
           messages.stop();
         }
-        await new Promise((resolve) => setTimeout(resolve, DIRECT_POLL_MS));
+        await sleep(DIRECT_POLL_MS);
       }
-      if (!stopped) this.log.info({ stream: this.stream, next }, 'replication log reader delivers again');
+      if (!stopped) this.log.info({ stream: this.stream, next, consumerDelivers: delivered }, 'replication log reader reads on');
     };
     const watchdog = setInterval(() => {
-      if (stopped || direct) return;
+      if (stopped || stalled) return;
       const stalledAt = next;
       if (stalledAt !== progressAt) {
         progressAt = stalledAt;
         return;
       }
-      this.lastSeq().then(
-        (last) => {
-          if (stopped || direct || last < stalledAt || next !== stalledAt) return;
-          this.log.warn({ stream: this.stream, next, last }, 'replication log reader stalled; reading directly until a consumer delivers');
-          consumerDelivered = false;
-          messages.stop();
-          direct = readDirectly().finally(() => {
-            direct = undefined;
+      this.holds(stalledAt).then(
+        (behind) => {
+          if (stopped || stalled || !behind || next !== stalledAt) return;
+          this.log.warn({ stream: this.stream, next }, 'replication log reader stalled; reading directly until a consumer delivers');
+          delivered = false;
+          stalled = readDirectly().finally(() => {
+            stalled = undefined;
             progressAt = next;
           });
         },
@@ -188,11 +325,11 @@ export class ReplicationLog {
       while (!stopped) {
         try {
           for await (const msg of messages) {
-            consumerDelivered = true;
+            delivered = true;
             await exclusive(async () => {
               // The direct path may have applied it (and what comes before it) already.
               if (msg.seq < next) return;
-              if (msg.seq > next) await readDirect(msg.seq - 1);
+              if (msg.seq > next) await readThrough(msg.seq - 1);
               await apply(msg.seq, msg.data, msg.headers?.get(MSG_ID_HEADER) || undefined);
             });
           }
@@ -200,13 +337,15 @@ export class ReplicationLog {
           if (stopped) throw err;
           this.log.warn({ stream: this.stream, next, err }, 'replication log reader failed; reading on');
         }
-        while (!stopped) {
-          await new Promise((resolve) => setTimeout(resolve, REOPEN_AFTER_MS));
+        for (let waitMs = REOPEN_FIRST_MS; !stopped; waitMs = Math.min(waitMs * 2, REOPEN_MAX_MS)) {
+          await sleep(waitMs);
           try {
             messages = await open();
+            openedAt = performance.now();
+            delivered = false;
             break;
           } catch (err) {
-            this.log.warn({ stream: this.stream, next, err }, 'replication log reader could not reopen; retrying');
+            warnReopen({ stream: this.stream, next, err });
           }
         }
       }
@@ -217,8 +356,19 @@ export class ReplicationLog {
         clearInterval(watchdog);
         messages.stop();
         await done.catch(() => undefined);
-        await direct;
+        await stalled;
       },
     };
   }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `promise`, or a failure once `ms` have passed without its answer. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }

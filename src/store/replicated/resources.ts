@@ -187,8 +187,11 @@ export async function ensureQueueLog(
     deny_delete: true,
     deny_purge: false,
     duplicate_window: nanos(REPLICATION_DUPLICATE_WINDOW_MS),
+    // Any node of the stream answers reads by position, without its leader or the cluster's meta leader: how
+    // a replica reads on while a node is lost or returning (replication-log.ts).
+    allow_direct: true,
   };
-  return ensure(jsm, settings.mode, {
+  const info = await ensure(jsm, settings.mode, {
     resource: { type: 'stream', name: plan.stream },
     queueId: plan.queueId,
     what: `replication stream "${plan.stream}" of queue "${plan.queueId}"`,
@@ -196,6 +199,20 @@ export async function ensureQueueLog(
     add: () => jsm.streams.add(config),
     problems: (info) => logStreamProblems(info.config, want),
   });
+  // A stream made by an earlier version has no direct gets: create mode turns them on (bind mode leaves
+  // the operator's stream as it is; its readers then read through the stream's leader).
+  if (settings.mode === 'create' && info.config.allow_direct !== true) {
+    try {
+      return await jsm.streams.update(plan.stream, { allow_direct: true });
+    } catch (err) {
+      throw new ReplicationResourceError('jetstream', `cannot turn on direct gets of replication stream "${plan.stream}"`, {
+        cause: err,
+        resource: { type: 'stream', name: plan.stream },
+        queueId: plan.queueId,
+      });
+    }
+  }
+  return info;
 }
 
 async function ensureCoordinationBucket(js: JetStreamClient, jsm: JetStreamManager, settings: ReplicationSettings): Promise<KV> {

@@ -3,7 +3,7 @@
 // Until NATS answers, the service stays NOT_SERVING and retries; a resource that is missing (bind mode) or
 // does not fit is a start-up error naming it, and the process exits.
 import { jetstream } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection, type Server } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { QueueFile } from './config/queue-files.js';
 import type { ServiceConfig } from './config/service-config.js';
@@ -103,6 +103,7 @@ async function connectUntilReachable(config: ServiceConfig, log: Logger, link: L
         // nats.js captures a stack trace (three Error objects) per request unless told not to: with an append
         // per few requests that was a measurable share of a replica's CPU. Our errors carry their own context.
         noAsyncTraces: true,
+        reconnectToServer: leastRecentlyDialed,
       });
       log.info({ url: target.display, server: nc.getServer() }, 'connected to the NATS cluster of the replicated mode');
       link.watch(nc, log);
@@ -114,17 +115,39 @@ async function connectUntilReachable(config: ServiceConfig, log: Logger, link: L
   }
 }
 
+/**
+ * Which server to dial next: the one dialed least recently. nats.js would dial the server it just lost
+ * first (its pool keeps the first server it connected to at the head); a hung server (SIGSTOP, a frozen
+ * host) still accepts the TCP connection and then says nothing, so that cost a whole connect timeout
+ * (5 s) before the client tried another node.
+ */
+export function leastRecentlyDialed(pool: ReadonlyArray<Server>): Server | null {
+  let pick: Server | null = null;
+  for (const server of pool) if (pick === null || server.lastConnect < pick.lastConnect) pick = server;
+  return pick;
+}
+
 /** How often the connection is proved with a round trip to the server, and how old a proof may be. */
 const LINK_CHECK_MS = 1_000;
 const LINK_PROOF_MS = 4_000;
+/**
+ * A server that has not answered a round trip for this long, while this process kept time (its event
+ * loop was not held up), is taken as hung: the client leaves it for another node. A hung node keeps its
+ * connections open, so without this the client would notice only by its pings (10 to 15 s), and the
+ * replica would take no request meanwhile.
+ */
+const LINK_SILENT_MS = 3_000;
 
 /**
  * Whether the connection to the cluster is up: down at once on a disconnect, and up again once a round
  * trip (PING/PONG) has come back since, so that a missed status event cannot leave a replica refusing
- * requests on a connection that works.
+ * requests on a connection that works. A server that stays silent is left (see LINK_SILENT_MS).
  */
 class Link {
   private provedAt = performance.now();
+  /** Since when the connection is up (the last connect or reconnect), and the last check's time. */
+  private connectedAt = performance.now();
+  private checkedAt = performance.now();
   private timer: NodeJS.Timeout | undefined;
 
   get up(): boolean {
@@ -132,7 +155,20 @@ class Link {
   }
 
   watch(nc: NatsConnection, log: Logger): void {
+    let connected = true;
     this.timer = setInterval(() => {
+      const now = performance.now();
+      // A check that comes late (the event loop was held up) proves nothing about the server: answers may
+      // be waiting unread. Only a silence measured while this process kept time counts.
+      const punctual = now - this.checkedAt < LINK_CHECK_MS * 1.5;
+      this.checkedAt = now;
+      const silentMs = now - Math.max(this.provedAt, this.connectedAt);
+      if (connected && punctual && silentMs >= LINK_SILENT_MS) {
+        log.warn({ server: nc.getServer(), silentMs: Math.round(silentMs) }, 'replication: NATS server silent; moving to another node');
+        this.connectedAt = now;
+        nc.reconnect().catch(() => undefined);
+        return;
+      }
       nc.flush().then(
         () => {
           this.provedAt = performance.now();
@@ -145,9 +181,12 @@ class Link {
       try {
         for await (const s of nc.status()) {
           if (s.type === 'disconnect') {
+            connected = false;
             this.provedAt = Number.NEGATIVE_INFINITY;
             log.warn({ server: s.server }, 'replication: NATS disconnected; queues unavailable until it reconnects');
           } else if (s.type === 'reconnect') {
+            connected = true;
+            this.connectedAt = performance.now();
             log.info({ server: s.server }, 'replication: NATS reconnected');
           }
         }

@@ -127,6 +127,34 @@ describe('leader lease', () => {
   });
 });
 
+describe('a lease whose bucket did not answer for a while', () => {
+  it('is renewed by its own revision when the bucket answers again, without waiting for the key to age out', async () => {
+    // The key outlives the lease here (a bucket TTL of 10 s): nobody could take it while the bucket did not
+    // answer, so the holder that stood down on its own clock renews it rather than waiting for it to age out.
+    const slow = await new Kvm(nc).create('TEST_LEASES_LONG', { history: 1, ttl: 10_000 });
+    let down = false;
+    const flaky = Object.create(slow) as KV;
+    const unanswered = () => Promise.reject(new Error('no responders: the bucket has no leader'));
+    flaky.update = (...args: Parameters<KV['update']>) => (down ? unanswered() : slow.update(...args));
+    flaky.create = (...args: Parameters<KV['create']>) => (down ? unanswered() : slow.create(...args));
+    const lease = new LeaderLease(flaky, 'leader.lapsing', { leaseMs: LEASE_MS, replicaId: 'replica-l', log });
+    const seen: boolean[] = [];
+    lease.onChange((leading) => seen.push(leading));
+    lease.start();
+    await until('the leader', () => lease.leading, 3_000);
+    down = true;
+    await until('the leader to stand down on its own clock', () => !lease.leading, 2 * LEASE_MS);
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS));
+    down = false;
+    const back = await until('the lease renewed', () => lease.leading, 3 * LEASE_MS);
+    expect(back).toBeLessThan(LEASE_MS);
+    expect(seen).toEqual([true, false, true]);
+    expect((await slow.get('leader.lapsing'))?.json<{ replica: string }>().replica).toBe('replica-l');
+    await lease.stop();
+    expect((await slow.get('leader.lapsing'))?.operation).not.toBe('PUT');
+  });
+});
+
 describe('leadership of many queues', () => {
   /** A replica campaigning for every queue, with its share of their leadership. */
   function replica(bucket: KV, name: string, queues: string[]) {

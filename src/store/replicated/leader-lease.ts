@@ -23,6 +23,9 @@ export interface LeaderLeaseOptions {
   share?: LeaseShare;
 }
 
+/** How soon a lease of ours is tried again after its renewal went unanswered. */
+const TROUBLED_RETRY_MS = 500;
+
 /** The compare-and-set lost: another replica holds the key, or ours moved on. */
 const lostRace = (err: unknown) =>
   err instanceof JetStreamApiError &&
@@ -30,6 +33,14 @@ const lostRace = (err: unknown) =>
 
 export class LeaderLease {
   private revision: number | undefined;
+  /**
+   * The revision of a lease that lapsed on this replica's clock because its renewals went unanswered (the
+   * bucket had no leader: a NATS node lost or returning). Nobody could take the key meanwhile, so it may
+   * still be ours: the next step renews it, rather than campaigning and waiting for it to age out.
+   */
+  private lapsed: number | undefined;
+  /** The last claim or renewal failed for want of an answer (not because another replica holds the key). */
+  private troubled = false;
   /** Monotonic time after which this replica no longer counts as leader, renewed or not. */
   private validUntil = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -60,6 +71,11 @@ export class LeaderLease {
     return this.revision !== undefined && this.now() < this.validUntil;
   }
 
+  /** Whether the key is this replica's as far as it knows: held, or lapsed unanswered. */
+  private get holds(): boolean {
+    return this.revision !== undefined || this.lapsed !== undefined;
+  }
+
   /** Called with true when this replica becomes leader, false when it stops being one. */
   onChange(listener: (leading: boolean) => void): void {
     this.listeners.push(listener);
@@ -86,7 +102,8 @@ export class LeaderLease {
 
   /** Gives the key up at once, so another replica need not wait for it to age out. */
   private async release(): Promise<void> {
-    const revision = this.revision;
+    const revision = this.revision ?? this.lapsed;
+    this.lapsed = undefined;
     this.lose();
     if (revision === undefined) return;
     try {
@@ -114,7 +131,7 @@ export class LeaderLease {
   private async step(): Promise<void> {
     if (this.stopped) return;
     const { share } = this.options;
-    if (this.revision === undefined && (this.now() < this.holdOffUntil || (share && !share.mayCampaign(this.deferred)))) {
+    if (!this.holds && (this.now() < this.holdOffUntil || (share && !share.mayCampaign(this.deferred)))) {
       this.deferred++;
       this.timer = setTimeout(() => void this.step(), this.campaignEveryMs);
       return;
@@ -129,28 +146,56 @@ export class LeaderLease {
     this.claiming = this.claimOrRenew();
     await this.claiming;
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.step(), this.revision === undefined ? this.campaignEveryMs : this.renewEveryMs);
+    // A lease of ours whose renewal went unanswered is tried again soon: the bucket may be back any moment.
+    const every = this.holds ? (this.troubled ? Math.min(this.renewEveryMs, TROUBLED_RETRY_MS) : this.renewEveryMs) : this.campaignEveryMs;
+    this.timer = setTimeout(() => void this.step(), every);
   }
 
   /** Creates the key (a campaign) or renews it; settles once the revision it got is recorded. */
   private async claimOrRenew(): Promise<void> {
     const sentAt = this.now();
+    this.troubled = false;
     try {
-      this.revision =
-        this.revision === undefined
-          ? await this.kv.create(this.key, this.value)
-          : await this.kv.update(this.key, this.value, this.revision, this.renewEveryMs);
+      if (this.revision !== undefined) {
+        this.revision = await this.kv.update(this.key, this.value, this.revision, this.renewEveryMs);
+      } else if (this.lapsed !== undefined) {
+        this.revision = await this.renewLapsed(this.lapsed);
+      } else {
+        this.revision = await this.kv.create(this.key, this.value);
+      }
       if (this.stopped) return;
       this.deferred = 0;
       this.confirm(sentAt);
     } catch (err) {
       if (lostRace(err)) {
-        if (this.revision !== undefined) this.options.log.warn({ key: this.key }, 'leader lease lost to another replica');
+        if (this.revision !== undefined || this.lapsed !== undefined) {
+          this.options.log.warn({ key: this.key }, 'leader lease lost to another replica');
+        }
+        this.lapsed = undefined;
         this.lose();
       } else {
+        this.troubled = true;
         this.options.log.warn({ key: this.key, err }, 'leader lease could not be renewed or claimed');
       }
     }
+  }
+
+  /**
+   * Renews a lapsed lease by its revision; if the key has aged out on the server meanwhile (its revision is
+   * gone), campaigns for it at once. Fails with a lost race when another replica holds it.
+   */
+  private async renewLapsed(lapsed: number): Promise<number> {
+    let revision: number;
+    try {
+      revision = await this.kv.update(this.key, this.value, lapsed, this.renewEveryMs);
+    } catch (err) {
+      if (!lostRace(err)) throw err;
+      this.lapsed = undefined;
+      revision = await this.kv.create(this.key, this.value);
+    }
+    this.lapsed = undefined;
+    this.options.log.info({ key: this.key }, 'leader lease renewed after it had lapsed');
+    return revision;
   }
 
   private confirm(sentAt: number): void {
@@ -162,10 +207,17 @@ export class LeaderLease {
   }
 
   private expire(): void {
-    if (this.revision !== undefined && this.now() >= this.validUntil) {
-      this.options.log.warn({ key: this.key }, 'leader lease expired unrenewed: no longer acting as leader');
-      this.lose();
+    if (this.revision === undefined) return;
+    // A timer may fire a little before its time by this clock (the event loop's cached time): wait the rest.
+    const left = this.validUntil - this.now();
+    if (left > 0) {
+      this.expiry = setTimeout(() => this.expire(), left);
+      return;
     }
+    this.options.log.warn({ key: this.key }, 'leader lease expired unrenewed: no longer acting as leader');
+    const revision = this.revision;
+    this.lose();
+    this.lapsed = revision;
   }
 
   private lose(): void {

@@ -1,8 +1,10 @@
 // A NATS cluster and three replicas of the service on it, started once per describe (useGroup), and what
 // the replicated tests check of them afterwards: no ticket in two matches or two expiries, gap-free
-// numbering, and nothing acknowledged lost once the queue has settled.
+// numbering, nothing acknowledged lost once the queue has settled; and when the queue's matches took effect.
+import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
+import { decodeLogEntry } from '../../src/queue/record-codec.js';
 import { startNatsCluster, type TestNatsCluster } from './nats-cluster.js';
 import { adminTicket, pollUntil } from './queues.js';
 import { OutcomeLog, startServiceCluster, type ServiceCluster, type StreamedOutcome } from './service-cluster.js';
@@ -20,6 +22,8 @@ export interface Group {
 }
 
 export interface GroupOptions {
+  /** LEADER_LEASE_MS of the replicas (default LEASE_MS). */
+  leaseMs?: number;
   /** More environment of every replica. */
   env?: Record<string, string>;
   /** Runs before the replicas start (resources an operator provisions). */
@@ -36,7 +40,7 @@ export function useGroup(queues: Record<string, string>, options: GroupOptions =
     try {
       nc = await connect({ servers: [...nats.servers], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
       await options.provision?.(nc);
-      cluster = await startServiceCluster({ nats, queues, leaseMs: LEASE_MS, env: options.env });
+      cluster = await startServiceCluster({ nats, queues, leaseMs: options.leaseMs ?? LEASE_MS, env: options.env });
       await cluster.untilRunning();
     } catch (err) {
       await cluster?.dispose();
@@ -167,4 +171,40 @@ export async function expectNoTicketLost(g: Group, queueId: string, acked: reado
     );
     expect(states).toEqual(unmatched.map((id) => `${id}: active`));
   }
+}
+
+/**
+ * When the queue's log stored its entries (the stream's timestamp, which its leader node stamps), and when
+ * each match took effect: the store time of every match.commit in an entry of the current term (an entry
+ * of an earlier term is skipped by every replica, so its matches never happen). Sorted, in milliseconds
+ * since the epoch. Reads the whole log (a test's log: thousands of entries).
+ */
+export async function logStoreTimes(nc: NatsConnection, stream: string): Promise<{ entries: number[]; matches: number[] }> {
+  const jsm = await jetstreamManager(nc, { timeout: 5000 });
+  const last = (await jsm.streams.info(stream)).state.last_seq;
+  const entries: number[] = [];
+  const matches: number[] = [];
+  let term = 0;
+  for (let read = 0; read < last; ) {
+    const consumer = await jetstream(nc, { timeout: 5000 }).consumers.get(stream, {
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: read + 1,
+    });
+    const messages = await consumer.fetch({ max_messages: Math.min(1000, last - read), expires: 3000 });
+    let got = 0;
+    for await (const m of messages) {
+      got++;
+      read = m.seq;
+      const storedAt = Math.floor(Number(m.info.timestampNanos) / 1e6);
+      entries.push(storedAt);
+      const entry = decodeLogEntry(m.data);
+      if (entry.kind === 'claim') term = m.seq;
+      else if (entry.term === 0 || entry.term === term) {
+        for (const r of entry.records) if (r.type === 'match.commit') matches.push(storedAt);
+      }
+    }
+    if (got === 0) throw new Error(`log ${stream}: nothing read past ${read} of ${last}`);
+  }
+  const ascending = (a: number, b: number) => a - b;
+  return { entries: entries.sort(ascending), matches: matches.sort(ascending) };
 }

@@ -9,13 +9,19 @@
 // timeout), and nothing is stored meanwhile. After a hung node continues it may also make the cluster elect
 // again the leaders of streams it followed (it asks for votes with a higher term; there is no pre-vote), for
 // several seconds: the bound after its return is measured from the moment the streams have leaders again.
+// Those moments are taken from direct evidence: the log's own store times (its entries' timestamps) and
+// test writes to the coordination bucket from the other nodes (WriteProbe).
+//
+// Each test prints what it saw (leaders as named by the nodes, and the times from the fault); with
+// FAULT_TEST_DUMP=<path prefix> it also writes the replicas' log lines from the fault on, and those times.
+// FAULT_TEST_LEASE_MS sets LEADER_LEASE_MS (default 6000, the service's default).
 import { describe, expect, it } from 'vitest';
 import { replicationStreamName } from '../src/store/replicated/names.js';
 import { duelQueue, pollUntil } from './support/queues.js';
 import { ReplicaProbes } from './support/replica-probes.js';
 import { expectGapFree, expectNoTicketLost, logStoreTimes, matchesOf, useGroup, type Group } from './support/replicated-group.js';
 import { sleep } from './support/service-cluster.js';
-import { leadOnAReplicasNode, replicaNode, StreamLeaderWatch } from './support/stream-leaders.js';
+import { leadOnAReplicasNode, replicaNode, StreamLeaderWatch, WriteProbe } from './support/stream-leaders.js';
 
 /**
  * The issue's bound: within this long of the queue's streams (its replication log and the coordination
@@ -45,100 +51,156 @@ function longestGap(times: readonly number[], from: number, to: number): { ms: n
   return gap;
 }
 
+/** The end of the last time within [from, to] that the log stored nothing for over a second (`from` if none). */
+function logTakesWritesFrom(entries: readonly number[], from: number, to: number): number {
+  const points = [from, ...entries.filter((t) => t > from && t < to)];
+  let back = from;
+  for (let i = 1; i < points.length; i++) if (points[i]! - points[i - 1]! > 1000) back = points[i]!;
+  return back;
+}
+
 async function faultUnderLoad(g: Group, fault: 'stop' | 'kill'): Promise<void> {
   const logStream = replicationStreamName(g.cluster.env.BROKER_STREAM_REPLICATION_PREFIX!, QUEUE);
-  const kvStream = `KV_${g.cluster.env.BROKER_KV_COORDINATION}`;
-  const streams = [logStream, kvStream];
+  const bucket = g.cluster.env.BROKER_KV_COORDINATION!;
+  const streams = [logStream, `KV_${bucket}`];
   // The node to fault: the one leading the queue's log, moved where a replica is connected if it is not.
   const node = await leadOnAReplicasNode(g.nc, g.nats, g.cluster, logStream);
   const onNode = [0, 1, 2].filter((r) => replicaNode(g.nats, g.cluster, r) === node);
   const others = [0, 1, 2].filter((i) => i !== node);
   const watch = new StreamLeaderWatch(g.nats, streams, others);
+  // Whether the coordination bucket takes writes (a key the service does not read), tried from the other nodes.
+  const bucketWrites = new WriteProbe(g.nats, others, `$KV.${bucket}.probe.nats-faults`);
   const probes = new ReplicaProbes(g.clients, g.cluster, QUEUE);
   let faultAt = 0;
   let backAt = 0;
-  let led: number | undefined;
-  let settledAfterReturn = 0;
   try {
     await sleep(2000);
     if (fault === 'stop') g.nats.pause(node);
     else await g.nats.kill(node);
     faultAt = Date.now();
-    // The node stays out until the streams have leaders again and the bound has passed since.
+    // The node stays out until the streams have leaders again (as the other nodes say, and the bucket takes
+    // writes) and the bound has passed since, with some to spare.
+    const ready = () => {
+      const led = watch.ledFrom(faultAt, streams, `n${node}`);
+      const writable = bucketWrites.okSince();
+      return led === undefined || writable === undefined ? undefined : Math.max(led, writable);
+    };
     await pollUntil(
-      async () => watch.ledFrom(faultAt, streams, `n${node}`),
-      (t) => t !== undefined && Date.now() >= t + RECOVERY_BOUND_MS + 500,
+      async () => ready(),
+      (t) => t !== undefined && Date.now() >= t + RECOVERY_BOUND_MS + 1000,
       ELECTION_WAIT_MS + RECOVERY_BOUND_MS,
       100,
     );
-    led = watch.ledFrom(faultAt, streams, `n${node}`);
+    expect(ready(), `the log and the coordination bucket had leaders within ${ELECTION_WAIT_MS} ms`).toBeDefined();
     if (fault === 'stop') g.nats.resume(node);
     else await g.nats.restart(node);
     backAt = Date.now();
-    // After its return: until the streams have kept their leaders for the bound (and a second more).
+    // After its return: until the streams have kept their leaders, and the bucket taken writes, for the bound
+    // and some to spare.
+    const settled = () => {
+      const writable = bucketWrites.okSince();
+      return writable === undefined ? undefined : Math.max(watch.lastUnled(backAt, Date.now()) ?? backAt, writable);
+    };
     await pollUntil(
-      async () => watch.lastUnled(backAt, Date.now()) ?? backAt,
-      (since) => Date.now() >= since + RECOVERY_BOUND_MS + 1000,
+      async () => settled(),
+      (since) => since !== undefined && Date.now() >= since + RECOVERY_BOUND_MS + 1000,
       RETURN_WAIT_MS,
       100,
     );
-    settledAfterReturn = watch.lastUnled(backAt, Date.now()) ?? backAt;
   } finally {
     g.nats.resume(node);
     if (!g.nats.running(node)) await g.nats.restart(node);
     await probes.stop();
     await watch.stop();
+    await bucketWrites.stop();
   }
   const end = Date.now();
   console.log(
-    `${fault} of n${node} (leading the log; replicas ${JSON.stringify(onNode)} connected to it); leaders seen by the others:\n` +
+    `${fault} of n${node} (leading the log; replicas ${JSON.stringify(onNode)} connected to it); leaders (meta, log, bucket) as the others saw them:\n` +
       watch.snapshots.map((s) => `  ${s.at - faultAt} ms: ${s.views}`).join('\n'),
   );
-  expect(led, `the log and the coordination bucket had leaders within ${ELECTION_WAIT_MS} ms`).toBeDefined();
 
-  // When the log stored again, and when the queue's matches took effect: their log entries' store times.
-  const { entries, matches } = await logStoreTimes(g.nc, logStream);
+  // When the log stored, and when the queue's matches took effect: their log entries' store times.
+  // (The JetStream API needs the cluster's meta leader, which a returning node may have it elect again.)
+  const read = await pollUntil(
+    () => logStoreTimes(g.nc, logStream).catch(() => undefined),
+    (times) => times !== undefined,
+    30_000,
+    500,
+  );
+  expect(read, 'the log read back').toBeDefined();
+  const { entries, matches } = read!;
+  // The moments the bound counts from, by direct evidence: the log stores again (its first entry after a
+  // second or more without one), and, for matches, the bucket takes writes again too.
+  const logBack = logTakesWritesFrom(entries, faultAt, backAt);
+  const bucketBack = bucketWrites.okFrom(faultAt, backAt) ?? Number.NaN;
+  const matchesFrom = Math.max(logBack, bucketBack);
+  const logBackAfterReturn = logTakesWritesFrom(entries, backAt, end);
+  const matchesFromAfterReturn = Math.max(logBackAfterReturn, bucketWrites.okFrom(backAt, end) ?? Number.NaN);
+
   const rel = (t: number) => Math.round(t - faultAt);
-  const noEntries = longestGap(entries, faultAt - 500, backAt);
-  const noMatches = longestGap(matches, faultAt - 500, backAt);
   const report = {
-    // From the fault (ms): when the other nodes named leaders of the log and the bucket again (polled every
-    // 200 ms), when the log stored nothing and no match, and when each replica acknowledged a create sent
-    // after the fault.
-    leadersAt: rel(led!),
-    noEntries: [rel(noEntries.start), rel(noEntries.end)],
-    noMatches: [rel(noMatches.start), rel(noMatches.end)],
+    // From the fault (ms): when the other nodes named leaders of the log and the bucket (polled every 200 ms),
+    // when the log stored again and the bucket took writes again, when each replica acknowledged a create
+    // sent after the fault, and when the first match after the fault took effect.
+    leadersNamed: rel(watch.ledFrom(faultAt, streams, `n${node}`) ?? Number.NaN),
+    logBack: rel(logBack),
+    bucketBack: rel(bucketBack),
     firstAck: [0, 1, 2].map((r) => rel(probes.firstAckSentFrom(r, faultAt) ?? Number.NaN)),
-    // From the node's return (ms): until the streams had kept their leaders, and the longest times without
-    // an acknowledged create (per replica) and without a match.
-    leadersSettled: Math.round(settledAfterReturn - backAt),
-    createGapAfterReturn: [0, 1, 2].map((r) => probes.longestGap(r, backAt, end).ms),
-    matchGapAfterReturn: longestGap(matches, backAt, end).ms,
+    firstMatch: rel(matches.find((t) => t >= logBack) ?? Number.NaN),
+    // From the node's return (ms): when the log and the bucket took writes again for good, and the longest
+    // times without an acknowledged create (per replica) and without a match.
+    afterReturn: {
+      logBack: Math.round(logBackAfterReturn - backAt),
+      matchesFrom: Math.round(matchesFromAfterReturn - backAt),
+      createGap: [0, 1, 2].map((r) => probes.longestGap(r, backAt, end).ms),
+      matchGap: longestGap(matches, backAt, end).ms,
+    },
     acked: probes.acked.length,
   };
   console.log(`${fault}: ${JSON.stringify(report)}`);
+  if (process.env.FAULT_TEST_DUMP) {
+    // The replicas' log lines from the fault on, and the times above, for a closer look.
+    const { writeFileSync } = await import('node:fs');
+    const lines = g.cluster.replicas.flatMap((r, i) =>
+      (r.service?.logs ?? [])
+        .filter((l) => (l.time as number) >= faultAt - 1000)
+        .map((l) => ({ ...l, replica: i, rel: (l.time as number) - faultAt })),
+    );
+    lines.sort((a, b) => a.rel - b.rel);
+    writeFileSync(`${process.env.FAULT_TEST_DUMP}-${fault}.jsonl`, lines.map((l) => JSON.stringify(l)).join('\n'));
+    writeFileSync(
+      `${process.env.FAULT_TEST_DUMP}-${fault}-times.json`,
+      JSON.stringify({
+        faultAt,
+        backAt,
+        report,
+        bucketWrites: bucketWrites.tries.map((t) => [rel(t.at), t.ok]),
+        matches: matches.map(rel),
+      }),
+    );
+  }
 
   // Nothing acknowledged lost, no ticket in two matches, gap-free numbering.
   await expectNoTicketLost(g, QUEUE, probes.acked);
   expectGapFree(g.outcomes.unique, QUEUE);
 
-  // Down: every replica acknowledges creates within the bound of the streams having leaders again, and
-  // keeps doing so; the leader has matched by then and keeps matching.
+  // Down: every replica acknowledges creates within the bound of the log storing again, and keeps doing so;
+  // the leader matches within the bound of the bucket taking writes too, and keeps matching.
   for (const r of [0, 1, 2]) {
-    const gap = probes.longestGap(r, led!, backAt);
-    expect(gap.ms, `replica ${r}: longest time without an acknowledged create after the streams had leaders`).toBeLessThan(
+    expect(probes.longestGap(r, logBack, backAt).ms, `replica ${r}: longest time without an acknowledged create`).toBeLessThan(
       RECOVERY_BOUND_MS,
     );
   }
-  expect(longestGap(matches, led!, backAt).ms, 'longest time without a match after the streams had leaders').toBeLessThan(
-    RECOVERY_BOUND_MS,
-  );
-  // Back: the same, from the moment the streams have leaders again after the node's return.
+  expect(longestGap(matches, matchesFrom, backAt).ms, 'longest time without a match').toBeLessThan(RECOVERY_BOUND_MS);
+  // Back: the same, from the moments the log and the bucket take writes again after the node's return.
   for (const r of [0, 1, 2]) {
-    const gap = probes.longestGap(r, settledAfterReturn, end);
-    expect(gap.ms, `replica ${r}: longest time without an acknowledged create after the node's return`).toBeLessThan(RECOVERY_BOUND_MS);
+    expect(
+      probes.longestGap(r, logBackAfterReturn, end).ms,
+      `replica ${r}: longest time without an acknowledged create after the node's return`,
+    ).toBeLessThan(RECOVERY_BOUND_MS);
   }
-  expect(longestGap(matches, settledAfterReturn, end).ms, "longest time without a match after the node's return").toBeLessThan(
+  expect(longestGap(matches, matchesFromAfterReturn, end).ms, "longest time without a match after the node's return").toBeLessThan(
     RECOVERY_BOUND_MS,
   );
   expect(matchesOf(g.outcomes.unique, QUEUE).length).toBeGreaterThan(0);

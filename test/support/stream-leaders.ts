@@ -1,8 +1,10 @@
 // Which node leads which JetStream stream, as the nodes of a test cluster see it, for tests that fault a
 // node: read from each node's monitoring endpoint (/jsz), which answers without the JetStream API (that
-// needs the cluster's meta leader, which a fault may take away for seconds). Also: which node a replica of
-// the service is connected to, and moving a stream's leader onto such a node.
-import type { NatsConnection } from '@nats-io/transport-node';
+// needs the cluster's meta leader, which a fault may take away for seconds); whether a stream takes writes,
+// tried from the other nodes; which node a replica of the service is connected to, and moving a stream's
+// leader onto such a node.
+import { jetstream } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { TestNatsCluster } from './nats-cluster.js';
 import { sleep, type ServiceCluster } from './service-cluster.js';
 
@@ -144,4 +146,66 @@ export async function leadOnAReplicasNode(
     // A new leader is elected at once on a stepdown; wait until every node knows it.
     await sleep(1000);
   }
+}
+
+/**
+ * Whether a stream takes writes, as a client connected to the nodes `nodes` sees it: each node's own
+ * connection publishes to `subject` (a subject of the stream the service does not read, such as a probe key
+ * of a KV bucket) every `everyMs`, each try waiting a second, and every outcome is kept by the time it was
+ * sent. Direct evidence, where the monitoring endpoints only say what each node believes.
+ */
+export class WriteProbe {
+  readonly tries: { at: number; ok: boolean }[] = [];
+  private stopped = false;
+  private readonly loops: Promise<void>[];
+  private readonly connections: Promise<NatsConnection>[];
+
+  constructor(nats: TestNatsCluster, nodes: readonly number[], subject: string, everyMs = 200) {
+    this.connections = nodes.map((i) => connect({ servers: nats.servers[i]!, maxReconnectAttempts: -1, reconnectTimeWait: 200 }));
+    // Tries do not wait for each other: one every `everyMs` from each node, however long the last takes.
+    this.loops = this.connections.map(async (connecting) => {
+      const nc = await connecting;
+      const js = jetstream(nc, { timeout: 1000 });
+      const pending: Promise<void>[] = [];
+      while (!this.stopped) {
+        const at = Date.now();
+        pending.push(
+          js.publish(subject, 'probe', { timeout: 1000 }).then(
+            () => void this.tries.push({ at, ok: true }),
+            () => void this.tries.push({ at, ok: false }),
+          ),
+        );
+        await sleep(everyMs);
+      }
+      await Promise.all(pending);
+    });
+  }
+
+  /** Since when every try has succeeded, up to now (undefined if the last one failed or none was made). */
+  okSince(): number | undefined {
+    const tries = [...this.tries].sort((a, b) => a.at - b.at);
+    if (tries.length === 0 || !tries.at(-1)!.ok) return undefined;
+    const lastFailed = lastFailure(tries);
+    return tries.find((t) => t.ok && t.at > lastFailed)!.at;
+  }
+
+  /** The first try sent at or after `from` that succeeded after the last failure before `to` (a write taken again). */
+  okFrom(from: number, to: number): number | undefined {
+    const tries = this.tries.filter((t) => t.at >= from && t.at <= to).sort((a, b) => a.at - b.at);
+    const lastFailed = lastFailure(tries);
+    return tries.find((t) => t.ok && t.at > lastFailed)?.at;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all(this.loops);
+    await Promise.all(this.connections.map(async (c) => (await c).close()));
+  }
+}
+
+/** When the last failed try of `tries` (in time order) was sent; -Infinity if none failed. */
+function lastFailure(tries: readonly { at: number; ok: boolean }[]): number {
+  let at = Number.NEGATIVE_INFINITY;
+  for (const t of tries) if (!t.ok) at = t.at;
+  return at;
 }

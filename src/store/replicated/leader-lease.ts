@@ -23,8 +23,10 @@ export interface LeaderLeaseOptions {
   share?: LeaseShare;
 }
 
-/** How soon a lease of ours is tried again after its renewal went unanswered. */
+/** How soon a lease of ours is tried again after its renewal went unanswered... */
 const TROUBLED_RETRY_MS = 500;
+/** ...and how long a lapsed lease's renewal waits for its answer. */
+const LAPSED_RENEWAL_TIMEOUT_MS = 1_000;
 
 /** The compare-and-set lost: another replica holds the key, or ours moved on. */
 const lostRace = (err: unknown) =>
@@ -187,7 +189,8 @@ export class LeaderLease {
   private async renewLapsed(lapsed: number): Promise<number> {
     let revision: number;
     try {
-      revision = await this.kv.update(this.key, this.value, lapsed, this.renewEveryMs);
+      // Waits less than a renewal: one sent before the bucket had a leader again is dropped, not answered.
+      revision = await this.kv.update(this.key, this.value, lapsed, Math.min(this.renewEveryMs, LAPSED_RENEWAL_TIMEOUT_MS));
     } catch (err) {
       if (!lostRace(err)) throw err;
       this.lapsed = undefined;

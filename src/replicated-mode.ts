@@ -3,11 +3,11 @@
 // Until NATS answers, the service stays NOT_SERVING and retries; a resource that is missing (bind mode) or
 // does not fit is a start-up error naming it, and the process exits.
 import { jetstream } from '@nats-io/jetstream';
-import { connect, type NatsConnection, type Server } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { QueueFile } from './config/queue-files.js';
 import type { ServiceConfig } from './config/service-config.js';
-import { brokerTarget } from './outcomes/broker/auth.js';
+import { brokerTarget, leastRecentlyDialed } from './outcomes/broker/auth.js';
 import { describeError } from './outcomes/broker/broker-error.js';
 import type { ConsumerPositions, Outboxes } from './outcomes/outbox.js';
 import type { QueueBackingFactory } from './queue/queue-registry.js';
@@ -113,18 +113,6 @@ async function connectUntilReachable(config: ServiceConfig, log: Logger, link: L
       await new Promise((resolve) => setTimeout(resolve, retryInMs));
     }
   }
-}
-
-/**
- * Which server to dial next: the one dialed least recently. nats.js would dial the server it just lost
- * first (its pool keeps the first server it connected to at the head); a hung server (SIGSTOP, a frozen
- * host) still accepts the TCP connection and then says nothing, so that cost a whole connect timeout
- * (5 s) before the client tried another node.
- */
-export function leastRecentlyDialed(pool: ReadonlyArray<Server>): Server | null {
-  let pick: Server | null = null;
-  for (const server of pool) if (pick === null || server.lastConnect < pick.lastConnect) pick = server;
-  return pick;
 }
 
 /** How often the connection is proved with a round trip to the server, and how old a proof may be. */

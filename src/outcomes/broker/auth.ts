@@ -1,9 +1,15 @@
 // Where the broker connection goes and how it authenticates: the servers of BROKER_URL (credentials in
 // their userinfo taken out), and at most one of user:password (or a token) in BROKER_URL,
-// BROKER_CREDENTIALS_FILE or BROKER_NKEY.
+// BROKER_CREDENTIALS_FILE or BROKER_NKEY; and which of the servers a reconnect dials next.
 import { readFileSync } from 'node:fs';
 import { fromSeed } from '@nats-io/nkeys';
-import { credsAuthenticator, nkeyAuthenticator, type Authenticator, type NodeConnectionOptions } from '@nats-io/transport-node';
+import {
+  credsAuthenticator,
+  nkeyAuthenticator,
+  type Authenticator,
+  type NodeConnectionOptions,
+  type Server,
+} from '@nats-io/transport-node';
 import type { ServiceConfig } from '../../config/service-config.js';
 import { redactSecrets } from '../../log.js';
 import { BrokerError } from './broker-error.js';
@@ -92,4 +98,16 @@ function nkeySeedAuthenticator(seed: string): Authenticator {
   }
   if (!publicKey.startsWith('U')) throw new BrokerError('config', 'BROKER_NKEY must be a user nkey seed (SU...)');
   return nkeyAuthenticator(bytes);
+}
+
+/**
+ * Which server to dial next: the one dialed least recently. nats.js would dial the server it just lost
+ * first (its pool keeps the first server it connected to at the head); a hung server (SIGSTOP, a frozen
+ * host) still accepts the TCP connection and then says nothing, so that cost a whole connect timeout
+ * (5 s) before the client tried another node.
+ */
+export function leastRecentlyDialed(pool: ReadonlyArray<Server>): Server | null {
+  let pick: Server | null = null;
+  for (const server of pool) if (pick === null || server.lastConnect < pick.lastConnect) pick = server;
+  return pick;
 }

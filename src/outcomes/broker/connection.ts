@@ -14,12 +14,14 @@ import {
 import type { Logger } from 'pino';
 import type { ServiceConfig } from '../../config/service-config.js';
 import { redactSecrets } from '../../log.js';
-import { brokerTarget } from './auth.js';
+import { brokerTarget, leastRecentlyDialed } from './auth.js';
 import { BrokerError, describeError, findCause } from './broker-error.js';
 import { ensureOutcomeStream } from './stream.js';
 
 /** How long one publish waits for its PubAck, and one JetStream API request for its answer. */
 export const REQUEST_TIMEOUT_MS = 5000;
+/** How long a round trip to the server may take before a server that also let a publish go unanswered is left. */
+const SILENCE_PROBE_MS = 2_000;
 
 export interface Ready {
   nc: NatsConnection;
@@ -38,6 +40,9 @@ export class BrokerConnection {
   /** False between a disconnect and the reconnect of the current connection. */
   private connected = true;
   private readonly reconnectWaiters = new Set<() => void>();
+  /** The connection once made, and whether a round trip to its server is being tried (suspectSilence). */
+  private current: NatsConnection | undefined;
+  private probing = false;
 
   constructor(
     readonly config: ServiceConfig,
@@ -110,6 +115,32 @@ export class BrokerConnection {
     if (connected) for (const wake of [...this.reconnectWaiters]) wake();
   }
 
+  /**
+   * A publish went unanswered. If the server does not answer a round trip either, it is hung (SIGSTOP, a
+   * frozen host: it keeps its connections open, so only pings would tell, after 10 to 15 s): leave it for
+   * another node now. A stream without a leader (an election) leaves the server answering: nothing changes.
+   */
+  suspectSilence(): void {
+    const nc = this.current;
+    if (!nc || this.probing || this.closed || !this.connected) return;
+    this.probing = true;
+    let timer: NodeJS.Timeout | undefined;
+    const silence = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error('no answer')), SILENCE_PROBE_MS);
+    });
+    Promise.race([nc.flush(), silence])
+      .catch(() => {
+        if (this.closed || nc.isClosed()) return;
+        this.log.warn({ server: nc.getServer(), url: this.display }, 'outcome broker: NATS server silent; moving to another node');
+        return nc.reconnect();
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        clearTimeout(timer);
+        this.probing = false;
+      });
+  }
+
   /** The stream may have vanished (deleted, or the server lost its store): check it again before the next publish. */
   recheckStream(): void {
     this.streamChecked = undefined;
@@ -135,8 +166,10 @@ export class BrokerConnection {
       maxReconnectAttempts: -1,
       reconnectTimeWait: 1000,
       timeout: REQUEST_TIMEOUT_MS,
-      pingInterval: 30_000,
-      maxPingOut: 3,
+      // A lost server is noticed within 10 to 15 s by pings; a hung one sooner (suspectSilence).
+      pingInterval: 5_000,
+      maxPingOut: 2,
+      reconnectToServer: leastRecentlyDialed,
       // No stack trace captured per publish (three Error objects each): the broker sink publishes every
       // outcome as a request, and BrokerError names the outcome and subject itself.
       noAsyncTraces: true,
@@ -154,6 +187,7 @@ export class BrokerConnection {
     }
     this.log.info({ url: this.display, server: nc.getServer() }, 'connected to the outcome broker');
     this.setConnected(true);
+    this.current = nc;
     void this.watch(nc);
     return nc;
   }

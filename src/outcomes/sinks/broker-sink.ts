@@ -16,7 +16,7 @@
 // BrokerError; the dispatcher retries with backoff.
 import { toBinary } from '@bufbuild/protobuf';
 import type { PubAck } from '@nats-io/jetstream';
-import { headers, NoRespondersError } from '@nats-io/transport-node';
+import { headers, NoRespondersError, TimeoutError } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { OutcomeSchema, type Outcome } from '../../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { BrokerError, findCause } from '../broker/broker-error.js';
@@ -97,6 +97,8 @@ export class BrokerSink implements OutcomeSink {
     // No responders: nothing stores the subject any more (stream deleted, server without its store).
     // nats.js reports it as "jetstream is not enabled" with the NoRespondersError as its cause.
     if (findCause(err, NoRespondersError)) this.connection.recheckStream();
+    // Unanswered: the server itself may be hung (the connection then moves to another node).
+    if (findCause(err, TimeoutError)) this.connection.suspectSilence();
     const storedAfter = later.filter((a) => a.status === 'fulfilled' && !a.value.duplicate).length;
     if (storedAfter > 0) {
       this.log.warn(

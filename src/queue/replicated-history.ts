@@ -370,7 +370,7 @@ export class ReplicatedHistory implements QueueHistory {
         'checkpoint saved',
       );
     } catch (err) {
-      logger.warn({ queue: queueId, seq: checkpoint.appliedSeq, err }, 'checkpoint not saved; retrying at the next interval');
+      logger.warn({ queue: queueId, seq: checkpoint.appliedSeq, err }, 'checkpoint not saved; retrying in 10 s or more');
     }
   }
 

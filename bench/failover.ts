@@ -54,6 +54,9 @@ export interface KillSample {
   toDeliveredMs: number;
   /** Kill -> that match's occurred_at: when the new leader made it. */
   toMadeMs: number;
+  /** Kill -> the new leader's `leader lease won` line, and its `leading the queue` (its term claimed and applied). */
+  toLeaseMs: number | undefined;
+  toLeadingMs: number | undefined;
   /** The replica leading afterwards. */
   newLeader: string | undefined;
   /** Start of the killed replica's new process -> its queue running again. */
@@ -235,6 +238,20 @@ export async function runFailover(
       children[leader] = undefined;
       const next = await pollFor('a match made after the kill', async () => w.firstMadeAfter(killAt), bound, 20).catch(() => undefined);
       const newLeaderIndex = await leaderOf(specs, queueId);
+      const newLeader = newLeaderIndex === undefined ? undefined : children[newLeaderIndex];
+      const after = (msg: string) => newLeader?.lines.find((l) => l.msg === msg && typeof l.time === 'number' && l.time > killAt);
+      const leaseLine = after('leader lease won');
+      const leadingLine = after('leading the queue');
+      // What the survivors warned of between the kill and the match, for a slow failover.
+      const warnings = children.flatMap((c, i) =>
+        (c?.lines ?? [])
+          .filter((l) => typeof l.level === 'number' && l.level >= 40 && typeof l.time === 'number' && l.time > killAt)
+          .filter((l) => !next || (l.time as number) <= next.madeMs)
+          .map((l) => {
+            const err = l.err as { message?: string } | undefined;
+            return `${specs[i]!.replicaId} +${(l.time as number) - killAt} ms: ${String(l.msg)}${err?.message ? ` (${err.message})` : ''}`;
+          }),
+      );
       const restartAt = Date.now();
       children[leader] = await startReplica(killed);
       await untilRunning(killed.httpPort, queueId);
@@ -248,13 +265,16 @@ export async function runFailover(
         killed: killed.replicaId,
         toDeliveredMs: next.storedMs - killAt,
         toMadeMs: next.madeMs - killAt,
+        toLeaseMs: typeof leaseLine?.time === 'number' ? leaseLine.time - killAt : undefined,
+        toLeadingMs: typeof leadingLine?.time === 'number' ? leadingLine.time - killAt : undefined,
         newLeader: newLeaderIndex === undefined ? undefined : specs[newLeaderIndex]!.replicaId,
         rejoinMs,
       };
       samples.push(sample);
       say(
-        `  kill ${k + 1}: ${sample.killed} -> ${sample.newLeader ?? '?'}; match made after ${sample.toMadeMs} ms, stored after ${sample.toDeliveredMs} ms; killed replica running again ${rejoinMs} ms after its restart`,
+        `  kill ${k + 1}: ${sample.killed} -> ${sample.newLeader ?? '?'}; lease won after ${sample.toLeaseMs ?? '?'} ms, leading after ${sample.toLeadingMs ?? '?'} ms, match made after ${sample.toMadeMs} ms, stored after ${sample.toDeliveredMs} ms; killed replica running again ${rejoinMs} ms after its restart`,
       );
+      for (const w of warnings.slice(0, 10)) say(`    ${w}`);
     }
   } finally {
     watch?.stop();

@@ -70,6 +70,7 @@ export async function openReplicatedMode(
     runtime,
     connected: () => link.up,
     checkpointIntervalRecords: config.checkpoint_interval_records,
+    checkpointIntervalBytes: config.checkpoint_interval_bytes,
     checkpointIntervalMs: config.checkpoint_interval_secs * 1000,
   });
   log.info({ replica: config.replica_id, queues: resources.queues.size }, 'replicated mode: resources ready');

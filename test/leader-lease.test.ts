@@ -98,6 +98,45 @@ describe('leader lease', () => {
     await waiting.stop();
   });
 
+  it('campaigns when the key it saw renewed last ages out, not at its next periodic campaign, and not while it is renewed', async () => {
+    const leaseMs = 2_000;
+    const bucket = await new Kvm(nc).create('TEST_LEASES_WATCHED', { history: 1, ttl: leaseMs });
+    const key = 'leader.watched';
+    // When the test sees each revision of the key stored.
+    const seenAt: number[] = [];
+    const watch = await bucket.watch({ key });
+    void (async () => {
+      for await (const e of watch) if (e.operation === 'PUT') seenAt.push(performance.now());
+    })();
+    const holder = new LeaderLease(bucket, key, { leaseMs, replicaId: 'holder', log });
+    holder.start();
+    await until('the holder', () => holder.leading, 3_000);
+    // The waiting replica's campaigns, counted.
+    let campaigns = 0;
+    const counted = Object.create(bucket) as KV;
+    counted.create = (...args: Parameters<KV['create']>) => {
+      campaigns++;
+      return bucket.create(...args);
+    };
+    const waiting = new LeaderLease(counted, key, { leaseMs, replicaId: 'waiting', log });
+    waiting.start();
+    // Two leases while the holder renews: the waiting replica sees each renewal and puts its campaign off
+    // (periodic campaigns alone would have made two or more by now). Its first campaign, at start, is refused.
+    await new Promise((resolve) => setTimeout(resolve, 2 * leaseMs));
+    expect(campaigns).toBeLessThanOrEqual(1);
+    // A crash: the holder's timers stop, it never renews or releases.
+    (holder as unknown as { stopped: boolean }).stopped = true;
+    await until('the takeover', () => waiting.leading, 3 * leaseMs);
+    const renewedLast = seenAt.at(-2)!;
+    const takenAt = seenAt.at(-1)!;
+    // Taken once the last renewal aged out (a lease after it was stored), and soon after: periodic campaigns
+    // come every half to three quarters of a lease.
+    expect(takenAt - renewedLast).toBeGreaterThanOrEqual(leaseMs - 50);
+    expect(takenAt - renewedLast).toBeLessThan(leaseMs + leaseMs / 4);
+    watch.stop();
+    await waiting.stop();
+  });
+
   it('stops leading on its own clock when it cannot renew, and learns it lost the key when it can again', async () => {
     const key = 'leader.partitioned';
     const [paused, other] = leases(key, 2) as [LeaderLease, LeaderLease];

@@ -1,8 +1,9 @@
 // Checkpoints of a replicated queue, on a real nats-server with replicas in this process: the acting leader
-// saves one every N log entries, keeps two and purges the log below the older; a replica started later
-// restores the newest usable one and reads only the entries after it, and ends with the same state and the
-// same outcomes, numbered alike, as a replica that followed the whole log; its later outcomes go on with
-// that numbering.
+// saves one every N records, N bytes of log or N ms, keeps two and purges the log below the older; a replica
+// started later restores the newest usable one and reads only the entries after it, and ends with the same
+// state and the same outcomes, numbered alike, as a replica that followed the whole log; its later outcomes go
+// on with that numbering. And the schedule alone (CheckpointSchedule): when a checkpoint is due, how a large
+// pool stretches the intervals, what a failed save does.
 import { randomUUID } from 'node:crypto';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
@@ -15,6 +16,7 @@ import { BackfillRequestSchema } from '../src/gen/matchmaker/core/v1/resources_p
 import { OutcomeSchema } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { createLogger } from '../src/log.js';
 import type { QueueSnapshotData } from '../src/queue/queue-snapshot.js';
+import { CheckpointSchedule } from '../src/queue/replicated-checkpoints.js';
 import { ReplicatedHistory } from '../src/queue/replicated-history.js';
 import { MemoryStore } from '../src/store/memory-store.js';
 import { checkpointSequences } from '../src/store/replicated/checkpoints.js';
@@ -64,15 +66,17 @@ async function newQueue(): Promise<QueueLog & { objects: ObjectStore; bucket: st
 }
 
 interface Checkpointing {
-  /** Save a checkpoint after this many entries (the replica takes none without it or everyMs)... */
+  /** Save a checkpoint after this many records (the replica takes none without it, everyBytes or everyMs)... */
   every?: number;
+  /** ...or this many bytes of log entries... */
+  everyBytes?: number;
   /** ...or this long after the last one. */
   everyMs?: number;
 }
 
 async function startReplica(name: string, q: QueueLog & { bucket: string }, options: Checkpointing & { restore?: boolean } = {}) {
   const nc = await natsClient(server);
-  const objects = options.restore || options.every || options.everyMs ? await new Objm(nc).open(q.bucket) : undefined;
+  const objects = options.restore || options.every || options.everyBytes || options.everyMs ? await new Objm(nc).open(q.bucket) : undefined;
   const replica = await startReplicaOf({
     name,
     queue: q,
@@ -80,7 +84,12 @@ async function startReplica(name: string, q: QueueLog & { bucket: string }, opti
     nc,
     kv: await new Kvm(nc).open(BUCKET),
     leaseMs: LEASE_MS,
-    checkpoints: objects && { objects, intervalRecords: options.every ?? 1_000_000, intervalMs: options.everyMs ?? 600_000 },
+    checkpoints: objects && {
+      objects,
+      intervalRecords: options.every ?? 1_000_000,
+      intervalBytes: options.everyBytes ?? 1_000_000_000,
+      intervalMs: options.everyMs ?? 600_000,
+    },
   });
   replicas.push(replica);
   return replica;
@@ -233,6 +242,41 @@ describe('checkpoints of a replicated queue', () => {
     expect(await checkpointSequences(q.objects, q.queueId)).toEqual([first]);
   });
 
+  it('takes a checkpoint once the log since the last holds the interval in bytes, however few records came', async () => {
+    const q = await newQueue();
+    const everyBytes = 4_096;
+    const a = await startReplica('a', q, { everyBytes });
+    await until('a leads', () => a.history.acting);
+    const grow = async () => {
+      for (let i = 0; i < 200 && a.history.savedSeq === undefined; i++) await createTicket(a);
+    };
+    await grow();
+    await until('a checkpoint saved', () => a.history.savedSeq !== undefined);
+    const saved = a.history.savedSeq!;
+    // It is of the first entry at which the log's bytes reached the interval: before it they had not.
+    const jsm = await jetstreamManager(admin);
+    const sizes: number[] = [];
+    for (let seq = 1; seq <= saved; seq++) sizes.push((await jsm.streams.getMessage(q.stream, { seq }))!.data.length);
+    const total = sizes.reduce((sum, n) => sum + n, 0);
+    expect(total).toBeGreaterThanOrEqual(everyBytes);
+    expect(total - sizes.at(-1)!).toBeLessThan(everyBytes);
+    // Far fewer records than the records interval (a million) came.
+    expect(saved).toBeLessThan(200);
+    expect(await checkpointSequences(q.objects, q.queueId)).toEqual([saved]);
+  });
+
+  it('counts records, not entries: an entry of many requests counts each', async () => {
+    const q = await newQueue();
+    const a = await startReplica('a', q, { every: 20 });
+    await until('a leads', () => a.history.acting);
+    // Forty requests in one event turn: one entry (group commit), or a few.
+    await Promise.all(Array.from({ length: 40 }, () => createTicket(a)));
+    await until('a checkpoint saved', () => a.history.savedSeq !== undefined);
+    // The log holds fewer than twenty entries: counting entries, no checkpoint would be due yet.
+    expect(a.history.savedSeq).toBeLessThan(20);
+    expect((await streamState(q.stream)).last_seq).toBeLessThan(20);
+  });
+
   it('falls back to the older checkpoint when the newest is corrupt', async () => {
     const q = await newQueue();
     const a = await startReplica('a', q, { every: 10 });
@@ -295,5 +339,79 @@ describe('checkpoints of a replicated queue', () => {
       `queue "${q.queueId}": this replica must read the log from position 1 (no usable checkpoint, so from the log's start), but the log (stream "${q.stream}") was purged up to ${last - 1}`,
     );
     expect((err as LogPositionError).held).toEqual({ first: last, last });
+  });
+});
+
+describe('checkpoint schedule', () => {
+  const intervals = { records: 100, bytes: 10_000, ms: 60_000 };
+  function schedule() {
+    const clock = { ms: 0 };
+    return { clock, s: new CheckpointSchedule(intervals, () => clock.ms) };
+  }
+
+  it('is due by records, by bytes, or by time once something came, whichever comes first', () => {
+    const { clock, s } = schedule();
+    clock.ms = 120_000;
+    // Nothing came: never due by time.
+    expect(s.dueByTime).toBe(false);
+    s.applied(50, 99);
+    expect(s.dueBySize).toBe(false);
+    expect(s.dueByTime).toBe(true);
+    s.applied(50, 1);
+    expect(s.dueBySize).toBe(true);
+    s.taken();
+    s.saved(1_000);
+    expect([s.dueBySize, s.dueByTime]).toEqual([false, false]);
+    s.applied(9_999, 1);
+    expect(s.dueBySize).toBe(false);
+    s.applied(1, 1);
+    expect(s.dueBySize).toBe(true);
+    s.taken();
+    // A claim (no records) counts one.
+    for (let i = 0; i < 100; i++) s.applied(10, 0);
+    expect(s.since.records).toBe(100);
+    expect(s.dueBySize).toBe(true);
+  });
+
+  it('stretches every interval for a pool whose checkpoint is larger than twice the bytes interval', () => {
+    const { clock, s } = schedule();
+    // A checkpoint of 100 000 bytes: ten times the bytes interval, so the intervals stretch five times.
+    s.restored(100_000);
+    expect(s.scale).toBe(5);
+    s.applied(49_999, 1);
+    expect(s.dueBySize).toBe(false);
+    s.applied(1, 1);
+    expect(s.dueBySize).toBe(true);
+    s.taken();
+    s.saved(100_000);
+    s.applied(10, 499);
+    expect(s.dueBySize).toBe(false);
+    s.applied(10, 1);
+    expect(s.dueBySize).toBe(true);
+    s.taken();
+    s.saved(100_000);
+    s.applied(10, 1);
+    clock.ms += 5 * 60_000 - 1;
+    expect(s.dueByTime).toBe(false);
+    clock.ms += 1;
+    expect(s.dueByTime).toBe(true);
+    // Up to twice the bytes interval, nothing stretches.
+    s.taken();
+    s.saved(20_000);
+    expect(s.scale).toBe(1);
+  });
+
+  it('counts the log since the previous checkpoint again after a failed save, and tries again after a while', () => {
+    const { clock, s } = schedule();
+    s.applied(10_000, 10);
+    expect(s.dueBySize).toBe(true);
+    s.taken();
+    s.applied(100, 1);
+    expect(s.dueBySize).toBe(false);
+    s.failed();
+    expect(s.since).toMatchObject({ records: 11, bytes: 10_100 });
+    expect(s.dueBySize).toBe(false);
+    clock.ms += 10_000;
+    expect(s.dueBySize).toBe(true);
   });
 });

@@ -97,8 +97,9 @@ describe('failover of a replicated queue (three-node NATS cluster, R3)', () => {
     await old.nc.close();
     await until('a new leader', () => leaderOf(survivors) !== undefined, 5 * LEASE_MS);
     const failoverMs = Date.now() - crashedAt;
-    // The unreleased lease ages out (at most one lease), then a campaign wins (at most three quarters of one).
-    expect(failoverMs).toBeLessThan(3 * LEASE_MS);
+    // The unreleased lease ages out (at most one lease after the crash), and the replicas watching it campaign
+    // right then: well within two leases (periodic campaigns alone could take three quarters of a lease more).
+    expect(failoverMs).toBeLessThan(2 * LEASE_MS);
 
     const ids = [uuid(), uuid(), uuid(), uuid()];
     await Promise.all(ids.map((id, i) => createTicket(survivors[i % 2]!, id)));

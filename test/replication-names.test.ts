@@ -47,8 +47,9 @@ describe('settings of the replicated mode', () => {
       broker_kv_coordination: 'SVC_MATCH_COORDINATION',
       broker_object_store_checkpoints: 'SVC_MATCH_CHECKPOINTS',
       leader_lease_ms: 6000,
-      checkpoint_interval_records: 100_000,
-      checkpoint_interval_secs: 300,
+      checkpoint_interval_records: 50_000,
+      checkpoint_interval_bytes: 16 * 1024 * 1024,
+      checkpoint_interval_secs: 60,
     });
   });
 
@@ -71,6 +72,7 @@ describe('settings of the replicated mode', () => {
     ['BROKER_STREAM_REPLICAS', '7', 'broker_stream_replicas'],
     ['LEADER_LEASE_MS', '999', 'leader_lease_ms'],
     ['CHECKPOINT_INTERVAL_RECORDS', '0', 'checkpoint_interval_records'],
+    ['CHECKPOINT_INTERVAL_BYTES', '1023', 'checkpoint_interval_bytes'],
     ['CHECKPOINT_INTERVAL_SECS', '0', 'checkpoint_interval_secs'],
     ['BROKER_STREAM_REPLICATION_PREFIX', 'SVC.MATCH', 'broker_stream_replication_prefix'],
     ['BROKER_SUBJECT_PREFIX_REPLICATION', 'svc.*.repl', 'broker_subject_prefix_replication'],

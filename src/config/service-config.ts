@@ -108,10 +108,17 @@ export const serviceConfigSchema = z.object({
   /** A queue leader's lease: the TTL of the coordination bucket. Below 1 s a GC pause or a stream leader
    *  election would depose leaders. Env LEADER_LEASE_MS. */
   leader_lease_ms: z.coerce.number().int().min(1000).default(6000),
-  /** A checkpoint is taken after this many replication records. Env CHECKPOINT_INTERVAL_RECORDS. */
-  checkpoint_interval_records: z.coerce.number().int().min(1).default(100_000),
-  /** ... or after this long, whichever comes first. Env CHECKPOINT_INTERVAL_SECS. */
-  checkpoint_interval_secs: z.coerce.number().int().min(1).default(300),
+  /** A queue's leader checkpoints it after this many replication records since the last checkpoint (stretched
+   *  for a large pool). Env CHECKPOINT_INTERVAL_RECORDS. */
+  checkpoint_interval_records: z.coerce.number().int().min(1).default(50_000),
+  /** ... or after this many bytes of replication log entries... Env CHECKPOINT_INTERVAL_BYTES. */
+  checkpoint_interval_bytes: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(16 * 1024 * 1024),
+  /** ... or after this long if any record came, whichever comes first. Env CHECKPOINT_INTERVAL_SECS. */
+  checkpoint_interval_secs: z.coerce.number().int().min(1).default(60),
   /** WebSocket stream: ping interval; a client that has not answered the previous ping is disconnected. Env WEBSOCKET_HEARTBEAT_MS. */
   websocket_heartbeat_ms: z.coerce.number().int().min(100).default(15_000),
   /** pino log level. Env LOG_LEVEL. */
@@ -151,6 +158,7 @@ export const serviceConfigEnv: Record<keyof ServiceConfig, string> = {
   broker_object_store_checkpoints: 'BROKER_OBJECT_STORE_CHECKPOINTS',
   leader_lease_ms: 'LEADER_LEASE_MS',
   checkpoint_interval_records: 'CHECKPOINT_INTERVAL_RECORDS',
+  checkpoint_interval_bytes: 'CHECKPOINT_INTERVAL_BYTES',
   checkpoint_interval_secs: 'CHECKPOINT_INTERVAL_SECS',
   websocket_heartbeat_ms: 'WEBSOCKET_HEARTBEAT_MS',
   log_level: 'LOG_LEVEL',

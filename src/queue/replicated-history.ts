@@ -9,8 +9,8 @@
 // every replica, so a deposed leader's late records take no effect anywhere.
 //
 // Checkpoints (replicated-checkpoints.ts): a replica starts from the newest usable checkpoint and reads the
-// log after it; the acting leader takes one every `checkpointIntervalRecords` entries or
-// `checkpointIntervalMs`, whichever comes first.
+// log after it; the acting leader takes one when its CheckpointSchedule says so (records, bytes or time since
+// the last one, whichever comes first).
 import { randomUUID } from 'node:crypto';
 import type { ObjectStore } from '@nats-io/obj';
 import type { Logger } from 'pino';
@@ -25,7 +25,7 @@ import { snapshotStoreChanges } from './queue-snapshot.js';
 import type { Applied } from './queue-state.js';
 import { decodeLogEntry, encodeLogEntry, LEADER_RECORD_TYPES } from './record-codec.js';
 import type { QueueRecord } from './records.js';
-import { QueueCheckpoints } from './replicated-checkpoints.js';
+import { DEFAULT_CHECKPOINT_INTERVALS, QueueCheckpoints } from './replicated-checkpoints.js';
 import { RequestBatcher } from './request-batcher.js';
 
 export interface ReplicatedHistoryOptions {
@@ -41,9 +41,12 @@ export interface ReplicatedHistoryOptions {
   applyTimeoutMs?: number;
   /** The checkpoint object store; without it the replica reads the whole log and takes no checkpoints. */
   checkpoints?: ObjectStore;
-  /** The acting leader takes a checkpoint after this many log entries since the last (default 100 000)... */
+  /** The acting leader takes a checkpoint after this many records since the last (default 50 000)... */
   checkpointIntervalRecords?: number;
-  /** ...or this long after the last, if any entry came since (default 300 s), whichever comes first. */
+  /** ...or this many bytes of log entries (default 16 MiB)... */
+  checkpointIntervalBytes?: number;
+  /** ...or this long after the last, if any entry came since (default 60 s), whichever comes first; all three
+   *  stretched for a large pool (replicated-checkpoints.ts, CheckpointSchedule). */
   checkpointIntervalMs?: number;
   /** Runs first at start, retried like the other start-up steps: making sure of the queue's stream. */
   prepare?: () => Promise<void>;
@@ -57,8 +60,6 @@ const START_RETRY_MAX_MS = 5_000;
 
 /** How long a replica waits to apply an entry it appended before it answers UNAVAILABLE. */
 const APPLY_TIMEOUT_MS = 10_000;
-const CHECKPOINT_INTERVAL_RECORDS = 100_000;
-const CHECKPOINT_INTERVAL_MS = 300_000;
 
 export class ReplicatedHistory implements QueueHistory {
   readonly replicated = true;
@@ -83,9 +84,6 @@ export class ReplicatedHistory implements QueueHistory {
   private restoredSeqValue: number | undefined;
   /** Entries this replica has read from the log since it started. */
   private entriesReadValue = 0;
-  /** Where and when the last checkpoint was taken (or restored). */
-  private checkpointSeq = 0;
-  private checkpointAtMs = Date.now();
   /** A checkpoint being taken or saved: the next waits for it. */
   private saving: Promise<void> | undefined;
   private checkpointTimer: NodeJS.Timeout | undefined;
@@ -96,7 +94,14 @@ export class ReplicatedHistory implements QueueHistory {
     private readonly options: ReplicatedHistoryOptions,
   ) {
     const { checkpoints, queueId, log, logger, replicaId } = options;
-    if (checkpoints) this.checkpoints = new QueueCheckpoints(queueId, checkpoints, log, logger);
+    if (checkpoints) {
+      const d = DEFAULT_CHECKPOINT_INTERVALS;
+      this.checkpoints = new QueueCheckpoints(queueId, checkpoints, log, logger, {
+        records: options.checkpointIntervalRecords ?? d.records,
+        bytes: options.checkpointIntervalBytes ?? d.bytes,
+        ms: options.checkpointIntervalMs ?? d.ms,
+      });
+    }
     this.requests = new RequestBatcher(
       (records) => encodeLogEntry({ kind: 'records', replicaId, term: 0, records }),
       (entry) => this.append('req', entry),
@@ -164,12 +169,13 @@ export class ReplicatedHistory implements QueueHistory {
     });
     lease.start();
     if (this.checkpoints) {
-      const intervalMs = this.options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS;
+      const { schedule } = this.checkpoints;
+      // The time interval; and the size ones when no entry came after they were reached (a save was in flight).
       this.checkpointTimer = setInterval(
         () => {
-          if (this.applied > this.checkpointSeq && Date.now() - this.checkpointAtMs >= intervalMs) void this.checkpoint();
+          if (schedule.dueByTime || schedule.dueBySize) void this.checkpoint();
         },
-        Math.min(1_000, Math.max(10, intervalMs / 4)),
+        Math.min(1_000, Math.max(10, schedule.intervals.ms / 4)),
       );
       this.checkpointTimer.unref();
     }
@@ -258,7 +264,7 @@ export class ReplicatedHistory implements QueueHistory {
     this.applier.restore(checkpoint.state);
     this.applied = checkpoint.appliedSeq;
     this.term = checkpoint.term;
-    this.restoredSeqValue = this.checkpointSeq = checkpoint.appliedSeq;
+    this.restoredSeqValue = checkpoint.appliedSeq;
     logger.info(
       { queue: queueId, seq: checkpoint.appliedSeq, term: checkpoint.term, tickets: checkpoint.state.active.length },
       'queue restored from a checkpoint',
@@ -301,9 +307,11 @@ export class ReplicatedHistory implements QueueHistory {
       waiter(applied);
     }
     while (this.seen.length > 0 && this.seen[0]!.seq <= seq) this.seen.shift()!.resolve();
-    const every = this.options.checkpointIntervalRecords ?? CHECKPOINT_INTERVAL_RECORDS;
+    if (!this.checkpoints) return undefined;
+    const { schedule } = this.checkpoints;
+    schedule.applied(bytes.length, entry.kind === 'claim' ? 1 : entry.records.length);
     // The reader waits for this before the next entry, so the checkpoint is of exactly this one.
-    if (this.checkpoints && seq - this.checkpointSeq >= every && this.acting && !this.saving) return this.checkpoint();
+    if (schedule.dueBySize && this.acting && !this.saving) return this.checkpoint();
     return undefined;
   }
 
@@ -329,9 +337,8 @@ export class ReplicatedHistory implements QueueHistory {
         if (this.applied === at && this.acting) captured = checkpoint;
       }
       if (!captured) return release();
-      // A failed save is retried at the next interval, not at once.
-      this.checkpointSeq = captured.appliedSeq;
-      this.checkpointAtMs = Date.now();
+      // Counting starts again from it (a failed save counts it back and retries after a while).
+      this.checkpoints.schedule.taken();
       void this.save(captured).finally(release);
     } catch (err) {
       this.options.logger.error({ queue: this.options.queueId, err }, 'checkpoint not taken');
@@ -363,7 +370,7 @@ export class ReplicatedHistory implements QueueHistory {
         'checkpoint saved',
       );
     } catch (err) {
-      logger.warn({ queue: queueId, seq: checkpoint.appliedSeq, err }, 'checkpoint not saved; retrying at the next interval');
+      logger.warn({ queue: queueId, seq: checkpoint.appliedSeq, err }, 'checkpoint not saved; retrying in 10 s or more');
     }
   }
 

@@ -36,8 +36,10 @@ export interface ReplicatedQueuesOptions {
   runtime: (queueId: string) => QueueRuntime | undefined;
   /** Whether the connection to the NATS cluster is up now. */
   connected: () => boolean;
-  /** The leader checkpoints a queue after this many log entries (CHECKPOINT_INTERVAL_RECORDS)... */
+  /** The leader checkpoints a queue after this many records (CHECKPOINT_INTERVAL_RECORDS)... */
   checkpointIntervalRecords: number;
+  /** ...or this many bytes of log entries (CHECKPOINT_INTERVAL_BYTES)... */
+  checkpointIntervalBytes: number;
   /** ...or after this long, if anything was applied since (CHECKPOINT_INTERVAL_SECS). */
   checkpointIntervalMs: number;
 }
@@ -134,6 +136,7 @@ export class ReplicatedQueues {
           logger: log,
           checkpoints: resources.checkpoints,
           checkpointIntervalRecords: this.options.checkpointIntervalRecords,
+          checkpointIntervalBytes: this.options.checkpointIntervalBytes,
           checkpointIntervalMs: this.options.checkpointIntervalMs,
           prepare: provision,
           reachable: this.options.connected,

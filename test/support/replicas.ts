@@ -52,7 +52,7 @@ export interface ReplicaOptions {
   /** ReplicatedHistory's applyTimeoutMs. */
   applyTimeoutMs?: number;
   /** ReplicatedHistory's checkpoint options: the object store, opened on `nc`, and the intervals. */
-  checkpoints?: { objects: ObjectStore; intervalRecords?: number; intervalMs?: number };
+  checkpoints?: { objects: ObjectStore; intervalRecords?: number; intervalBytes?: number; intervalMs?: number };
 }
 
 /** Starts a replica and resolves once it has caught up with the log. */
@@ -74,6 +74,7 @@ export async function startReplica(options: ReplicaOptions): Promise<Replica> {
       applyTimeoutMs: options.applyTimeoutMs,
       checkpoints: options.checkpoints?.objects,
       checkpointIntervalRecords: options.checkpoints?.intervalRecords,
+      checkpointIntervalBytes: options.checkpoints?.intervalBytes,
       checkpointIntervalMs: options.checkpoints?.intervalMs,
     });
     return history;

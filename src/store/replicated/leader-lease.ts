@@ -168,8 +168,8 @@ export class LeaderLease {
   }
 
   private observed(entry: KvWatchEntry): void {
-    // While this replica holds the key, what the watch sees is its own renewals.
-    if (this.stopped || this.revision !== undefined) return;
+    // While this replica holds the key (or its lapsed lease may still be its), what the watch sees is its own.
+    if (this.stopped || this.holds) return;
     this.ageOutAt = this.now() + (entry.operation === 'PUT' ? this.options.leaseMs : 0);
     // The next campaign comes at the new moment (or the periodic one, if sooner); a step under way does this itself.
     if (this.stepping) return;

@@ -13,16 +13,14 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
-import { Metadata } from '@grpc/grpc-js';
 import { jetstream } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
-import { CreateTicketRequestSchema } from '../src/gen/matchmaker/core/v1/service_pb.js';
 import { createLogger } from '../src/log.js';
 import { decodeCheckpoint, encodeCheckpointInSlices } from '../src/queue/checkpoint-codec.js';
 import { latestCheckpoint, saveCheckpoint } from '../src/store/replicated/checkpoints.js';
 import type { Child } from './child-process.js';
-import { engineInputPool, openClients } from './create-ticket-load.js';
+import { createOneTicket, engineInputPool } from './create-ticket-load.js';
 import type { BenchNatsCluster } from './nats-cluster.js';
 import {
   errorLines,
@@ -73,17 +71,7 @@ export async function runCatchUp(cluster: BenchNatsCluster, extraTickets: number
     const seeder = await startReplica({ ...seed!, env: { ...env, CHECKPOINT_INTERVAL_RECORDS: '1' } });
     try {
       await untilRunning(seed!.httpPort, queueId);
-      const [client] = await openClients(`127.0.0.1:${seed!.grpcPort}`, 1);
-      const [engineInput] = engineInputPool(1, 7, true);
-      await new Promise<void>((res, rej) =>
-        client!.createTicket(
-          create(CreateTicketRequestSchema, { ticket: { id: randomUUID(), queueId, engineInput: engineInput! } }),
-          new Metadata(),
-          { deadline: Date.now() + 10_000 },
-          (err) => (err ? rej(err) : res()),
-        ),
-      );
-      client!.close();
+      await createOneTicket(seed!.grpcPort, queueId);
       await pollFor(
         'the seeding replica saved a checkpoint',
         async () => seeder.lines.find((l) => l.msg === 'checkpoint saved'),

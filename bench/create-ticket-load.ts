@@ -196,6 +196,24 @@ export function encodeRequestTemplates(options: TemplateOptions): Buffer {
   return Buffer.concat(parts);
 }
 
+/** One CreateTicket of an unmatchable ticket to the service at 127.0.0.1:`grpcPort` (the catch-up benches' seed). */
+export async function createOneTicket(grpcPort: number, queueId: string): Promise<void> {
+  const [client] = await openClients(`127.0.0.1:${grpcPort}`, 1);
+  const [engineInput] = engineInputPool(1, 7, true);
+  try {
+    await new Promise<void>((res, rej) =>
+      client!.createTicket(
+        create(CreateTicketRequestSchema, { ticket: { id: randomUUID(), queueId, engineInput: engineInput! } }),
+        new Metadata(),
+        { deadline: Date.now() + 10_000 },
+        (err) => (err ? rej(err) : res()),
+      ),
+    );
+  } finally {
+    client!.close();
+  }
+}
+
 export function writeRequestTemplates(file: string, options: TemplateOptions): void {
   writeFileSync(file, encodeRequestTemplates(options));
 }

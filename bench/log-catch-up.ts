@@ -31,12 +31,10 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
-import { Metadata } from '@grpc/grpc-js';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
-import { CreateTicketRequestSchema } from '../src/gen/matchmaker/core/v1/service_pb.js';
 import { encodeLogEntry } from '../src/queue/record-codec.js';
 import type { QueueRecord } from '../src/queue/records.js';
 import { checkpointSequences } from '../src/store/replicated/checkpoints.js';
@@ -44,7 +42,7 @@ import { replicationStreamName, replicationSubject } from '../src/store/replicat
 import { machine, table } from './bench-report.js';
 import { assertBuildFresh } from './build-freshness.js';
 import type { Child } from './child-process.js';
-import { engineInputPool, openClients } from './create-ticket-load.js';
+import { createOneTicket, engineInputPool } from './create-ticket-load.js';
 import { startNatsCluster, type BenchNatsCluster } from './nats-cluster.js';
 import {
   errorLines,
@@ -165,23 +163,6 @@ async function logAfter(jsm: JetStreamManager, stream: string, appended: Appende
 /** The first log line of the child with this message. */
 function lineOf(child: Child, msg: string): Record<string, unknown> | undefined {
   return child.lines.find((l) => l.msg === msg);
-}
-
-async function createOneTicket(grpcPort: number, queueId: string): Promise<void> {
-  const [client] = await openClients(`127.0.0.1:${grpcPort}`, 1);
-  const [engineInput] = engineInputPool(1, 7, true);
-  try {
-    await new Promise<void>((res, rej) =>
-      client!.createTicket(
-        create(CreateTicketRequestSchema, { ticket: { id: randomUUID(), queueId, engineInput: engineInput! } }),
-        new Metadata(),
-        { deadline: Date.now() + 10_000 },
-        (err) => (err ? rej(err) : res()),
-      ),
-    );
-  } finally {
-    client!.close();
-  }
 }
 
 async function runRestart(

@@ -4,13 +4,13 @@
 import { randomBytes } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadServiceConfig } from '../src/config/service-config.js';
 import { OutcomeSchema, type Outcome } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { BrokerConnection } from '../src/outcomes/broker/connection.js';
 import { BrokerSink } from '../src/outcomes/sinks/broker-sink.js';
 import { uuid } from './support/fixtures.js';
-import { startNatsCluster, type TestNatsCluster } from './support/nats-cluster.js';
+import { useNatsCluster } from './support/nats-cluster.js';
 
 /**
  * From the stop to an outcome stored through another node. Measured here: 7 to 9 s (a publish times out
@@ -20,19 +20,14 @@ import { startNatsCluster, type TestNatsCluster } from './support/nats-cluster.j
  */
 const RECOVERY_BOUND_MS = 25_000;
 
-let cluster: TestNatsCluster;
-beforeAll(async () => {
-  cluster = await startNatsCluster();
-}, 60_000);
-afterAll(async () => {
-  await cluster?.dispose();
-});
+const clusterOf = useNatsCluster();
 
 const outcome = (seq: number): Outcome =>
   create(OutcomeSchema, { id: uuid(), kind: 'ticket.removed', queueId: 'eu.lobby', producerId: 'p', producerSequence: BigInt(seq) });
 
 describe('broker sink: a hung NATS node', () => {
   it('leaves the node it is connected to when that node stops answering, and delivers through another', async () => {
+    const cluster = clusterOf();
     const tag = randomBytes(4).toString('hex');
     const env = {
       BROKER_URL: cluster.urls,

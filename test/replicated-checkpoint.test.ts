@@ -74,13 +74,20 @@ interface Checkpointing {
   everyMs?: number;
 }
 
-async function startReplica(name: string, q: QueueLog & { bucket: string }, options: Checkpointing & { restore?: boolean } = {}) {
+/** A duel queue whose tickets never match (they name no host within 5 ms): its log holds only what a test sends. */
+const UNMATCHABLE = duelQueue(20, 5);
+
+async function startReplica(
+  name: string,
+  q: QueueLog & { bucket: string },
+  options: Checkpointing & { restore?: boolean; yaml?: string } = {},
+) {
   const nc = await natsClient(server);
   const objects = options.restore || options.every || options.everyBytes || options.everyMs ? await new Objm(nc).open(q.bucket) : undefined;
   const replica = await startReplicaOf({
     name,
     queue: q,
-    yaml: duelQueue(20),
+    yaml: options.yaml ?? duelQueue(20),
     nc,
     kv: await new Kvm(nc).open(BUCKET),
     leaseMs: LEASE_MS,
@@ -245,7 +252,8 @@ describe('checkpoints of a replicated queue', () => {
   it('takes a checkpoint once the log since the last holds the interval in bytes, however few records came', async () => {
     const q = await newQueue();
     const everyBytes = 4_096;
-    const a = await startReplica('a', q, { everyBytes });
+    // No matches: no entries after the checkpoint, so no second one, and no purge of the entries measured below.
+    const a = await startReplica('a', q, { everyBytes, yaml: UNMATCHABLE });
     await until('a leads', () => a.history.acting);
     const grow = async () => {
       for (let i = 0; i < 200 && a.history.savedSeq === undefined; i++) await createTicket(a);
@@ -267,7 +275,8 @@ describe('checkpoints of a replicated queue', () => {
 
   it('counts records, not entries: an entry of many requests counts each', async () => {
     const q = await newQueue();
-    const a = await startReplica('a', q, { every: 20 });
+    // No matches: the log holds the claim and the requests' entries only.
+    const a = await startReplica('a', q, { every: 20, yaml: UNMATCHABLE });
     await until('a leads', () => a.history.acting);
     // Forty requests in one event turn: one entry (group commit), or a few.
     await Promise.all(Array.from({ length: 40 }, () => createTicket(a)));

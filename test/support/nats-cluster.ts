@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll } from 'vitest';
 import { untilClustered } from '../../bench/nats-cluster.js';
 import { freePort, natsProcess, type NatsProcess } from './nats.js';
 import { removeDirs, tempDir } from './service.js';
@@ -110,6 +111,18 @@ async function startNatsClusterOnce(options: NatsClusterOptions): Promise<TestNa
     },
     dispose,
   };
+}
+
+/** A cluster for one test file: started before its tests, disposed after them; the getter gives it. */
+export function useNatsCluster(options: NatsClusterOptions = {}): () => TestNatsCluster {
+  let cluster: TestNatsCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startNatsCluster(options);
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.dispose();
+  });
+  return () => cluster!;
 }
 
 /** A client of the whole cluster; it fails over to another node when one goes, and reconnects quickly. */

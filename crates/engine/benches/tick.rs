@@ -4,7 +4,9 @@
 //! `TICK_BENCH_EXPANSION=none` turns the bounds' widening off. `TICK_BENCH_REFUSALS=1` records the
 //! per-ticket refusals (docs/rule-diagnostics.md, "Per ticket") in every tick;
 //! `TICK_BENCH_REFUSALS=compare` times ticks without and with the record alternately, on the same pool
-//! and workspace, and reports both.
+//! and workspace, and reports both. Each size also times a plain sort of the pool's skill keys, `(f64, u32)`
+//! pairs with `sort_unstable_by`, and prints the tick's best over the sort's best: the baseline the engine's
+//! speed is read against, from the same run on the same machine.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -171,6 +173,11 @@ fn main() {
                 100.0 * matched_tickets as f64 / n as f64
             );
         }
+        let sort_ms = best_sort_ms(&p.mmr_mean, iters);
+        println!(
+            "  sort of {n} (f64, u32) keys: best {sort_ms:.2} ms; tick best / sort best {:.1}x",
+            best[0] / sort_ms
+        );
         if modes.len() == 2 {
             println!(
                 "  recording the refusals: mean {:+.2}%, best {:+.2}%",
@@ -183,4 +190,18 @@ fn main() {
         let reasons: Vec<String> = Rejection::ALL.iter().map(|&r| format!("{} {}", r.name(), d.rejected(r))).collect();
         println!("  failed candidates {}, examined {} | {}", d.failed, d.examined, reasons.join(", "));
     }
+}
+
+/// The best of `iters` unstable sorts of (skill, index) pairs by skill; each sort starts from the unsorted keys.
+fn best_sort_ms(skills: &[f64], iters: usize) -> f64 {
+    let keys: Vec<(f64, u32)> = skills.iter().enumerate().map(|(i, &s)| (s, i as u32)).collect();
+    let mut best = f64::INFINITY;
+    for _ in 0..iters {
+        let mut v = keys.clone();
+        let t0 = Instant::now();
+        v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        best = best.min(t0.elapsed().as_secs_f64() * 1e3);
+        black_box(&v);
+    }
+    best
 }

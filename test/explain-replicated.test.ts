@@ -27,18 +27,21 @@ describe('explain and statistics on the leader and on a follower', () => {
     removeDirs(queueDir, ...replicas.map((r) => r.dataDir));
   });
 
-  /** The replica leading `queueId`, and the other one. */
+  /**
+   * The replica leading `queueId`, and the other one, once leadership has spread (each replica leads one of
+   * the two queues): before that, the replica leading both hands one over, and roles read then would change.
+   */
   async function roles(queueId: string): Promise<{ leader: TestService; follower: TestService }> {
-    const leads = async (r: TestService) =>
-      ((await httpRequest(r, 'GET', '/admin/v1/queues')).body.queues as { queueId: string; leading: boolean }[]).find(
-        (q) => q.queueId === queueId,
-      )?.leading === true;
+    const leading = async (r: TestService) =>
+      ((await httpRequest(r, 'GET', '/admin/v1/queues')).body.queues as { queueId: string; leading: boolean }[])
+        .filter((q) => q.leading)
+        .map((q) => q.queueId);
     const found = await pollUntil(
-      async () => Promise.all(replicas.map(leads)),
-      (l) => l.filter(Boolean).length === 1,
-      15_000,
+      async () => Promise.all(replicas.map(leading)),
+      (l) => l.every((queues) => queues.length === 1) && l.filter((queues) => queues.includes(queueId)).length === 1,
+      30_000,
     );
-    const i = found.indexOf(true);
+    const i = found.findIndex((queues) => queues.includes(queueId));
     return { leader: replicas[i]!, follower: replicas[1 - i]! };
   }
 

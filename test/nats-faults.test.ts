@@ -182,7 +182,9 @@ async function faultUnderLoad(g: Group, fault: 'stop' | 'kill'): Promise<void> {
   }
 
   // Nothing acknowledged lost, no ticket in two matches, gap-free numbering.
-  await expectNoTicketLost(g, QUEUE, probes.acked);
+  // Settling may wait for the coordination bucket's leader after a hung node's return (5 to 20 s seen), and, once
+  // in CI, a replica took over 20 s more to apply the log's last matches: the check here is loss, not speed.
+  await expectNoTicketLost(g, QUEUE, probes.acked, 45_000);
   expectGapFree(g.outcomes.unique, QUEUE);
 
   // Down: every replica acknowledges creates within the bound of the log storing again, and keeps doing so;

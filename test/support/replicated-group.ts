@@ -143,7 +143,8 @@ export function expiredTickets(outcomes: readonly StreamedOutcome[], queueId: st
  * Once the load stopped and the queue settled: every acknowledged ticket is in one match or still active on
  * every running replica (none lost), and the running replicas hold the same counts.
  */
-export async function expectNoTicketLost(g: Group, queueId: string, acked: readonly string[]): Promise<void> {
+export async function expectNoTicketLost(g: Group, queueId: string, acked: readonly string[], settleMs = 20_000): Promise<void> {
+  const settleFrom = Date.now();
   const running = [0, 1, 2].filter((i) => g.cluster.replicas[i]!.running);
   // Settled: every replica holds the same counts, and the stream holds every match they resolved.
   const settled = await pollUntil(
@@ -157,9 +158,10 @@ export async function expectNoTicketLost(g: Group, queueId: string, acked: reado
       all.every((c) => JSON.stringify(c) === JSON.stringify(all[0])) &&
       all[0]!.find((q) => q.queueId === queueId)!.activeTickets <= 1 &&
       all[0]!.find((q) => q.queueId === queueId)!.resolvedTickets === matched,
-    20_000,
+    settleMs,
     200,
   );
+  console.log(`settled (every replica the same counts, every match in the stream) ${Date.now() - settleFrom} ms after the load stopped`);
   for (const c of settled.all) expect(c).toEqual(settled.all[0]);
   const inMatch = matchedTickets(g.outcomes.unique, queueId);
   const unmatched = acked.filter((id) => !inMatch.has(id));

@@ -7,6 +7,7 @@ import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import {
   AuthorizationError,
   connect,
+  deadline,
   UserAuthenticationExpiredError,
   type NatsConnection,
   type NodeConnectionOptions,
@@ -124,11 +125,7 @@ export class BrokerConnection {
     const nc = this.current;
     if (!nc || this.probing || this.closed || !this.connected) return;
     this.probing = true;
-    let timer: NodeJS.Timeout | undefined;
-    const silence = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new Error('no answer')), SILENCE_PROBE_MS);
-    });
-    Promise.race([nc.flush(), silence])
+    deadline(nc.flush(), SILENCE_PROBE_MS)
       .catch(() => {
         if (this.closed || nc.isClosed()) return;
         this.log.warn({ server: nc.getServer(), url: this.display }, 'outcome broker: NATS server silent; moving to another node');
@@ -136,7 +133,6 @@ export class BrokerConnection {
       })
       .catch(() => undefined)
       .finally(() => {
-        clearTimeout(timer);
         this.probing = false;
       });
   }

@@ -12,6 +12,7 @@ import {
   type PubAck,
   type StoredMsg,
 } from '@nats-io/jetstream';
+import { deadline, delay } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 
 /** The log's subjects: request records any replica appends, a leader's records, and leadership claims. */
@@ -132,16 +133,16 @@ export class ReplicationLog {
 
   /** One append, tried again with the same id (see PUBLISH_TRY_MS) until PUBLISH_TIMEOUT_MS has passed. */
   private async publish(subject: string, entry: Uint8Array, msgId: string, expect: JetStreamPublishOptions['expect']): Promise<PubAck> {
-    const deadline = performance.now() + PUBLISH_TIMEOUT_MS;
+    const giveUpAt = performance.now() + PUBLISH_TIMEOUT_MS;
     for (;;) {
       const sentAt = performance.now();
-      const timeout = Math.max(1, Math.min(PUBLISH_TRY_MS, deadline - sentAt));
+      const timeout = Math.max(1, Math.min(PUBLISH_TRY_MS, giveUpAt - sentAt));
       try {
         return await this.js.publish(subject, entry, { msgID: msgId, timeout, expect });
       } catch (err) {
-        if (!retryable(err) || performance.now() + PUBLISH_PAUSE_MS >= deadline) throw err;
+        if (!retryable(err) || performance.now() + PUBLISH_PAUSE_MS >= giveUpAt) throw err;
         // A failure that came at once (no stream leader to answer) is not tried again at once.
-        if (performance.now() - sentAt < PUBLISH_PAUSE_MS) await sleep(PUBLISH_PAUSE_MS);
+        if (performance.now() - sentAt < PUBLISH_PAUSE_MS) await delay(PUBLISH_PAUSE_MS);
       }
     }
   }
@@ -177,9 +178,9 @@ export class ReplicationLog {
    * a lagging node's "none" is a failure to try again.
    */
   private entryAt(seq: number, stored: boolean): Promise<StoredMsg | null> {
-    const reads = [within(this.jsm.streams.getMessage(this.stream, { seq }), READ_TRY_MS).then((entry) => ({ entry, leader: true }))];
+    const reads = [deadline(this.jsm.streams.getMessage(this.stream, { seq }), READ_TRY_MS).then((entry) => ({ entry, leader: true }))];
     if (this.direct) {
-      reads.push(within(this.jsm.direct.getMessage(this.stream, { seq }), READ_TRY_MS).then((entry) => ({ entry, leader: false })));
+      reads.push(deadline(this.jsm.direct.getMessage(this.stream, { seq }), READ_TRY_MS).then((entry) => ({ entry, leader: false })));
     }
     return new Promise((resolve, reject) => {
       let pending = reads.length;
@@ -213,7 +214,7 @@ export class ReplicationLog {
     const behind = (yes: boolean) => (yes ? true : Promise.reject(new Error('not behind')));
     return Promise.any([
       this.entryAt(seq, false).then((entry) => behind(entry !== null)),
-      within(this.lastSeq(), READ_TRY_MS).then((last) => behind(last >= seq)),
+      deadline(this.lastSeq(), READ_TRY_MS).then((last) => behind(last >= seq)),
     ]).catch(() => false);
   }
 
@@ -297,7 +298,7 @@ export class ReplicationLog {
           openedAt = performance.now();
           messages.stop();
         }
-        await sleep(DIRECT_POLL_MS);
+        await delay(DIRECT_POLL_MS);
       }
       if (!stopped) this.log.info({ stream: this.stream, next, consumerDelivers: delivered }, 'replication log reader reads on');
     };
@@ -338,7 +339,7 @@ export class ReplicationLog {
           this.log.warn({ stream: this.stream, next, err }, 'replication log reader failed; reading on');
         }
         for (let waitMs = REOPEN_FIRST_MS; !stopped; waitMs = Math.min(waitMs * 2, REOPEN_MAX_MS)) {
-          await sleep(waitMs);
+          await delay(waitMs);
           try {
             messages = await open();
             openedAt = performance.now();
@@ -360,15 +361,4 @@ export class ReplicationLog {
       },
     };
   }
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** `promise`, or a failure once `ms` have passed without its answer. */
-function within<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }

@@ -5,6 +5,7 @@
 //! (encoded like a ticket's). Requests are served oldest first; each takes compatible tickets nearest to
 //! its skill target until its slots are full or no candidate is left. Complexity: O(requests x pool) plus
 //! sorting each request's candidates, which suits the few requests a queue holds at a time.
+use crate::input::{compatible, filter_groups};
 use crate::{EngineError, FilterMode, PoolColumns, TickParams, NO_HOST};
 
 /// One queue's open backfill requests as columns; r = `ruleset.len()`, F = the pool's filter count.
@@ -50,13 +51,6 @@ impl BackfillWorkspace {
     }
 }
 
-fn compatible(mode: FilterMode, values_a: u64, accepts_a: u64, values_b: u64, accepts_b: u64) -> bool {
-    match mode {
-        FilterMode::Overlap => values_a & values_b != 0,
-        FilterMode::Containment => values_a & !accepts_b == 0 && values_b & !accepts_a == 0,
-    }
-}
-
 /// Fills backfill requests; answers how many got at least one ticket.
 pub fn run_backfill(
     pool: &PoolColumns<'_>,
@@ -91,6 +85,9 @@ pub fn run_backfill(
     check("latency_ms", n * h, pool.latency_ms.len())?;
     if params.filters.len() != f {
         return Err(EngineError::FilterCount { pool: f, params: params.filters.len() });
+    }
+    if params.filters.first() == Some(&FilterMode::Continued) {
+        return Err(EngineError::InvalidParam { name: "filters", reason: "the first column cannot be Continued" });
     }
     if out.offsets.len() < r + 1 {
         return Err(EngineError::BufferTooSmall { buffer: "offsets", required: r + 1, actual: out.offsets.len() });
@@ -141,15 +138,11 @@ pub fn run_backfill(
             if distance > spread {
                 continue;
             }
-            let fits = request_attrs.clone().enumerate().all(|(k, a)| {
-                compatible(
-                    params.filters[k],
-                    requests.attr_values[a],
-                    requests.attr_accepts[a],
-                    pool.attr_values[i * f + k],
-                    pool.attr_accepts[i * f + k],
-                )
-            });
+            let (pv, pa) = (&pool.attr_values[i * f..(i + 1) * f], &pool.attr_accepts[i * f..(i + 1) * f]);
+            let (rv, ra) =
+                (&requests.attr_values[request_attrs.clone()], &requests.attr_accepts[request_attrs.clone()]);
+            let fits = filter_groups(params.filters)
+                .all(|(k, w, mode)| compatible(mode, &rv[k..k + w], &ra[k..k + w], &pv[k..k + w], &pa[k..k + w]));
             if fits {
                 ws.candidates.push((distance, i as u32));
             }
@@ -170,15 +163,10 @@ pub fn run_backfill(
             // Pairwise with the tickets already taken for this request.
             let fits_taken = ws.served[start..].iter().all(|&j| {
                 let j = j as usize;
-                (0..f).all(|k| {
-                    compatible(
-                        params.filters[k],
-                        pool.attr_values[i * f + k],
-                        pool.attr_accepts[i * f + k],
-                        pool.attr_values[j * f + k],
-                        pool.attr_accepts[j * f + k],
-                    )
-                })
+                let (jv, ja) = (&pool.attr_values[j * f..(j + 1) * f], &pool.attr_accepts[j * f..(j + 1) * f]);
+                let (iv, ia) = (&pool.attr_values[i * f..(i + 1) * f], &pool.attr_accepts[i * f..(i + 1) * f]);
+                filter_groups(params.filters)
+                    .all(|(k, w, mode)| compatible(mode, &iv[k..k + w], &ia[k..k + w], &jv[k..k + w], &ja[k..k + w]))
             });
             if !fits_taken {
                 continue;

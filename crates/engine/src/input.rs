@@ -7,6 +7,42 @@ pub enum FilterMode {
     Overlap,
     /// Compatible when `values_a ⊆ accepts_b` and `values_b ⊆ accepts_a`.
     Containment,
+    /// The next 64 values of the filter in the column before (a filter with more than 64 distinct
+    /// values spans several columns, its mode in the first; see [`filter_groups`]). Its tickets are
+    /// compared over all the filter's columns at once: overlap when any column's values meet,
+    /// containment when every column's are contained.
+    Continued,
+}
+
+/// The attribute filters as column groups `(first column, columns, mode)`: each filter's column and
+/// the [`FilterMode::Continued`] columns after it. `validate` refuses a leading `Continued`.
+pub(crate) fn filter_groups(modes: &[FilterMode]) -> impl Iterator<Item = (usize, usize, FilterMode)> + '_ {
+    let mut k = 0;
+    std::iter::from_fn(move || {
+        let mode = *modes.get(k)?;
+        let start = k;
+        k += 1;
+        while modes.get(k) == Some(&FilterMode::Continued) {
+            k += 1;
+        }
+        Some((start, k - start, mode))
+    })
+}
+
+/// Whether two tickets' rows of one filter (its columns' values and accepts) are compatible under
+/// `mode` (the filter's first column's; never `Continued`).
+pub(crate) fn compatible(
+    mode: FilterMode,
+    values_a: &[u64],
+    accepts_a: &[u64],
+    values_b: &[u64],
+    accepts_b: &[u64],
+) -> bool {
+    let columns = values_a.iter().zip(accepts_a).zip(values_b.iter().zip(accepts_b));
+    match mode {
+        FilterMode::Overlap => values_a.iter().zip(values_b).any(|(&a, &b)| a & b != 0),
+        _ => columns.fold(true, |ok, ((&va, &aa), (&vb, &ab))| ok & ((va & !ab) | (vb & !aa) == 0)),
+    }
 }
 
 /// Bounds that replace the ruleset's base bounds once the oldest ticket of a candidate match
@@ -192,7 +228,8 @@ pub struct TickParams<'a> {
     pub mmr_normalization_ref: f64,
     /// Raw mmr added per extra party member to the effective skill. Default 0.0.
     pub party_synergy_bonus: f64,
-    /// Mode of each attribute filter; length must equal the pool's `filter_count`.
+    /// Mode of each attribute filter column (`Continued` for a filter's columns after its first);
+    /// length must equal the pool's `filter_count`.
     pub filters: &'a [FilterMode],
     /// At most 32.
     pub rulesets: &'a [Ruleset<'a>],

@@ -2,7 +2,7 @@
 //! itself never panics or indexes out of bounds.
 
 use crate::{
-    Curve, EngineError, MatchBuffers, OutputCapacity, PoolColumns, Ruleset, TickParams, MAX_HOSTS,
+    Curve, EngineError, FilterMode, MatchBuffers, OutputCapacity, PoolColumns, Ruleset, TickParams, MAX_HOSTS,
     MAX_PLAYERS_PER_MATCH, MAX_RULESETS,
 };
 
@@ -39,6 +39,9 @@ pub(crate) fn validate(
     }
     if params.filters.len() != f {
         return Err(EngineError::FilterCount { pool: f, params: params.filters.len() });
+    }
+    if params.filters.first() == Some(&FilterMode::Continued) {
+        return Err(EngineError::InvalidParam { name: "filters", reason: "the first column cannot be Continued" });
     }
     let nf = n
         .checked_mul(f)

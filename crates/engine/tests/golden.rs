@@ -33,6 +33,7 @@ fn generate(n: usize, seed: u64, filters: &[FilterMode], hosts: usize, max_party
                     let v = 1u64 << rng.below(3);
                     (v, v | (1 << rng.below(3)) | (1 << rng.below(5)))
                 }
+                (FilterMode::Continued, _) => unreachable!("the golden pools' filters have one column each"),
             };
             p.attr_values.push(v);
             p.attr_accepts.push(a);

@@ -101,7 +101,7 @@ fn ruleset_spec() -> impl Strategy<Value = RulesetSpec> {
 fn attr(mode: FilterMode) -> impl Strategy<Value = (u64, u64)> {
     let unspecified = match mode {
         FilterMode::Overlap => (u64::MAX, u64::MAX),
-        FilterMode::Containment => (0, u64::MAX),
+        _ => (0, u64::MAX),
     };
     prop_oneof![
         Just(unspecified),
@@ -112,7 +112,8 @@ fn attr(mode: FilterMode) -> impl Strategy<Value = (u64, u64)> {
 }
 
 fn ticket(filters: Vec<FilterMode>, hosts: usize, rulesets: usize) -> impl Strategy<Value = Ticket> {
-    let attrs: Vec<_> = filters.iter().map(|&m| attr(m)).collect();
+    let modes = Pool::new(filters, 0);
+    let attrs: Vec<_> = (0..modes.filters.len()).map(|k| attr(modes.mode_of(k))).collect();
     (1u8..=4, 0.0f64..1.0, 0.0f64..90_000.0, 1u32..(1u32 << rulesets), attrs, prop::collection::vec(0u16..300, hosts))
         .prop_map(|(party, mmr, wait, mask, attrs, lat)| Ticket { party, mmr, wait, mask, attrs, lat })
 }
@@ -129,7 +130,17 @@ struct Case {
 
 fn case() -> impl Strategy<Value = Case> {
     (
-        prop::collection::vec(prop_oneof![Just(FilterMode::Overlap), Just(FilterMode::Containment)], 0..=3),
+        // Filters of one to three columns (more than 64 values: `Continued` columns).
+        prop::collection::vec(
+            (prop_oneof![Just(FilterMode::Overlap), Just(FilterMode::Containment)], 1usize..=3),
+            0..=3,
+        )
+        .prop_map(|filters| {
+            filters
+                .into_iter()
+                .flat_map(|(mode, w)| std::iter::once(mode).chain(std::iter::repeat_n(FilterMode::Continued, w - 1)))
+                .collect::<Vec<_>>()
+        }),
         0usize..=4,
         prop::collection::vec(ruleset_spec(), 1..=3),
         0.0f64..0.05,

@@ -621,3 +621,90 @@ fn bounds_for_wait_combines_steps_and_the_curve() {
     // With require_host, never without a host.
     assert!(!Ruleset { require_host: true, ..rs }.bounds_for_wait(1e9).any_host);
 }
+
+#[test]
+fn filters_with_more_than_64_values_compare_all_their_columns() {
+    // An overlap filter of 192 values (three columns) and a containment filter of 128 (two). Value v is
+    // bit v % 64 of column v / 64. Once (compatibility by bitsets over the few distinct rows) and 70
+    // times over, far apart in skill, each copy with its own value of a sixth filter (over 64 distinct
+    // rows there: running aggregates instead): the same pairs each time.
+    let bit = |v: u32| (v / 64, 1u64 << (v % 64));
+    for copies in [1usize, 70] {
+        let modes = vec![
+            FilterMode::Overlap,
+            FilterMode::Continued,
+            FilterMode::Continued,
+            FilterMode::Containment,
+            FilterMode::Continued,
+            FilterMode::Overlap,
+        ];
+        let mut pool = Pool::new(modes, 0);
+        let mut want = Vec::new();
+        for c in 0..copies {
+            let base = c as f64 * 2.0;
+            let arrival = NOW - 1000.0 * (copies - c) as f64;
+            let mut add = |mmr: f64, age: f64, overlap: &[u32], containment: Option<(u32, Option<u32>)>| {
+                let t = pool.add(1, base + mmr, arrival - age, 1);
+                pool.set_attr(t, 5, c as u64 + 1, u64::MAX);
+                if !overlap.is_empty() {
+                    for col in 0..3 {
+                        pool.set_attr(t, col, 0, u64::MAX);
+                    }
+                    for &v in overlap {
+                        let (col, b) = bit(v);
+                        let i = t * 6 + col as usize;
+                        pool.attr_values[i] |= b;
+                    }
+                }
+                if let Some((value, accepts)) = containment {
+                    let (col, b) = bit(value);
+                    for k in 0..2 {
+                        let accepted = accepts.map_or(u64::MAX, |a| if bit(a).0 == k { bit(a).1 } else { 0 });
+                        pool.set_attr(t, 3 + k as usize, if k == col { b } else { 0 }, accepted);
+                    }
+                }
+                t as u32
+            };
+            let t0 = add(0.0, 60.0, &[70], None);
+            let t3 = add(0.001, 0.0, &[70], None);
+            let t1 = add(0.3, 50.0, &[130], None);
+            // Nearer to t1 than t2, with 66: bit 2 of the second column, where 130 has bit 2 of the third.
+            let _t7 = add(0.3005, 0.0, &[66], Some((64, None)));
+            let t2 = add(0.301, 0.0, &[5, 130], None);
+            let t4 = add(0.6, 40.0, &[], Some((100, Some(100))));
+            let t6 = add(0.601, 0.0, &[], Some((100, None)));
+            // Accepts only 3: not t7 (64, in the second column).
+            let _t5 = add(0.602, 0.0, &[], Some((3, Some(3))));
+            want.extend([vec![t0, t3], vec![t1, t2], vec![t4, t6]]);
+        }
+        let rs = [ruleset(2, 1)];
+        let p = params(&pool, &rs, NOW, 1);
+        let m = run(&pool, &p);
+        check_invariants(&pool, &p, &m).unwrap();
+        let mut got: Vec<Vec<u32>> = m.iter().map(|m| m.sorted_tickets()).collect();
+        got.sort();
+        let mut want: Vec<Vec<u32>> = want
+            .into_iter()
+            .map(|mut v| {
+                v.sort();
+                v
+            })
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "{copies} copies");
+        // The accepts of t4 and t6: 100 only, in the containment filter's second column.
+        let m46 = m.iter().find(|m| m.sorted_tickets() == want[2]).unwrap();
+        assert_eq!(m46.accepts[3..5], [0, 1 << 36]);
+    }
+}
+
+#[test]
+fn a_leading_continued_column_is_refused() {
+    let mut pool = Pool::new(vec![FilterMode::Continued, FilterMode::Overlap], 0);
+    pool.add(1, 0.5, NOW, 1);
+    let rs = [ruleset(2, 1)];
+    assert!(matches!(
+        try_run(&pool, &params(&pool, &rs, NOW, 1)),
+        Err(EngineError::InvalidParam { name: "filters", .. })
+    ));
+}

@@ -1,6 +1,7 @@
 //! Attribute classes: the pool's distinct attribute rows, interned, and per filter the pairwise
 //! compatibility of their (values, accepts) pairs as bitsets.
 
+use crate::input::{compatible, filter_groups};
 use crate::FilterMode;
 
 /// Distinct attribute rows of the pool ("classes"), 2F words each, with an open-addressing
@@ -104,55 +105,60 @@ impl Interner {
     }
 }
 
-/// Attribute compatibility by bitsets. Filter k's distinct (values, accepts) pairs get ids
-/// `0..64`; `compat[64k + id]` has bit j set when pair `id` is compatible with pair j under
+/// Attribute compatibility by bitsets. Filter k's distinct rows (values and accepts over its columns)
+/// get ids `0..64`; `compat[64k + id]` has bit j set when row `id` is compatible with row j under
 /// filter k's mode (a symmetric relation). A match keeps, per filter, the AND of its tickets'
-/// rows: the pairs compatible with all of them, so testing a candidate is one AND per filter.
+/// rows: the rows compatible with all of them, so testing a candidate is one AND per filter.
 #[derive(Debug, Default)]
 pub(super) struct FilterBits {
     pub(super) enabled: bool,
-    /// F words per class: `1 << id` of the class's pair in filter k.
+    /// Filters (column groups, `filter_groups`); a class has one word per filter in `class_bits`.
+    pub(super) filters: usize,
+    /// `filters` words per class: `1 << id` of the class's row in filter k.
     pub(super) class_bits: Vec<u64>,
     pub(super) compat: Vec<u64>,
-    /// Distinct pairs of one filter, while building.
-    pairs: Vec<(u64, u64)>,
+    /// Distinct rows of one filter while building: values then accepts, `2 * columns` words each.
+    rows: Vec<u64>,
 }
 
 impl FilterBits {
+    /// At most this many filters (column groups).
     pub(super) const MAX_FILTERS: usize = 16;
 
     pub(super) fn build(&mut self, classes: Option<&Interner>, modes: &[FilterMode]) {
         self.enabled = false;
         let Some(classes) = classes else { return };
         let f = modes.len();
-        if f > Self::MAX_FILTERS {
+        let filters = filter_groups(modes).count();
+        if filters > Self::MAX_FILTERS {
             return;
         }
+        self.filters = filters;
         self.class_bits.clear();
-        self.class_bits.resize(classes.count * f, 0);
+        self.class_bits.resize(classes.count * filters, 0);
         self.compat.clear();
-        self.compat.resize(64 * f, 0);
-        for (k, &mode) in modes.iter().enumerate() {
-            self.pairs.clear();
+        self.compat.resize(64 * filters, 0);
+        for (g, (k, w, mode)) in filter_groups(modes).enumerate() {
+            self.rows.clear();
             for (c, row) in classes.rows.chunks_exact(2 * f).enumerate() {
-                let pair = (row[2 * k], row[2 * k + 1]);
-                let id = match self.pairs.iter().position(|&q| q == pair) {
+                // This filter's values, then its accepts.
+                let own = &row[2 * k..2 * (k + w)];
+                let mut this = own.iter().step_by(2).chain(own.iter().skip(1).step_by(2));
+                let found = self.rows.chunks_exact(2 * w).position(|r| r.iter().eq(this.clone()));
+                let id = match found {
                     Some(id) => id,
-                    None if self.pairs.len() < 64 => {
-                        self.pairs.push(pair);
-                        self.pairs.len() - 1
+                    None if self.rows.len() < 64 * 2 * w => {
+                        self.rows.extend(&mut this);
+                        self.rows.len() / (2 * w) - 1
                     }
                     None => return,
                 };
-                self.class_bits[c * f + k] = 1 << id;
+                self.class_bits[c * filters + g] = 1 << id;
             }
-            for (a, &(va, aa)) in self.pairs.iter().enumerate() {
-                for (b, &(vb, ab)) in self.pairs.iter().enumerate() {
-                    let ok = match mode {
-                        FilterMode::Overlap => va & vb != 0,
-                        FilterMode::Containment => (va & !ab) | (vb & !aa) == 0,
-                    };
-                    self.compat[64 * k + a] |= u64::from(ok) << b;
+            for (a, ra) in self.rows.chunks_exact(2 * w).enumerate() {
+                for (b, rb) in self.rows.chunks_exact(2 * w).enumerate() {
+                    let ok = compatible(mode, &ra[..w], &ra[w..], &rb[..w], &rb[w..]);
+                    self.compat[64 * g + a] |= u64::from(ok) << b;
                 }
             }
         }
@@ -187,11 +193,8 @@ mod tests {
         assert_eq!(classes.intern(&[512], &[0], 513), Some(512));
     }
 
-    fn compatible(mode: FilterMode, (va, aa): (u64, u64), (vb, ab): (u64, u64)) -> bool {
-        match mode {
-            FilterMode::Overlap => va & vb != 0,
-            FilterMode::Containment => va & !ab == 0 && vb & !aa == 0,
-        }
+    fn one_column(mode: FilterMode, (va, aa): (u64, u64), (vb, ab): (u64, u64)) -> bool {
+        compatible(mode, &[va], &[aa], &[vb], &[ab])
     }
 
     #[test]
@@ -221,7 +224,7 @@ mod tests {
                 for (k, &mode) in modes.iter().enumerate() {
                     let id_a = bits.class_bits[a * 3 + k].trailing_zeros() as usize;
                     let got = bits.compat[64 * k + id_a] & bits.class_bits[b * 3 + k] != 0;
-                    assert_eq!(got, compatible(mode, pair(a, k), pair(b, k)), "classes {a} {b} filter {k}");
+                    assert_eq!(got, one_column(mode, pair(a, k), pair(b, k)), "classes {a} {b} filter {k}");
                 }
             }
         }

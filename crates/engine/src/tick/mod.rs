@@ -19,7 +19,7 @@ mod sort;
 pub(crate) use layout::{Links, Sorted};
 pub(crate) use search::Scratch;
 
-use crate::{FilterMode, MatchBuffers, PoolColumns, RuleDiagnostics, TickParams, Workspace};
+use crate::{MatchBuffers, PoolColumns, RuleDiagnostics, TickParams, Workspace};
 use emit::emit;
 use lanes::lat_words;
 use layout::{prefetch, prefetch_range, prepare, Ctx};
@@ -57,8 +57,7 @@ fn seed_loop(
     let Workspace { sorted, links, scratch, diagnostics } = ws;
     // Every ticket that could be in a match is a seed, in age order.
     let seeds = sorted.by_age.len();
-    scratch.overlap.clear();
-    scratch.overlap.extend(params.filters.iter().map(|m| *m == FilterMode::Overlap));
+    scratch.set_filters(params.filters);
     links.reset(sorted.live);
 
     let valid_rulesets = valid_rulesets(params);

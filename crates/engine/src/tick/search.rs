@@ -9,7 +9,8 @@ use super::emit::cheapest_host;
 use super::lanes::{all_hosts, lat_words, LatBound};
 use super::layout::{find, Ctx, Links};
 use super::packing::TwoTeams;
-use crate::{Bounds, Rejection, RuleDiagnostics, Ruleset};
+use crate::input::filter_groups;
+use crate::{Bounds, FilterMode, Rejection, RuleDiagnostics, Ruleset};
 
 /// Per-candidate scratch; all indices are live positions or indices into `sel`.
 #[derive(Debug, Default)]
@@ -27,14 +28,33 @@ pub(crate) struct Scratch {
     /// Exact placement into two teams, for a party the scan's placement has no room for.
     two_teams: TwoTeams,
     pub(super) big: BigBalance,
-    /// Per filter: overlap (else containment).
-    pub(super) overlap: Vec<bool>,
+    /// Per filter column: a one-column overlap filter (else containment, or a column of a `wide` one).
+    overlap: Vec<bool>,
+    /// Overlap filters of more than one column: (first column, columns).
+    wide: Vec<(usize, usize)>,
     agg: Vec<Agg>,
     /// Distinct (filter, values) of the selected tickets' overlap values other than `u64::MAX`.
     overlap_values: Vec<(usize, u64)>,
+    /// The same for `wide` filters: (index in `wide`, offset of the values in `wide_words`), other
+    /// than all `u64::MAX`.
+    wide_values: Vec<(usize, usize)>,
+    wide_words: Vec<u64>,
 }
 
 impl Scratch {
+    /// Sets the filter columns' rules from the tick's modes.
+    pub(super) fn set_filters(&mut self, modes: &[FilterMode]) {
+        self.overlap.clear();
+        self.wide.clear();
+        for (k, w, mode) in filter_groups(modes) {
+            let one = mode == FilterMode::Overlap && w == 1;
+            self.overlap.extend(std::iter::repeat_n(one, w));
+            if mode == FilterMode::Overlap && w > 1 {
+                self.wide.push((k, w));
+            }
+        }
+    }
+
     /// Keeps the selected candidate as the best so far.
     fn keep_best(&mut self) {
         let (sel, team, party, eff) = &mut self.best;
@@ -62,6 +82,8 @@ struct Agg {
     and_accepts: u64,
     or_values: u64,
     nonzero: u64,
+    /// A column of a `wide` overlap filter: neutral here, checked over the filter's columns.
+    wide: bool,
 }
 
 /// Bit offsets of the per-candidate rejection counts packed in one u64 (see `try_form`).
@@ -239,7 +261,8 @@ fn grow(
         return None;
     }
 
-    let Scratch { sel, sel_team, sel_party, sel_eff, room, overlap, agg, overlap_values, two_teams, .. } = sc;
+    let Scratch { sel, sel_team, sel_party, sel_eff, room, overlap, wide, agg, overlap_values, two_teams, .. } = sc;
+    let (wide_values, wide_words) = (&mut sc.wide_values, &mut sc.wide_words);
     let teams = rs.teams as usize;
     sel.clear();
     sel_team.clear();
@@ -270,16 +293,18 @@ fn grow(
     // `OR v ⊆ a_c`; overlap with every selected value needs `v_c` non-zero (to meet the
     // `u64::MAX` "unspecified" values) and meeting each distinct other value.
     let fb = &s.bits;
-    let f = ctx.f;
     let (class_bits, compat) = (&fb.class_bits[..], &fb.compat[..]);
     let mut allowed = [u64::MAX; FilterBits::MAX_FILTERS];
-    let allowed = &mut allowed[..if fb.enabled { f } else { 0 }];
+    let filters = fb.filters;
+    let allowed = &mut allowed[..if fb.enabled { filters } else { 0 }];
     let bits_of = |meta: u32| {
         let c = (meta >> 8) as usize;
-        &class_bits[c * f..(c + 1) * f]
+        &class_bits[c * filters..(c + 1) * filters]
     };
     agg.clear();
     overlap_values.clear();
+    wide_values.clear();
+    wide_words.clear();
     if fb.enabled {
         for (k, (a, &b)) in allowed.iter_mut().zip(bits_of(seed.meta)).enumerate() {
             *a = compat[64 * k + b.trailing_zeros() as usize];
@@ -288,16 +313,26 @@ fn grow(
         let seed_attrs = ctx.attrs(sp, seed.meta);
         for (k, (&ov, va)) in overlap.iter().zip(seed_attrs.chunks_exact(2)).enumerate() {
             if ov {
-                agg.push(Agg { and_accepts: u64::MAX, or_values: 0, nonzero: u64::MAX });
+                agg.push(Agg { and_accepts: u64::MAX, or_values: 0, nonzero: u64::MAX, wide: false });
                 if va[0] != u64::MAX {
                     overlap_values.push((k, va[0]));
                 }
             } else {
-                agg.push(Agg { and_accepts: va[1], or_values: va[0], nonzero: 0 });
+                agg.push(Agg { and_accepts: va[1], or_values: va[0], nonzero: 0, wide: false });
             }
         }
+        for &(k, w) in wide.iter() {
+            for g in &mut agg[k..k + w] {
+                *g = Agg { and_accepts: u64::MAX, or_values: 0, nonzero: 0, wide: true };
+            }
+        }
+        add_wide_values(wide, seed_attrs, wide_values, wide_words);
     }
-    let attrs_ok = |agg: &[Agg], overlap_values: &[(usize, u64)], rc: &[u64]| {
+    let attrs_ok = |agg: &[Agg],
+                    overlap_values: &[(usize, u64)],
+                    wide_values: &[(usize, usize)],
+                    wide_words: &[u64],
+                    rc: &[u64]| {
         let mut ok = true;
         for (g, va) in agg.iter().zip(rc.chunks_exact(2)) {
             let (v, a) = (va[0], va[1]);
@@ -306,6 +341,9 @@ fn grow(
         }
         for &(k, x) in overlap_values {
             ok &= rc[2 * k] & x != 0;
+        }
+        if !wide.is_empty() {
+            ok &= wide_ok(wide, wide_values, wide_words, rc);
         }
         ok
     };
@@ -374,7 +412,7 @@ fn grow(
         let ok = if fb.enabled {
             allowed.iter().zip(bits_of(c.meta)).fold(true, |ok, (&a, &b)| ok & (a & b != 0))
         } else {
-            attrs_ok(agg, overlap_values, ctx.attrs(p, c.meta))
+            attrs_ok(agg, overlap_values, wide_values, wide_words, ctx.attrs(p, c.meta))
         };
         if !ok {
             rejected += 1 << LANE_ATTRS;
@@ -437,11 +475,12 @@ fn grow(
                     if va[0] != u64::MAX && !overlap_values.contains(&(k, va[0])) {
                         overlap_values.push((k, va[0]));
                     }
-                } else {
+                } else if !g.wide {
                     g.and_accepts &= va[1];
                     g.or_values |= va[0];
                 }
             }
+            add_wide_values(wide, rc, wide_values, wide_words);
         }
     }
     let full = remaining == 0;
@@ -466,6 +505,34 @@ fn grow(
     diag.failed += 1;
     diag.examined += examined as u64;
     None
+}
+
+/// Adds a selected ticket's values of each `wide` overlap filter (its row `rc`) to the distinct
+/// ones, unless unspecified (every column `u64::MAX`) or there already.
+fn add_wide_values(wide: &[(usize, usize)], rc: &[u64], values: &mut Vec<(usize, usize)>, words: &mut Vec<u64>) {
+    for (i, &(k, w)) in wide.iter().enumerate() {
+        let columns = || rc[2 * k..2 * (k + w)].iter().step_by(2);
+        if columns().all(|&v| v == u64::MAX) {
+            continue;
+        }
+        if values.iter().any(|&(j, at)| j == i && words[at..at + w].iter().eq(columns())) {
+            continue;
+        }
+        values.push((i, words.len()));
+        words.extend(columns());
+    }
+}
+
+/// Whether the row `rc` meets, in every `wide` overlap filter, every distinct selected value set, and
+/// has a value (so it meets the unspecified ones too).
+fn wide_ok(wide: &[(usize, usize)], values: &[(usize, usize)], words: &[u64], rc: &[u64]) -> bool {
+    let meets =
+        |k: usize, w: usize, x: &[u64]| rc[2 * k..2 * (k + w)].iter().step_by(2).zip(x).any(|(&v, &x)| v & x != 0);
+    wide.iter().all(|&(k, w)| rc[2 * k..2 * (k + w)].iter().step_by(2).any(|&v| v != 0))
+        && values.iter().all(|&(i, at)| {
+            let (k, w) = wide[i];
+            meets(k, w, &words[at..at + w])
+        })
 }
 
 #[cfg(test)]
@@ -506,7 +573,7 @@ mod tests {
         let mut links = Links::default();
         links.reset(s.live);
         let mut sc = Scratch::default();
-        sc.overlap.extend(modes.iter().map(|&m| m == FilterMode::Overlap));
+        sc.set_filters(modes);
         let ctx = Ctx { s: &s, f: columns.filter_count, h: columns.host_count, norm: 0.1 };
         let sp = (0..s.live).find(|&p| ctx.ticket(p) == seed).unwrap() as u32;
         let bounds = rs.bounds_for_wait(0.0);

@@ -55,15 +55,32 @@ impl Pool {
         self.mmr_mean.push(mmr);
         self.arrival_ms.push(arrival_ms);
         self.ruleset_mask.push(mask);
-        for f in &self.filters {
-            match f {
+        for k in 0..self.filters.len() {
+            match self.mode_of(k) {
                 FilterMode::Overlap => self.attr_values.push(u64::MAX),
-                FilterMode::Containment => self.attr_values.push(0),
+                _ => self.attr_values.push(0),
             }
             self.attr_accepts.push(u64::MAX);
         }
         self.latency_ms.extend(std::iter::repeat_n(0, self.host_count));
         self.len() - 1
+    }
+
+    /// The mode of column `k`'s filter: its own, or for a `Continued` column that of the filter's first.
+    pub fn mode_of(&self, k: usize) -> FilterMode {
+        self.filters[..=k].iter().rev().copied().find(|&m| m != FilterMode::Continued).unwrap_or(FilterMode::Continued)
+    }
+
+    /// The filters as (first column, columns, mode).
+    pub fn filter_groups(&self) -> Vec<(usize, usize, FilterMode)> {
+        let mut groups: Vec<(usize, usize, FilterMode)> = Vec::new();
+        for (k, &mode) in self.filters.iter().enumerate() {
+            match (mode, groups.last_mut()) {
+                (FilterMode::Continued, Some(last)) => last.1 += 1,
+                _ => groups.push((k, 1, mode)),
+            }
+        }
+        groups
     }
 
     pub fn set_attr(&mut self, t: usize, f: usize, values: u64, accepts: u64) {
@@ -243,12 +260,14 @@ pub fn check_invariants(pool: &Pool, p: &TickParams<'_>, matches: &[Match]) -> R
         for a in 0..m.tickets.len() {
             for b in (a + 1)..m.tickets.len() {
                 let (ta, tb) = (m.tickets[a] as usize, m.tickets[b] as usize);
-                for (k, mode) in pool.filters.iter().enumerate() {
-                    let (va, aa) = (pool.attr_values[ta * f + k], pool.attr_accepts[ta * f + k]);
-                    let (vb, ab) = (pool.attr_values[tb * f + k], pool.attr_accepts[tb * f + k]);
+                for (k, w, mode) in pool.filter_groups() {
+                    let columns =
+                        |t: usize| (k..k + w).map(move |c| (pool.attr_values[t * f + c], pool.attr_accepts[t * f + c]));
+                    let pairs = || columns(ta).zip(columns(tb));
+                    // A filter of several columns is one set of values: overlap anywhere, containment everywhere.
                     let ok = match mode {
-                        FilterMode::Overlap => va & vb != 0,
-                        FilterMode::Containment => va & !ab == 0 && vb & !aa == 0,
+                        FilterMode::Overlap => pairs().any(|((va, _), (vb, _))| va & vb != 0),
+                        _ => pairs().all(|((va, aa), (vb, ab))| va & !ab == 0 && vb & !aa == 0),
                     };
                     if !ok {
                         return Err(ctx(format!("tickets {ta} and {tb} incompatible on filter {k}")));

@@ -21,9 +21,10 @@ export function buildEngineOutput(
   inputs.forEach((input, i) => {
     teams[match.teams[i]!]!.playerIds.push(...input.playerIds);
   });
+  const spans = pool.filterSpans();
   const attributes = config.engine.attribute_filters.map((filter, f) => ({
     name: filter.name,
-    accepts: pool.attributeKeys[f]!.keysOf(match.accepts[f]!),
+    accepts: pool.attributeKeys[f]!.keysOf(match.accepts.subarray(spans[f]!.start, spans[f]!.start + spans[f]!.width)),
   }));
   const host =
     match.preferredHost === undefined

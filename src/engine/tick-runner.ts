@@ -30,8 +30,9 @@ export interface EngineBackfillRequest {
   /** Host index of the running match; undefined when unknown (no latency bound). */
   host: number | undefined;
   arrivalMs: number;
-  attrValues: bigint[];
-  attrAccepts: bigint[];
+  /** Per filter, its columns, as TicketPool.prepare gives them. */
+  attrValues: bigint[][];
+  attrAccepts: bigint[][];
 }
 
 /** A config key as the binding spells it: napi-rs turns the Rust field `team_size` into `teamSize`. */
@@ -118,15 +119,19 @@ export class TickRunner {
   private outFilters = 0;
   /** The engine's rule diagnostics: RULE_COUNT_COLUMNS values per ruleset. */
   private ruleCounts: Float64Array;
+  /** The parameters the engine has, with the filter modes of the pool's columns it last ran on. */
+  private params: QueueParams;
 
   constructor(params: QueueParams) {
     this.engine = new TickEngine(params);
+    this.params = params;
     this.ruleCounts = new Float64Array(params.rulesets.length * RULE_COUNT_COLUMNS);
   }
 
   /** New parameters (hot reload); only between ticks. */
   configure(params: QueueParams): void {
     this.engine.configure(params);
+    this.params = params;
     // A new array only when the ruleset count changes: an earlier TickResult keeps reading its own.
     if (this.ruleCounts.length !== params.rulesets.length * RULE_COUNT_COLUMNS) {
       this.ruleCounts = new Float64Array(params.rulesets.length * RULE_COUNT_COLUMNS);
@@ -140,7 +145,8 @@ export class TickRunner {
    * filled). The pool's columns must not change until it resolves.
    */
   async backfill(pool: TicketPool, requests: readonly EngineBackfillRequest[], nowMs: number): Promise<number[][]> {
-    const f = pool.filterCount;
+    this.matchColumns(pool);
+    const columns = requests.map((q) => pool.columnsOf(q));
     const r = requests.length;
     if (this.assigned.length < pool.count) this.assigned = new Uint32Array(Math.max(1024, pool.count * 2));
     const offsets = new Uint32Array(r + 1);
@@ -152,8 +158,8 @@ export class TickRunner {
         skill: Float64Array.from(requests, (q) => q.skill),
         host: Uint32Array.from(requests, (q) => q.host ?? NO_HOST),
         arrivalMs: Float64Array.from(requests, (q) => q.arrivalMs),
-        attrValues: BigUint64Array.from(requests.flatMap((q) => q.attrValues.slice(0, f))),
-        attrAccepts: BigUint64Array.from(requests.flatMap((q) => q.attrAccepts.slice(0, f))),
+        attrValues: BigUint64Array.from(columns.flatMap((c) => c.values)),
+        attrAccepts: BigUint64Array.from(columns.flatMap((c) => c.accepts)),
         requestCount: r,
       },
       { offsets, assigned: this.assigned },
@@ -168,6 +174,7 @@ export class TickRunner {
    * event loop nothing until they are resolved.
    */
   async run(pool: TicketPool, nowMs: number, seed: number): Promise<TickResult> {
+    this.matchColumns(pool);
     if (pool.count > this.outCapacity || pool.filterCount !== this.outFilters) {
       this.outCapacity = Math.max(1024, pool.count * 2);
       this.outFilters = pool.filterCount;
@@ -210,6 +217,19 @@ export class TickRunner {
         };
       },
     };
+  }
+
+  /**
+   * Lays the pool out for the values its filters hold now, and gives the engine the filter modes of its columns:
+   * a filter past 64 values has further ("continued") ones.
+   */
+  private matchColumns(pool: TicketPool): void {
+    pool.fitFilters();
+    const modes = pool.filterModes();
+    const current = this.params.filterModes;
+    if (modes.length === current.length && modes.every((m, k) => m === current[k])) return;
+    this.params = { ...this.params, filterModes: modes };
+    this.engine.configure(this.params);
   }
 
   /** Worst case: every ticket alone in a match (OutputCapacity::for_pool in the engine crate). */

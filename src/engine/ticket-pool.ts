@@ -5,9 +5,18 @@ import type { ParsedEngineInput } from './engine-input.js';
 import { ShardedMap } from './sharded-map.js';
 import { failedPrecondition } from '../errors.js';
 
-/** Interned strings per attribute filter and per queue for host keys: bit positions in u64 masks. */
-export const MAX_KEYS = 64;
+/** Interned host keys per queue: bit positions in the engine's u64 acceptable-host mask. */
+export const MAX_HOST_KEYS = 64;
+/**
+ * Interned values per attribute filter. Value v is bit v % 64 of the filter's column v / 64; a filter has
+ * floor(values / 64) + 1 columns (filterColumns), so its last column always has a bit no value uses.
+ */
+export const MAX_FILTER_VALUES = 256;
 const ALL = 0xffff_ffff_ffff_ffffn;
+const TOP = 1n << 63n;
+
+/** Columns a filter of `values` distinct values takes: a spare bit above its last value (see `widenFilters`). */
+export const filterColumns = (values: number): number => Math.floor(values / 64) + 1;
 /** Latencies are u16 in the columns; larger measurements are clamped. */
 const MAX_LATENCY = 0xffff;
 
@@ -23,24 +32,28 @@ export interface PoolRow {
   mmrMean: number;
   arrivalMs: number;
   rulesetMask: number;
-  attrValues: bigint[];
-  attrAccepts: bigint[];
+  /** Per filter, its columns as the filter's values then stood (`columnsOf` lays them out for the pool). */
+  attrValues: bigint[][];
+  attrAccepts: bigint[][];
   /** Worst party latency per host index, for hosts some player measured (others: default latency). */
   latencies: [host: number, ms: number][];
 }
 
-/** Strings to dense indices, at most MAX_KEYS. Indices are never reused, so a row's bits stay meaningful. */
+/** Strings to dense indices, at most `max`. Indices are never reused, so a row's bits stay meaningful. */
 class Interner {
   readonly keys: string[] = [];
   private readonly index = new Map<string, number>();
 
-  constructor(private readonly what: string) {}
+  constructor(
+    private readonly what: string,
+    private readonly max: number,
+  ) {}
 
   intern(key: string): number {
     let i = this.index.get(key);
     if (i === undefined) {
-      if (this.keys.length >= MAX_KEYS) {
-        throw failedPrecondition(`${this.what} already has ${MAX_KEYS} distinct values in this queue; "${key}" cannot be added`);
+      if (this.keys.length >= this.max) {
+        throw failedPrecondition(`${this.what} already has ${this.max} distinct values in this queue; "${key}" cannot be added`);
       }
       i = this.keys.length;
       this.keys.push(key);
@@ -49,9 +62,10 @@ class Interner {
     return i;
   }
 
-  /** The keys whose bits are set in `mask`. */
-  keysOf(mask: bigint): string[] {
-    return this.keys.filter((_, i) => (mask >> BigInt(i)) & 1n);
+  /** The keys whose bits are set in `mask`, or in `columns` (64 keys each). */
+  keysOf(mask: bigint | ArrayLike<bigint>): string[] {
+    const columns = typeof mask === 'bigint' ? [mask] : mask;
+    return this.keys.filter((_, i) => i < 64 * columns.length && (columns[i >> 6]! >> BigInt(i & 63)) & 1n);
   }
 }
 
@@ -75,10 +89,14 @@ export class TicketPool {
   refusalsAtMs: number | undefined;
   /** Hosts in the latency matrix; may lag hosts.keys.length until the next insert. */
   hostCount = 0;
+  /** Per filter, its columns in attrValues and attrAccepts; may lag the filter's values until the next insert. */
+  private widths: number[];
+  /** Columns per row: the sum of `widths`. */
+  filterCount: number;
   /** Row -> ticket id. */
   readonly ids: string[] = [];
   private readonly rows = new ShardedMap<number>();
-  readonly hosts = new Interner('the host key set');
+  readonly hosts = new Interner('the host key set', MAX_HOST_KEYS);
   readonly attributeKeys: Interner[];
   private readonly allRulesets: number;
 
@@ -86,13 +104,43 @@ export class TicketPool {
     readonly layout: PoolLayout,
     initialCapacity = 1024,
   ) {
-    this.attributeKeys = layout.filters.map((f) => new Interner(`attribute filter "${f.name}"`));
+    this.attributeKeys = layout.filters.map((f) => new Interner(`attribute filter "${f.name}"`, MAX_FILTER_VALUES));
+    this.widths = layout.filters.map(() => 1);
+    this.filterCount = layout.filters.length;
     this.allRulesets = layout.rulesetIds.length >= 32 ? 0xffff_ffff : (1 << layout.rulesetIds.length) - 1;
     this.grow(initialCapacity);
   }
 
-  get filterCount(): number {
-    return this.layout.filters.length;
+  /** The engine's mode of each column: a filter's own, then "continued" for its further columns. */
+  filterModes(): string[] {
+    return this.layout.filters.flatMap((f, k) => [f.mode, ...Array<string>(this.widths[k]! - 1).fill('continued')]);
+  }
+
+  /** Each filter's columns in a row: the first, and how many. */
+  filterSpans(): { start: number; width: number }[] {
+    let start = 0;
+    return this.widths.map((width) => {
+      const span = { start, width };
+      start += width;
+      return span;
+    });
+  }
+
+  /**
+   * A prepared row's attribute columns laid out at the pool's widths: a filter that gained columns since
+   * the row was prepared gets them as `widenFilters` gives them to the rows in the pool.
+   */
+  columnsOf(row: Pick<PoolRow, 'attrValues' | 'attrAccepts'>): { values: bigint[]; accepts: bigint[] } {
+    const values: bigint[] = [];
+    const accepts: bigint[] = [];
+    this.widths.forEach((width, f) => {
+      const [v, a] = [row.attrValues[f]!, row.attrAccepts[f]!];
+      for (let w = 0; w < width; w++) {
+        values.push(v[w] ?? spare(v[v.length - 1]!));
+        accepts.push(a[w] ?? spare(a[a.length - 1]!));
+      }
+    });
+    return { values, accepts };
   }
 
   has(ticketId: string): boolean {
@@ -126,19 +174,23 @@ export class TicketPool {
       rulesetMask >>>= 0;
     }
 
-    const attrValues: bigint[] = [];
-    const attrAccepts: bigint[] = [];
+    const attrValues: bigint[][] = [];
+    const attrAccepts: bigint[][] = [];
     this.layout.filters.forEach((filter, f) => {
       const attribute = input.attributes.get(filter.name);
+      const keys = this.attributeKeys[f]!;
       if (!attribute) {
         // Unspecified: compatible with everyone under either mode (docs/engine.md).
-        attrValues.push(filter.mode === 'overlap' ? ALL : 0n);
-        attrAccepts.push(ALL);
+        const width = filterColumns(keys.keys.length);
+        attrValues.push(Array<bigint>(width).fill(filter.mode === 'overlap' ? ALL : 0n));
+        attrAccepts.push(Array<bigint>(width).fill(ALL));
         return;
       }
-      const keys = this.attributeKeys[f]!;
-      attrValues.push(attribute.values.reduce((m, v) => m | (1n << BigInt(keys.intern(v))), 0n));
-      attrAccepts.push(attribute.accepts.reduce((m, v) => m | (1n << BigInt(keys.intern(v))), 0n));
+      const values = attribute.values.map((v) => keys.intern(v));
+      const accepts = attribute.accepts.map((v) => keys.intern(v));
+      const width = filterColumns(keys.keys.length);
+      attrValues.push(bitColumns(values, width));
+      attrAccepts.push(bitColumns(accepts, width));
     });
 
     // A party's latency to a host is its worst player's; a player without a measurement counts as the default.
@@ -155,6 +207,7 @@ export class TicketPool {
   insert(ticketId: string, row: PoolRow): void {
     if (this.rows.has(ticketId)) this.remove(ticketId);
     if (this.hosts.keys.length > this.hostCount) this.widenLatency(this.hosts.keys.length);
+    this.fitFilters();
     if (this.count === this.capacity) this.grow(this.capacity * 2);
     const r = this.count++;
     this.partySize[r] = row.partySize;
@@ -163,10 +216,9 @@ export class TicketPool {
     this.rulesetMask[r] = row.rulesetMask;
     this.refusal[r] = 0;
     const f = this.filterCount;
-    for (let i = 0; i < f; i++) {
-      this.attrValues[r * f + i] = row.attrValues[i]!;
-      this.attrAccepts[r * f + i] = row.attrAccepts[i]!;
-    }
+    const { values, accepts } = this.columnsOf(row);
+    this.attrValues.set(values, r * f);
+    this.attrAccepts.set(accepts, r * f);
     const h = this.hostCount;
     this.latencyMs.fill(Math.min(this.layout.defaultLatencyMs, MAX_LATENCY), r * h, (r + 1) * h);
     for (const [host, ms] of row.latencies) this.latencyMs[r * h + host] = ms;
@@ -242,6 +294,40 @@ export class TicketPool {
     this.capacity = capacity;
   }
 
+  /** Gives every filter the columns its values need now. Only between ticks: it may reallocate the columns. */
+  fitFilters(): void {
+    if (this.attributeKeys.some((keys, f) => filterColumns(keys.keys.length) > this.widths[f]!)) this.widenFilters();
+  }
+
+  /**
+   * A filter past a multiple of 64 values gets another column in every row. A ticket's values and accepts are
+   * among the values interned when it was prepared, so its new column is empty, unless the filter was
+   * unspecified for it (all ones, as the spare top bit of its last column shows; see `spare`).
+   */
+  private widenFilters(): void {
+    const widths = this.attributeKeys.map((keys, f) => Math.max(this.widths[f]!, filterColumns(keys.keys.length)));
+    const total = widths.reduce((a, b) => a + b, 0);
+    const [values, accepts] = [new BigUint64Array(this.capacity * total), new BigUint64Array(this.capacity * total)];
+    const old = this.filterCount;
+    for (let r = 0; r < this.count; r++) {
+      let from = r * old;
+      let to = r * total;
+      widths.forEach((width, f) => {
+        const had = this.widths[f]!;
+        for (let w = 0; w < width; w++) {
+          values[to + w] = w < had ? this.attrValues[from + w]! : spare(this.attrValues[from + had - 1]!);
+          accepts[to + w] = w < had ? this.attrAccepts[from + w]! : spare(this.attrAccepts[from + had - 1]!);
+        }
+        from += had;
+        to += width;
+      });
+    }
+    this.attrValues = values;
+    this.attrAccepts = accepts;
+    this.widths = widths;
+    this.filterCount = total;
+  }
+
   /** A new host key widens every row; existing tickets did not measure it, so they get the default. */
   private widenLatency(hostCount: number): void {
     const old = this.hostCount;
@@ -251,4 +337,14 @@ export class TicketPool {
     this.latencyMs = next;
     this.hostCount = hostCount;
   }
+}
+
+/** A further column for a row whose last column is `last`: all ones if the top (spare) bit is set, else empty. */
+const spare = (last: bigint): bigint => (last & TOP ? ALL : 0n);
+
+/** Bits `indices` over `width` columns of 64. */
+function bitColumns(indices: readonly number[], width: number): bigint[] {
+  const columns = Array<bigint>(width).fill(0n);
+  for (const i of indices) columns[i >> 6]! |= 1n << BigInt(i & 63);
+  return columns;
 }

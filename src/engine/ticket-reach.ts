@@ -51,23 +51,31 @@ export function ticketReach(pool: TicketPool, row: number, config: QueueConfig, 
   const party = partySize[row]!;
   const waitMs = nowMs - pool.arrivalMs[row]!;
 
-  // Attributes do not depend on the ruleset: one pass. Per filter: overlap = values meet; containment = each
-  // side's values are within the other's accepts (unspecified values are all-ones or zero, as the pool stores
-  // them). The u64 bitsets are read as two u32 halves (little-endian), so no bigint is made per ticket.
+  // Attributes do not depend on the ruleset: one pass. Per filter (its columns, 64 values each): overlap =
+  // values meet in some column; containment = in every column, each side's values are within the other's
+  // accepts (unspecified values are all-ones or zero, as the pool stores them). The u64 columns are read as
+  // two u32 halves (little-endian), so no bigint is made per ticket.
   const halves = (a: BigUint64Array) => new Uint32Array(a.buffer, a.byteOffset, a.length * 2);
   const [values, accepts] = [halves(attrValues), halves(attrAccepts)];
-  const containment = filters.map((f) => f.mode === 'containment');
+  const spans = pool.filterSpans().map(({ start, width }, f) => ({
+    from: 2 * start,
+    to: 2 * (start + width),
+    containment: filters[f]!.mode === 'containment',
+  }));
   const compatible = new Uint8Array(n);
   const me = 2 * row * F;
   for (let i = 0; i < n; i++) {
+    const them = 2 * i * F;
     let ok = true;
-    for (let w = 0; w < 2 * F && ok; w++) {
-      const mine = values[me + w]!;
-      const theirs = values[2 * i * F + w]!;
-      ok = containment[w >> 1]
-        ? ((mine & ~accepts[2 * i * F + w]!) | (theirs & ~accepts[me + w]!)) === 0
-        : // Overlap: the two halves of one filter together must meet; checked on the high half.
-          (w & 1) === 0 || ((values[me + w - 1]! & values[2 * i * F + w - 1]!) | (mine & theirs)) !== 0;
+    for (let s = 0; s < spans.length && ok; s++) {
+      const { from, to, containment } = spans[s]!;
+      let meet = false;
+      for (let w = from; w < to; w++) {
+        const [mine, theirs] = [values[me + w]!, values[them + w]!];
+        if (containment) ok &&= ((mine & ~accepts[them + w]!) | (theirs & ~accepts[me + w]!)) === 0;
+        else meet ||= (mine & theirs) !== 0;
+      }
+      if (!containment) ok = meet;
     }
     compatible[i] = ok ? 1 : 0;
   }

@@ -99,6 +99,7 @@ impl TryFrom<QueueParams> for OwnedParams {
             .map(|mode| match mode.as_str() {
                 "overlap" => Ok(FilterMode::Overlap),
                 "containment" => Ok(FilterMode::Containment),
+                "continued" => Ok(FilterMode::Continued),
                 _ => Err(BindingError::UnknownFilterMode(mode)),
             })
             .collect::<Result<Vec<_>, _>>()?;

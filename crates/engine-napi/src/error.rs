@@ -9,7 +9,7 @@ pub enum BindingError {
     Engine(EngineError),
     /// A typed array is shorter than the ticket or request count implies.
     ShortArray { name: &'static str, len: usize, needs: usize },
-    /// A filter mode other than "overlap" or "containment".
+    /// A filter mode other than "overlap", "containment" or "continued".
     UnknownFilterMode(String),
     /// An expansion curve other than "none", "linear" or "exponential".
     UnknownCurve(String),

@@ -42,7 +42,8 @@ pub struct RulesetParams {
 pub struct QueueParams {
     pub mmr_normalization_ref: f64,
     pub party_synergy_bonus: f64,
-    /// One per attribute filter, in column order: "overlap" or "containment".
+    /// One per attribute filter column: "overlap" or "containment", and "continued" for the further
+    /// columns (64 values each) of a filter with more than 64 values.
     pub filter_modes: Vec<String>,
     pub rulesets: Vec<RulesetParams>,
 }

@@ -4,7 +4,9 @@
 //! `TICK_BENCH_EXPANSION=none` turns the bounds' widening off. `TICK_BENCH_REFUSALS=1` records the
 //! per-ticket refusals (docs/rule-diagnostics.md, "Per ticket") in every tick;
 //! `TICK_BENCH_REFUSALS=compare` times ticks without and with the record alternately, on the same pool
-//! and workspace, and reports both. Each size also times a plain sort of the pool's skill keys, `(f64, u32)`
+//! and workspace, and reports both. `TICK_BENCH_WIDE=1` also ticks the same pool with its third filter spread
+//! over 256 values (four columns; the same values, so the same matches) and prints its best over the narrow
+//! tick's: what a filter past 64 values costs. Each size also times a plain sort of the pool's skill keys, `(f64, u32)`
 //! pairs with `sort_unstable_by`, and prints the tick's best over the sort's best: the baseline the engine's
 //! speed is read against, from the same run on the same machine.
 
@@ -173,6 +175,39 @@ fn main() {
                 100.0 * matched_tickets as f64 / n as f64
             );
         }
+        if std::env::var("TICK_BENCH_WIDE").is_ok_and(|v| v == "1") {
+            let wide = widen_third_filter(&p);
+            let wide_filters = [
+                FilterMode::Overlap,
+                FilterMode::Containment,
+                FilterMode::Overlap,
+                FilterMode::Continued,
+                FilterMode::Continued,
+                FilterMode::Continued,
+            ];
+            let wide_params = TickParams { filters: &wide_filters, ..params };
+            let wide_pool = wide.columns();
+            let mut wide_ws = Workspace::with_capacity(n, wide_filters.len(), H);
+            let mut wide_out = MatchOutput::with_capacity(OutputCapacity::for_pool(n, wide_filters.len(), H));
+            let wide_matches =
+                run_tick(&wide_pool, &wide_params, &mut wide_ws, &mut wide_out.buffers()).expect("valid input");
+            let same = wide_matches == matches
+                && wide_out.match_offsets[..=matches] == plain.match_offsets[..=matches]
+                && wide_out.match_tickets[..matched_tickets] == plain.match_tickets[..matched_tickets];
+            let mut wide_best = f64::INFINITY;
+            for _ in 0..iters {
+                let t0 = Instant::now();
+                black_box(
+                    run_tick(black_box(&wide_pool), &wide_params, &mut wide_ws, &mut wide_out.buffers())
+                        .expect("valid input"),
+                );
+                wide_best = wide_best.min(t0.elapsed().as_secs_f64() * 1e3);
+            }
+            println!(
+                "  third filter over 256 values (4 columns): best {wide_best:.2} ms, {:.2}x the narrow tick; same matches: {same}",
+                wide_best / best[0]
+            );
+        }
         let sort_ms = best_sort_ms(&p.mmr_mean, iters);
         println!(
             "  sort of {n} (f64, u32) keys: best {sort_ms:.2} ms; tick best / sort best {:.1}x",
@@ -190,6 +225,41 @@ fn main() {
         let reasons: Vec<String> = Rejection::ALL.iter().map(|&r| format!("{} {}", r.name(), d.rejected(r))).collect();
         println!("  failed candidates {}, examined {} | {}", d.failed, d.examined, reasons.join(", "));
     }
+}
+
+/// The pool with its third filter (overlap, values 0..8) as a filter of 256 values in four columns: value
+/// b becomes value 32 b (column b / 2), so every pair of tickets is exactly as compatible as before.
+fn widen_third_filter(p: &Pool) -> Pool {
+    let mut wide = Pool {
+        attr_values: Vec::with_capacity(p.len() * (F + 3)),
+        attr_accepts: Vec::with_capacity(p.len() * (F + 3)),
+        ..p.clone()
+    };
+    wide.attr_values.clear();
+    wide.attr_accepts.clear();
+    for i in 0..p.len() {
+        wide.attr_values.extend_from_slice(&p.attr_values[i * F..i * F + 2]);
+        wide.attr_accepts.extend_from_slice(&p.attr_accepts[i * F..i * F + 2]);
+        let (v, a) = (p.attr_values[i * F + 2], p.attr_accepts[i * F + 2]);
+        let mut columns = [u64::MAX; 4];
+        if v != u64::MAX {
+            columns = [0; 4];
+            for b in (0..8).filter(|b| v >> b & 1 == 1) {
+                columns[b / 2] |= 1 << (32 * b % 64);
+            }
+        }
+        wide.attr_values.extend_from_slice(&columns);
+        wide.attr_accepts.extend_from_slice(&[a; 4]);
+    }
+    wide.filters = vec![
+        FilterMode::Overlap,
+        FilterMode::Containment,
+        FilterMode::Overlap,
+        FilterMode::Continued,
+        FilterMode::Continued,
+        FilterMode::Continued,
+    ];
+    wide
 }
 
 /// The best of `iters` unstable sorts of (skill, index) pairs by skill; each sort starts from the unsorted keys.

@@ -107,7 +107,7 @@ export class EngineSystem implements MatchSystem {
         tickets,
         teams: Array.from(m.teams),
         host: m.preferredHost === undefined ? undefined : this.hostOf(m.preferredHost),
-        hostAcceptable: m.acceptableHosts !== 0n,
+        hostAcceptable: m.acceptableHosts.some((word) => word !== 0n),
       };
       this.metrics.match(formed, nowMs);
     }

@@ -16,7 +16,8 @@ export interface EngineMatch {
   teams: Uint32Array;
   /** Host index, or undefined when there was no acceptable host. */
   preferredHost: number | undefined;
-  acceptableHosts: bigint;
+  /** Bit h of word h / 64: host h is acceptable to every ticket (one word per 64 hosts). */
+  acceptableHosts: BigUint64Array;
   /** Per attribute filter: the intersection of accepts. */
   accepts: BigUint64Array;
 }
@@ -114,9 +115,10 @@ export function allMatches(result: TickResult): EngineMatch[] {
 
 export class TickRunner {
   private readonly engine: TickEngine;
-  private out: MatchArrays = TickRunner.outputs(0, 0);
+  private out: MatchArrays = TickRunner.outputs(0, 0, 1);
   private outCapacity = 0;
   private outFilters = 0;
+  private outHostWords = 1;
   /** The engine's rule diagnostics: RULE_COUNT_COLUMNS values per ruleset. */
   private ruleCounts: Float64Array;
   /** The parameters the engine has, with the filter modes of the pool's columns it last ran on. */
@@ -175,10 +177,12 @@ export class TickRunner {
    */
   async run(pool: TicketPool, nowMs: number, seed: number): Promise<TickResult> {
     this.matchColumns(pool);
-    if (pool.count > this.outCapacity || pool.filterCount !== this.outFilters) {
+    const hostWords = Math.max(1, Math.ceil(pool.hostCount / 64));
+    if (pool.count > this.outCapacity || pool.filterCount !== this.outFilters || hostWords !== this.outHostWords) {
       this.outCapacity = Math.max(1024, pool.count * 2);
       this.outFilters = pool.filterCount;
-      this.out = TickRunner.outputs(this.outCapacity, this.outFilters);
+      this.outHostWords = hostWords;
+      this.out = TickRunner.outputs(this.outCapacity, this.outFilters, hostWords);
     }
     const o = this.out;
     const counts = this.ruleCounts;
@@ -212,7 +216,7 @@ export class TickRunner {
           rows: o.matchTickets.subarray(start, end),
           teams: o.ticketTeam.subarray(start, end),
           preferredHost: preferred === NO_HOST ? undefined : preferred,
-          acceptableHosts: o.matchAcceptableHosts[m]!,
+          acceptableHosts: o.matchAcceptableHosts.subarray(m * hostWords, (m + 1) * hostWords),
           accepts: o.matchAccepts.subarray(m * filters, (m + 1) * filters),
         };
       },
@@ -233,14 +237,14 @@ export class TickRunner {
   }
 
   /** Worst case: every ticket alone in a match (OutputCapacity::for_pool in the engine crate). */
-  private static outputs(capacity: number, filters: number): MatchArrays {
+  private static outputs(capacity: number, filters: number, hostWords: number): MatchArrays {
     return {
       matchRuleset: new Uint32Array(capacity),
       matchOffsets: new Uint32Array(capacity + 1),
       matchTickets: new Uint32Array(capacity),
       ticketTeam: new Uint32Array(capacity),
       matchPreferredHost: new Uint32Array(capacity),
-      matchAcceptableHosts: new BigUint64Array(capacity),
+      matchAcceptableHosts: new BigUint64Array(capacity * hostWords),
       matchAccepts: new BigUint64Array(capacity * filters),
       ticketRefusals: new Uint8Array(capacity),
     };

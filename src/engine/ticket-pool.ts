@@ -5,8 +5,8 @@ import type { ParsedEngineInput } from './engine-input.js';
 import { ShardedMap } from './sharded-map.js';
 import { failedPrecondition } from '../errors.js';
 
-/** Interned host keys per queue: bit positions in the engine's u64 acceptable-host mask. */
-export const MAX_HOST_KEYS = 64;
+/** Interned host keys per queue: bit positions in the engine's acceptable-host set (one u64 per 64 hosts). */
+export const MAX_HOST_KEYS = 256;
 /**
  * Interned values per attribute filter. Value v is bit v % 64 of the filter's column v / 64; a filter has
  * floor(values / 64) + 1 columns (filterColumns), so its last column always has a bit no value uses.

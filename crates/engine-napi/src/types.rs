@@ -72,6 +72,7 @@ pub struct MatchArrays {
     pub match_tickets: Uint32Array,
     pub ticket_team: Uint32Array,
     pub match_preferred_host: Uint32Array,
+    /// Per match, one word per 64 hosts (at least one).
     pub match_acceptable_hosts: BigUint64Array,
     pub match_accepts: BigUint64Array,
     /// When given, the tick's rule diagnostics (docs/rule-diagnostics.md): per ruleset r, at

@@ -6,7 +6,8 @@
 //! `TICK_BENCH_REFUSALS=compare` times ticks without and with the record alternately, on the same pool
 //! and workspace, and reports both. `TICK_BENCH_WIDE=1` also ticks the same pool with its third filter spread
 //! over 256 values (four columns; the same values, so the same matches) and prints its best over the narrow
-//! tick's: what a filter past 64 values costs. Each size also times a plain sort of the pool's skill keys, `(f64, u32)`
+//! tick's: what a filter past 64 values costs; and the same pool with 56 and 64 more hosts that no ticket reaches
+//! (64 hosts on one-word host sets, 72 on two-word ones). Each size also times a plain sort of the pool's skill keys, `(f64, u32)`
 //! pairs with `sort_unstable_by`, and prints the tick's best over the sort's best: the baseline the engine's
 //! speed is read against, from the same run on the same machine.
 
@@ -24,6 +25,15 @@ use std::time::Instant;
 const F: usize = 3;
 const H: usize = 8;
 const NOW: f64 = 1_700_000_000_000.0;
+/// The bench pool's filters with the third spread over four columns (`widen_third_filter`).
+const WIDE_FILTERS: [FilterMode; 6] = [
+    FilterMode::Overlap,
+    FilterMode::Containment,
+    FilterMode::Overlap,
+    FilterMode::Continued,
+    FilterMode::Continued,
+    FilterMode::Continued,
+];
 
 fn generate(n: usize, seed: u64) -> Pool {
     let mut rng = Rng(seed);
@@ -177,18 +187,10 @@ fn main() {
         }
         if std::env::var("TICK_BENCH_WIDE").is_ok_and(|v| v == "1") {
             let wide = widen_third_filter(&p);
-            let wide_filters = [
-                FilterMode::Overlap,
-                FilterMode::Containment,
-                FilterMode::Overlap,
-                FilterMode::Continued,
-                FilterMode::Continued,
-                FilterMode::Continued,
-            ];
-            let wide_params = TickParams { filters: &wide_filters, ..params };
+            let wide_params = TickParams { filters: &WIDE_FILTERS, ..params };
             let wide_pool = wide.columns();
-            let mut wide_ws = Workspace::with_capacity(n, wide_filters.len(), H);
-            let mut wide_out = MatchOutput::with_capacity(OutputCapacity::for_pool(n, wide_filters.len(), H));
+            let mut wide_ws = Workspace::with_capacity(n, WIDE_FILTERS.len(), H);
+            let mut wide_out = MatchOutput::with_capacity(OutputCapacity::for_pool(n, WIDE_FILTERS.len(), H));
             let wide_matches =
                 run_tick(&wide_pool, &wide_params, &mut wide_ws, &mut wide_out.buffers()).expect("valid input");
             let same = wide_matches == matches
@@ -207,6 +209,32 @@ fn main() {
                 "  third filter over 256 values (4 columns): best {wide_best:.2} ms, {:.2}x the narrow tick; same matches: {same}",
                 wide_best / best[0]
             );
+            // 64 and 72 hosts: the pool's 8, and more that no ticket reaches (65535 ms), so the same matches;
+            // 64 on one-word host sets, 72 on two-word ones.
+            for extra in [56, 64] {
+                let hosts = with_unreachable_hosts(&p, extra);
+                let hosts_pool = hosts.columns();
+                let mut hosts_ws = Workspace::with_capacity(n, F, hosts.host_count);
+                let mut hosts_out = MatchOutput::with_capacity(OutputCapacity::for_pool(n, F, hosts.host_count));
+                let hosts_matches =
+                    run_tick(&hosts_pool, &params, &mut hosts_ws, &mut hosts_out.buffers()).expect("valid input");
+                let same = hosts_matches == matches
+                    && hosts_out.match_offsets[..=matches] == plain.match_offsets[..=matches]
+                    && hosts_out.match_tickets[..matched_tickets] == plain.match_tickets[..matched_tickets]
+                    && hosts_out.match_preferred_host[..matches] == plain.match_preferred_host[..matches];
+                let mut hosts_best = f64::INFINITY;
+                for _ in 0..iters {
+                    let t0 = Instant::now();
+                    let m = run_tick(black_box(&hosts_pool), &params, &mut hosts_ws, &mut hosts_out.buffers());
+                    black_box(m.expect("valid input"));
+                    hosts_best = hosts_best.min(t0.elapsed().as_secs_f64() * 1e3);
+                }
+                println!(
+                    "  {} hosts, {extra} out of reach: best {hosts_best:.2} ms, {:.2}x the narrow tick; same matches: {same}",
+                    hosts.host_count,
+                    hosts_best / best[0]
+                );
+            }
         }
         let sort_ms = best_sort_ms(&p.mmr_mean, iters);
         println!(
@@ -251,15 +279,20 @@ fn widen_third_filter(p: &Pool) -> Pool {
         wide.attr_values.extend_from_slice(&columns);
         wide.attr_accepts.extend_from_slice(&[a; 4]);
     }
-    wide.filters = vec![
-        FilterMode::Overlap,
-        FilterMode::Containment,
-        FilterMode::Overlap,
-        FilterMode::Continued,
-        FilterMode::Continued,
-        FilterMode::Continued,
-    ];
+    wide.filters = WIDE_FILTERS.to_vec();
     wide
+}
+
+/// The pool with `extra` more hosts after its own, at 65535 ms from every ticket (never acceptable, never
+/// preferred).
+fn with_unreachable_hosts(p: &Pool, extra: usize) -> Pool {
+    let h = p.host_count + extra;
+    let mut latency_ms = Vec::with_capacity(p.len() * h);
+    for row in p.latency_ms.chunks_exact(p.host_count) {
+        latency_ms.extend_from_slice(row);
+        latency_ms.extend(std::iter::repeat_n(u16::MAX, extra));
+    }
+    Pool { host_count: h, latency_ms, ..p.clone() }
 }
 
 /// The best of `iters` unstable sorts of (skill, index) pairs by skill; each sort starts from the unsorted keys.

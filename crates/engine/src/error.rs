@@ -10,7 +10,7 @@ pub enum EngineError {
     InvalidTicket { ticket: usize, reason: &'static str },
     /// More than 32 rulesets (the ticket ruleset mask is a u32).
     TooManyRulesets { count: usize },
-    /// More than 64 hosts (the acceptable-host output is a u64 bitmask).
+    /// More than `MAX_HOSTS` (256) hosts.
     TooManyHosts { count: usize },
     /// `filters.len()` differs from the pool's `filter_count`.
     FilterCount { pool: usize, params: usize },
@@ -35,7 +35,7 @@ impl fmt::Display for EngineError {
                 write!(f, "{count} rulesets given, at most 32 are supported")
             }
             EngineError::TooManyHosts { count } => {
-                write!(f, "{count} hosts given, at most 64 are supported")
+                write!(f, "{count} hosts given, at most {} are supported", crate::MAX_HOSTS)
             }
             EngineError::FilterCount { pool, params } => {
                 write!(f, "pool has {pool} attribute filters but params describe {params} filter modes")

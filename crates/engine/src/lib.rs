@@ -24,9 +24,11 @@ pub const ENGINE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// At most this many rulesets per queue (`ruleset_mask` is a u32).
 pub const MAX_RULESETS: usize = 32;
-/// At most this many hosts per queue (the acceptable-host output is a u64 bitmask).
-pub const MAX_HOSTS: usize = 64;
-/// At most this many distinct interned values per attribute filter (bitsets are u64).
+/// At most this many hosts per queue. The acceptable-host output has one u64 per 64 hosts per match
+/// ([`OutputCapacity::for_pool`]); a queue of up to 64 hosts runs on one-word host sets.
+pub const MAX_HOSTS: usize = 256;
+/// Distinct interned values per attribute filter column (a u64 bitset); a filter with more spans
+/// several columns ([`FilterMode::Continued`]).
 pub const MAX_FILTER_VALUES: usize = 64;
 /// Upper bound on `teams * team_size` of a ruleset; keeps per-candidate work bounded.
 pub const MAX_PLAYERS_PER_MATCH: u32 = 1024;

@@ -1,10 +1,14 @@
 //! Where a tick writes: caller-owned match buffers, their required sizes, and an owned version.
 
+use crate::tick::host_words;
+
 /// Minimum lengths of the [`MatchBuffers`] slices for a pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutputCapacity {
-    /// `match_ruleset`, `match_preferred_host`, `match_acceptable_hosts`.
+    /// `match_ruleset`, `match_preferred_host`.
     pub matches: usize,
+    /// `match_acceptable_hosts` (= matches * one word per 64 hosts, at least one).
+    pub acceptable_hosts: usize,
     /// `match_offsets` (= matches + 1).
     pub offsets: usize,
     /// `match_tickets`, `ticket_team`.
@@ -15,12 +19,10 @@ pub struct OutputCapacity {
 
 impl OutputCapacity {
     /// Worst case: every ticket alone in its own match (a 1x1 ruleset of solos).
-    /// `host_count` does not change the sizes (hosts are a u64 mask per match) but is taken so
-    /// callers need not know that.
     pub fn for_pool(tickets: usize, filter_count: usize, host_count: usize) -> Self {
-        let _ = host_count;
         OutputCapacity {
             matches: tickets,
+            acceptable_hosts: tickets.saturating_mul(host_words(host_count)),
             offsets: tickets + 1,
             tickets,
             accepts: tickets.saturating_mul(filter_count),
@@ -41,7 +43,8 @@ pub struct MatchBuffers<'a> {
     pub ticket_team: &'a mut [u32],
     /// Host index, or [`NO_HOST`](crate::NO_HOST).
     pub match_preferred_host: &'a mut [u32],
-    /// Bit h = host h acceptable to every ticket of the match.
+    /// Bit h = host h acceptable to every ticket of the match: per match one word per 64 hosts (at
+    /// least one), match m's at `m * words..(m + 1) * words`.
     pub match_acceptable_hosts: &'a mut [u64],
     /// Per match, per filter: AND of the tickets' `attr_accepts`.
     pub match_accepts: &'a mut [u64],
@@ -74,7 +77,7 @@ impl MatchOutput {
             match_tickets: vec![0; cap.tickets],
             ticket_team: vec![0; cap.tickets],
             match_preferred_host: vec![0; cap.matches],
-            match_acceptable_hosts: vec![0; cap.matches],
+            match_acceptable_hosts: vec![0; cap.acceptable_hosts],
             match_accepts: vec![0; cap.accepts],
             ticket_refusals: None,
         }

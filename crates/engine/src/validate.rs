@@ -86,7 +86,7 @@ pub(crate) fn validate(
     check_buf("match_tickets", cap.tickets, out.match_tickets.len())?;
     check_buf("ticket_team", cap.tickets, out.ticket_team.len())?;
     check_buf("match_preferred_host", cap.matches, out.match_preferred_host.len())?;
-    check_buf("match_acceptable_hosts", cap.matches, out.match_acceptable_hosts.len())?;
+    check_buf("match_acceptable_hosts", cap.acceptable_hosts, out.match_acceptable_hosts.len())?;
     check_buf("match_accepts", cap.accepts, out.match_accepts.len())?;
     if let Some(refusals) = &out.ticket_refusals {
         check_buf("ticket_refusals", n, refusals.len())?;

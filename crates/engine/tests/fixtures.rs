@@ -128,7 +128,7 @@ fn run_fixture(path: &Path) {
             assert_eq!(m.preferred_host, want, "{name}: preferred host");
         }
         if let Some(ah) = em.get("acceptable_hosts") {
-            assert_eq!(m.acceptable_hosts, u64_of(ah), "{name}: acceptable hosts");
+            assert_eq!(m.acceptable_hosts, [u64_of(ah)], "{name}: acceptable hosts");
         }
         if let Some(acc) = em["accepts"].as_array() {
             let want: Vec<u64> = acc.iter().map(u64_of).collect();

@@ -23,7 +23,7 @@ fn one_v_one_pairs_two_solos() {
     teams.sort_unstable();
     assert_eq!(teams, vec![0, 1]);
     assert_eq!(m[0].preferred_host, NO_HOST);
-    assert_eq!(m[0].acceptable_hosts, 0);
+    assert_eq!(m[0].acceptable_hosts, [0]);
     check_invariants(&pool, &p, &m).unwrap();
 }
 
@@ -131,7 +131,7 @@ fn preferred_host_is_lowest_cost_then_lowest_index() {
     let m = run(&pool, &p);
     assert_eq!(m.len(), 1);
     // Costs: h0 90, h1 60, h2 60, h3 500 (over the bound). h1 and h2 tie: lowest index wins.
-    assert_eq!(m[0].acceptable_hosts, 0b0111);
+    assert_eq!(m[0].acceptable_hosts, [0b0111]);
     assert_eq!(m[0].preferred_host, 1);
     check_invariants(&pool, &p, &m).unwrap();
 }
@@ -156,7 +156,7 @@ fn require_host_blocks_matches_without_acceptable_host() {
     let m = run(&pool, &p);
     assert_eq!(m.len(), 1);
     assert_eq!(m[0].preferred_host, 0);
-    assert_eq!(m[0].acceptable_hosts, 0);
+    assert_eq!(m[0].acceptable_hosts, [0]);
     check_invariants(&pool, &p, &m).unwrap();
 }
 
@@ -443,7 +443,7 @@ fn deterministic_for_same_input_and_seed() {
     let mut out = MatchOutput::with_capacity(OutputCapacity::for_pool(pool.len(), 2, 3));
     for _ in 0..3 {
         let c = run_tick(&pool.columns(), &p, &mut ws, &mut out.buffers()).unwrap();
-        assert_eq!(common::decode(&out, c, 2), a);
+        assert_eq!(common::decode(&out, c, 2, 3), a);
     }
 }
 
@@ -508,9 +508,9 @@ fn errors_on_bad_input() {
     assert_eq!(try_run(&pool, &p), Err(EngineError::FilterCount { pool: 1, params: 0 }));
 
     let mut bad = pool.clone();
-    bad.host_count = 65;
-    bad.latency_ms = vec![0; 2 * 65];
-    assert_eq!(try_run(&bad, &params(&bad, &rs, NOW, 1)), Err(EngineError::TooManyHosts { count: 65 }));
+    bad.host_count = 257;
+    bad.latency_ms = vec![0; 2 * 257];
+    assert_eq!(try_run(&bad, &params(&bad, &rs, NOW, 1)), Err(EngineError::TooManyHosts { count: 257 }));
 
     // Output buffers too small.
     let p = params(&pool, &rs, NOW, 1);
@@ -707,4 +707,27 @@ fn a_leading_continued_column_is_refused() {
         try_run(&pool, &params(&pool, &rs, NOW, 1)),
         Err(EngineError::InvalidParam { name: "filters", .. })
     ));
+}
+
+#[test]
+fn a_queue_of_more_than_64_hosts_finds_a_common_host_past_the_first_64() {
+    // 200 hosts, every one far (300 ms) but host 150 for a and b and host 199 for c and d: two matches,
+    // each on its own host, named in the third and fourth words of the acceptable-host output.
+    let h = 200;
+    let mut pool = Pool::new(vec![], h);
+    let mut rs = [ruleset(2, 1)];
+    rs[0].max_latency_ms = 100;
+    rs[0].require_host = true;
+    let near = |host: usize| (0..h).map(|k| if k == host { 40 } else { 300 }).collect::<Vec<u16>>();
+    for (mmr, host) in [(0.50, 150), (0.51, 199), (0.52, 150), (0.53, 199)] {
+        let t = pool.add(1, mmr, NOW, 1);
+        pool.set_latency(t, &near(host));
+    }
+    let p = params(&pool, &rs, NOW, 1);
+    let m = run(&pool, &p);
+    check_invariants(&pool, &p, &m).unwrap();
+    let mut got: Vec<(Vec<u32>, u32, Vec<u64>)> =
+        m.iter().map(|m| (m.sorted_tickets(), m.preferred_host, m.acceptable_hosts.clone())).collect();
+    got.sort();
+    assert_eq!(got, [(vec![0, 2], 150, vec![0, 0, 1 << 22, 0]), (vec![1, 3], 199, vec![0, 0, 0, 1 << 7])]);
 }

@@ -1,42 +1,46 @@
 //! Writing a formed match into the caller's buffers: its tickets and teams, its hosts (acceptable
 //! mask, preferred host) and its per-filter accept intersections.
 
-use super::lanes::{all_hosts, lanes_max, lat_words, LatBound};
+use super::lanes::{host_words, lanes_max, lat_words, HostMask, LatBound};
 use super::layout::Ctx;
 use super::search::Scratch;
-use crate::{MatchBuffers, NO_HOST};
+use crate::{MatchBuffers, MAX_HOSTS, NO_HOST};
 
 /// Of the hosts in `choices`, the one with the lowest worst latency over the tickets at live positions
 /// `sel` (the lowest index on ties), and that latency; `(NO_HOST, u32::MAX)` when `choices` is empty.
-pub(super) fn cheapest_host(ctx: &Ctx<'_>, sel: &[u32], choices: u64) -> (u32, u32) {
+pub(super) fn cheapest_host<M: HostMask>(ctx: &Ctx<'_>, sel: &[u32], choices: M) -> (u32, u32) {
     let (mut host, mut best) = (NO_HOST, u32::MAX);
-    if choices == 0 {
+    if choices == M::EMPTY {
         return (host, best);
     }
-    // Cost of host h = max latency over the match: lane-wise max of the latency rows (H <= 64, so at
-    // most 16 words).
-    let mut cost = [0u64; 16];
-    let cost = &mut cost[..lat_words(ctx.h)];
+    // Cost of host h = max latency over the match: lane-wise max of the latency rows (at most 16
+    // words for 64 hosts, 64 for MAX_HOSTS; the wider buffer only for the queues that need it).
+    let (mut narrow, mut wide);
+    let w = lat_words(ctx.h);
+    let cost: &mut [u64] = if w <= 16 {
+        narrow = [0u64; 16];
+        &mut narrow[..w]
+    } else {
+        wide = [0u64; MAX_HOSTS / 4];
+        &mut wide[..w]
+    };
     for &p in sel {
         for (c, &x) in cost.iter_mut().zip(ctx.lat(p as usize)) {
             *c = lanes_max(*c, x);
         }
     }
-    let mut bits = choices;
-    while bits != 0 {
-        let hst = bits.trailing_zeros() as usize;
-        bits &= bits - 1;
+    choices.for_each(|hst| {
         let c = u32::from((cost[hst / 4] >> (16 * (hst % 4))) as u16);
         if c < best {
             best = c;
             host = hst as u32;
         }
-    }
+    });
     (host, best)
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(super) fn emit(
+pub(super) fn emit<M: HostMask>(
     ctx: &Ctx<'_>,
     ws: &Scratch,
     out: &mut MatchBuffers<'_>,
@@ -44,7 +48,7 @@ pub(super) fn emit(
     written: usize,
     r: usize,
     host_filtered: bool,
-    acceptable: u64,
+    acceptable: M,
     lat: &LatBound,
 ) {
     let s = ctx.s;
@@ -60,16 +64,17 @@ pub(super) fn emit(
     // A scan that did not filter on latency leaves the mask to compute here.
     let mut acc = acceptable;
     if !host_filtered {
-        acc = all_hosts(ctx.h);
+        acc = M::all(ctx.h);
         for &t in &ws.sel {
-            acc &= lat.host_mask(ctx.lat(t as usize));
+            acc = acc.and(lat.host_mask(ctx.lat(t as usize)));
         }
     }
     // The preferred host minimises the worst latency: among the acceptable hosts, or, when none is
     // (a match formed without a common host), among all of them.
-    let (preferred, _) = cheapest_host(ctx, &ws.sel, if acc != 0 { acc } else { all_hosts(ctx.h) });
+    let (preferred, _) = cheapest_host(ctx, &ws.sel, if acc != M::EMPTY { acc } else { M::all(ctx.h) });
     out.match_preferred_host[m] = preferred;
-    out.match_acceptable_hosts[m] = acc;
+    let hw = host_words(ctx.h);
+    acc.write(&mut out.match_acceptable_hosts[m * hw..(m + 1) * hw]);
 
     let f = ctx.f;
     let inter = &mut out.match_accepts[m * f..(m + 1) * f];

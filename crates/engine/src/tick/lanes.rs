@@ -37,10 +37,10 @@ pub(super) struct LatBound {
     lanes: u64,
     /// Every host passes (bound >= 65535, so no u16 latency exceeds it).
     all: bool,
-    all_mask: u64,
+    h: usize,
 }
 
-/// A mask with a bit for each of `h` hosts (0 without hosts).
+/// A mask with a bit for each of `h` hosts (0 without hosts), of the first 64.
 pub(super) fn all_hosts(h: usize) -> u64 {
     if h >= 64 {
         u64::MAX
@@ -49,25 +49,122 @@ pub(super) fn all_hosts(h: usize) -> u64 {
     }
 }
 
+/// Words of the acceptable-host output per match: one per 64 hosts, at least one.
+pub(crate) fn host_words(h: usize) -> usize {
+    h.div_ceil(64).max(1)
+}
+
+/// A set of hosts: one u64 for queues of up to 64 hosts, so they pay nothing for wider ones, and
+/// `WideHosts` for up to `MAX_HOSTS`. The search is compiled once for each.
+pub(super) trait HostMask: Copy + Eq + std::fmt::Debug {
+    const EMPTY: Self;
+    /// Every one of `h` hosts.
+    fn all(h: usize) -> Self;
+    fn and(self, other: Self) -> Self;
+    /// The hosts of `row` (one ticket's latency words) within `lat`'s bound.
+    fn within(lat: &LatBound, row: &[u64]) -> Self;
+    /// Calls `f` with each host in ascending order.
+    fn for_each(self, f: impl FnMut(usize));
+    /// Writes the set as `dst.len()` words of 64 hosts.
+    fn write(self, dst: &mut [u64]);
+}
+
+/// Bits of the hosts of `row`'s first 16 words (64 hosts) within the bound `lanes`.
+#[inline]
+fn mask_of(row: &[u64], lanes: u64) -> u64 {
+    match *row {
+        [a] => lanes_lt(a, lanes),
+        [a, b] => lanes_lt(a, lanes) | lanes_lt(b, lanes) << 4,
+        _ => row.iter().take(16).enumerate().fold(0, |m, (w, &x)| m | lanes_lt(x, lanes) << (4 * w)),
+    }
+}
+
+impl HostMask for u64 {
+    const EMPTY: Self = 0;
+
+    fn all(h: usize) -> Self {
+        all_hosts(h)
+    }
+
+    #[inline]
+    fn and(self, other: Self) -> Self {
+        self & other
+    }
+
+    #[inline]
+    fn within(lat: &LatBound, row: &[u64]) -> Self {
+        if lat.all {
+            return all_hosts(lat.h);
+        }
+        mask_of(row, lat.lanes)
+    }
+
+    #[inline]
+    fn for_each(self, mut f: impl FnMut(usize)) {
+        let mut bits = self;
+        while bits != 0 {
+            f(bits.trailing_zeros() as usize);
+            bits &= bits - 1;
+        }
+    }
+
+    fn write(self, dst: &mut [u64]) {
+        dst[0] = self;
+    }
+}
+
+/// Up to 256 hosts, 64 a word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct WideHosts(pub(super) [u64; 4]);
+
+impl HostMask for WideHosts {
+    const EMPTY: Self = WideHosts([0; 4]);
+
+    fn all(h: usize) -> Self {
+        WideHosts(std::array::from_fn(|k| all_hosts(h.saturating_sub(64 * k))))
+    }
+
+    #[inline]
+    fn and(self, other: Self) -> Self {
+        WideHosts(std::array::from_fn(|k| self.0[k] & other.0[k]))
+    }
+
+    #[inline]
+    fn within(lat: &LatBound, row: &[u64]) -> Self {
+        if lat.all {
+            return Self::all(lat.h);
+        }
+        let mut m = [0; 4];
+        for (k, words) in row.chunks(16).enumerate().take(4) {
+            m[k] = mask_of(words, lat.lanes);
+        }
+        WideHosts(m)
+    }
+
+    fn for_each(self, mut f: impl FnMut(usize)) {
+        for (k, &word) in self.0.iter().enumerate() {
+            word.for_each(|h| f(64 * k + h));
+        }
+    }
+
+    fn write(self, dst: &mut [u64]) {
+        for (d, &w) in dst.iter_mut().zip(&self.0) {
+            *d = w;
+        }
+    }
+}
+
 impl LatBound {
     pub(super) fn new(bound: u32, h: usize) -> Self {
         let all = bound >= u32::from(u16::MAX);
         let lane = if all { 0 } else { u64::from(bound) + 1 };
-        let all_mask = all_hosts(h);
-        LatBound { lanes: lane * 0x0001_0001_0001_0001, all, all_mask }
+        LatBound { lanes: lane * 0x0001_0001_0001_0001, all, h }
     }
 
     /// Hosts whose latency in `row` (one ticket's words) is within the bound.
     #[inline]
-    pub(super) fn host_mask(&self, row: &[u64]) -> u64 {
-        if self.all {
-            return self.all_mask;
-        }
-        match *row {
-            [a] => lanes_lt(a, self.lanes),
-            [a, b] => lanes_lt(a, self.lanes) | lanes_lt(b, self.lanes) << 4,
-            _ => row.iter().enumerate().fold(0, |m, (w, &x)| m | lanes_lt(x, self.lanes) << (4 * w)),
-        }
+    pub(super) fn host_mask<M: HostMask>(&self, row: &[u64]) -> M {
+        M::within(self, row)
     }
 }
 
@@ -130,7 +227,7 @@ mod tests {
     #[test]
     fn host_mask_is_the_hosts_within_the_bound() {
         let mut z = 9u64;
-        for &h in &[1usize, 3, 4, 5, 8, 13, 63, 64] {
+        for &h in &[1usize, 3, 4, 5, 8, 13, 63, 64, 65, 100, 255, 256] {
             for &bound in &[0u32, 1, 80, 150, 0x7FFF, 0xFFFE, 0xFFFF, 70_000] {
                 let lb = LatBound::new(bound, h);
                 for _ in 0..200 {
@@ -144,12 +241,24 @@ mod tests {
                             }
                         })
                         .collect();
-                    let want =
-                        lat.iter().enumerate().fold(0u64, |m, (k, &l)| m | u64::from(u32::from(l) <= bound) << k);
-                    assert_eq!(lb.host_mask(&pack(&lat)), want, "h={h} bound={bound} lat={lat:?}");
+                    let mut want = [0u64; 4];
+                    for (k, &l) in lat.iter().enumerate() {
+                        want[k / 64] |= u64::from(u32::from(l) <= bound) << (k % 64);
+                    }
+                    let row = pack(&lat);
+                    if h <= 64 {
+                        assert_eq!(lb.host_mask::<u64>(&row), want[0], "h={h} bound={bound} lat={lat:?}");
+                    }
+                    assert_eq!(lb.host_mask::<WideHosts>(&row), WideHosts(want), "h={h} bound={bound} lat={lat:?}");
+                    let mut seen = Vec::new();
+                    WideHosts(want).for_each(|host| seen.push(host));
+                    let listed: Vec<usize> = (0..h).filter(|&k| u32::from(lat[k]) <= bound).collect();
+                    assert_eq!(seen, listed);
                 }
             }
         }
         assert_eq!(row_words(5), 3, "the pool index word, then two words of lanes");
+        assert_eq!(WideHosts::all(70), WideHosts([u64::MAX, 0b11_1111, 0, 0]));
+        assert_eq!((host_words(0), host_words(64), host_words(65), host_words(256)), (1, 1, 2, 4));
     }
 }

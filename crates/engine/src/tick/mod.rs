@@ -16,12 +16,13 @@ mod refusals;
 mod search;
 mod sort;
 
+pub(crate) use lanes::host_words;
 pub(crate) use layout::{Links, Sorted};
 pub(crate) use search::Scratch;
 
 use crate::{MatchBuffers, PoolColumns, RuleDiagnostics, TickParams, Workspace};
 use emit::emit;
-use lanes::lat_words;
+use lanes::{lat_words, HostMask, WideHosts};
 use layout::{prefetch, prefetch_range, prepare, Ctx};
 use refusals::Refusals;
 use search::try_form;
@@ -40,13 +41,19 @@ pub(crate) fn run(
     ws.diagnostics.clear();
     ws.diagnostics.resize(params.rulesets.len(), RuleDiagnostics::default());
     let mut refusals = Refusals::new(out.ticket_refusals.take(), pool, valid_rulesets(params));
-    let matches =
-        if n == 0 || params.rulesets.is_empty() { 0 } else { seed_loop(pool, params, ws, out, &mut refusals) };
+    let matches = if n == 0 || params.rulesets.is_empty() {
+        0
+    } else if pool.host_count > 64 {
+        seed_loop::<WideHosts>(pool, params, ws, out, &mut refusals)
+    } else {
+        seed_loop::<u64>(pool, params, ws, out, &mut refusals)
+    };
     out.ticket_refusals = refusals.into_inner();
     matches
 }
 
-fn seed_loop(
+/// `M` holds a set of the queue's hosts: u64 up to 64 hosts, so such queues pay nothing for wider ones.
+fn seed_loop<M: HostMask>(
     pool: &PoolColumns<'_>,
     params: &TickParams<'_>,
     ws: &mut Workspace,
@@ -113,15 +120,15 @@ fn seed_loop(
             let mut formed_with = None;
             let filtered = rs.require_host || h > 0;
             if filtered {
-                formed_with =
-                    try_form(&ctx, links, scratch, sp, &bounds, true, r, rs, &mut diagnostics[r]).map(|x| (x, true));
+                formed_with = try_form::<M>(&ctx, links, scratch, sp, &bounds, true, r, rs, &mut diagnostics[r])
+                    .map(|x| (x, true));
             }
             if formed_with.is_none() && (bounds.any_host || !filtered) {
                 // A seed fails at most once per ruleset in the diagnostics: after a filtered attempt,
                 // only that attempt's rule decisions count.
                 let mut second = RuleDiagnostics::default();
                 let diag = if filtered { &mut second } else { &mut diagnostics[r] };
-                formed_with = try_form(&ctx, links, scratch, sp, &bounds, false, r, rs, diag).map(|x| (x, false));
+                formed_with = try_form::<M>(&ctx, links, scratch, sp, &bounds, false, r, rs, diag).map(|x| (x, false));
             }
             if let Some(((acceptable, lat), host_filtered)) = formed_with {
                 emit(&ctx, scratch, out, matches, written, r, host_filtered, acceptable, &lat);

@@ -6,7 +6,7 @@
 use super::balance::{balance, range, BigBalance};
 use super::classes::FilterBits;
 use super::emit::cheapest_host;
-use super::lanes::{all_hosts, lat_words, LatBound};
+use super::lanes::{lat_words, HostMask, LatBound};
 use super::layout::{find, Ctx, Links};
 use super::packing::TwoTeams;
 use crate::input::filter_groups;
@@ -135,7 +135,7 @@ fn spread_threshold(spread: f64, norm: f64) -> f64 {
 /// acceptable-host mask (exact only with `host_filter`) and the latency bound are returned. On failure
 /// the rule decisions against the first candidate are added to `diag` (docs/rule-diagnostics.md).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn try_form(
+pub(super) fn try_form<M: HostMask>(
     ctx: &Ctx<'_>,
     links: &mut Links,
     sc: &mut Scratch,
@@ -145,7 +145,7 @@ pub(super) fn try_form(
     r: usize,
     rs: &Ruleset<'_>,
     diag: &mut RuleDiagnostics,
-) -> Option<(u64, LatBound)> {
+) -> Option<(M, LatBound)> {
     let first = grow(ctx, links, sc, sp, bounds, host_filter, r, rs, 0.0, diag)?;
     // The nearest tickets to the seed make a candidate; when its spread uses a good part of the bound,
     // also grow one around a centre below the seed and one above it (the seed stays in both), and keep
@@ -188,7 +188,14 @@ fn share(x: f64, bound: f64) -> f64 {
 /// The quality cost of the selected candidate (lower is better): its skill spread, team imbalance and
 /// worst latency at its best host, each divided by its bound in force. `hosts` is the common acceptable
 /// host mask when the scan kept one; otherwise every host counts.
-fn cost(ctx: &Ctx<'_>, sc: &Scratch, bounds: &Bounds, rs: &Ruleset<'_>, host_filter: bool, hosts: u64) -> f64 {
+fn cost<M: HostMask>(
+    ctx: &Ctx<'_>,
+    sc: &Scratch,
+    bounds: &Bounds,
+    rs: &Ruleset<'_>,
+    host_filter: bool,
+    hosts: M,
+) -> f64 {
     let spread = range(&sc.sel_eff) / ctx.norm;
     let mut sums = [0.0f64; 64];
     let teams = (rs.teams as usize).min(64);
@@ -205,7 +212,7 @@ fn cost(ctx: &Ctx<'_>, sc: &Scratch, bounds: &Bounds, rs: &Ruleset<'_>, host_fil
     let latency = if ctx.h == 0 {
         0.0
     } else {
-        let choices = if host_filter { hosts } else { all_hosts(ctx.h) };
+        let choices = if host_filter { hosts } else { M::all(ctx.h) };
         f64::from(cheapest_host(ctx, &sc.sel, choices).1)
     };
     share(spread, bounds.max_skill_spread)
@@ -219,7 +226,7 @@ fn cost(ctx: &Ctx<'_>, sc: &Scratch, bounds: &Bounds, rs: &Ruleset<'_>, host_fil
 /// `host_filter`) and the latency bound are returned. On failure the rule decisions against the
 /// candidate are added to `diag` (docs/rule-diagnostics.md).
 #[allow(clippy::too_many_arguments)]
-fn grow(
+fn grow<M: HostMask>(
     ctx: &Ctx<'_>,
     links: &mut Links,
     sc: &mut Scratch,
@@ -230,7 +237,7 @@ fn grow(
     rs: &Ruleset<'_>,
     shift: f64,
     diag: &mut RuleDiagnostics,
-) -> Option<(u64, LatBound)> {
+) -> Option<(M, LatBound)> {
     let s = ctx.s;
     let w = lat_words(ctx.h);
     let (hot, rows) = (&s.hot[..], &s.rows[..]);
@@ -255,8 +262,8 @@ fn grow(
     let max_span = spread_threshold(spread, ctx.norm);
     let lat = LatBound::new(lat_bound, ctx.h);
     let row_of = |p: u32| &rows[p as usize * (w + 1) + 1..(p as usize + 1) * (w + 1)];
-    let mut hosts = if host_filter { lat.host_mask(row_of(sp)) } else { 0 };
-    if host_filter && hosts == 0 {
+    let mut hosts = if host_filter { lat.host_mask::<M>(row_of(sp)) } else { M::EMPTY };
+    if host_filter && hosts == M::EMPTY {
         diag.fail(Rejection::NoAcceptableHost);
         return None;
     }
@@ -419,14 +426,14 @@ fn grow(
             continue;
         }
         let m = if host_filter {
-            let m = lat.host_mask(row_of(p));
-            if hosts & m == 0 {
+            let m = lat.host_mask::<M>(row_of(p));
+            if hosts.and(m) == M::EMPTY {
                 rejected += 1 << LANE_HOST;
                 continue;
             }
             m
         } else {
-            0
+            M::EMPTY
         };
 
         // Best fit: the fullest team that still has room, so exact fits are preferred.
@@ -453,7 +460,7 @@ fn grow(
             room[best] -= size;
         }
         remaining -= size;
-        hosts &= m;
+        hosts = hosts.and(m);
         if remaining == 0 {
             examined = i + 1;
             break;

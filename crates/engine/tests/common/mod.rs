@@ -115,11 +115,17 @@ pub struct Match {
     pub tickets: Vec<u32>,
     pub teams: Vec<u32>,
     pub preferred_host: u32,
-    pub acceptable_hosts: u64,
+    /// One word per 64 hosts (at least one).
+    pub acceptable_hosts: Vec<u64>,
     pub accepts: Vec<u64>,
 }
 
 impl Match {
+    /// Whether host `h` is acceptable to the whole match.
+    pub fn acceptable(&self, h: usize) -> bool {
+        self.acceptable_hosts.get(h / 64).is_some_and(|w| w >> (h % 64) & 1 == 1)
+    }
+
     /// Tickets sorted, for order-independent comparisons.
     pub fn sorted_tickets(&self) -> Vec<u32> {
         let mut t = self.tickets.clone();
@@ -154,7 +160,7 @@ pub fn try_run(pool: &Pool, params: &TickParams<'_>) -> Result<Vec<Match>, Engin
     let cap = OutputCapacity::for_pool(pool.len(), pool.filters.len(), pool.host_count);
     let mut out = MatchOutput::with_capacity(cap);
     let count = run_tick(&pool.columns(), params, &mut ws, &mut out.buffers())?;
-    Ok(decode(&out, count, pool.filters.len()))
+    Ok(decode(&out, count, pool.filters.len(), pool.host_count))
 }
 
 pub fn run(pool: &Pool, params: &TickParams<'_>) -> Vec<Match> {
@@ -167,7 +173,7 @@ pub fn run_diagnosed(pool: &Pool, params: &TickParams<'_>) -> (Vec<Match>, Vec<R
     let cap = OutputCapacity::for_pool(pool.len(), pool.filters.len(), pool.host_count);
     let mut out = MatchOutput::with_capacity(cap);
     let count = run_tick(&pool.columns(), params, &mut ws, &mut out.buffers()).expect("valid input");
-    (decode(&out, count, pool.filters.len()), ws.rule_diagnostics().to_vec())
+    (decode(&out, count, pool.filters.len(), pool.host_count), ws.rule_diagnostics().to_vec())
 }
 
 /// One tick's matches, rule diagnostics and per-ticket refusal record (`TicketRefusal` codes).
@@ -179,10 +185,12 @@ pub fn run_recorded(pool: &Pool, params: &TickParams<'_>) -> (Vec<Match>, Vec<Ru
     out.ticket_refusals.as_mut().unwrap().fill(0xEE);
     let count = run_tick(&pool.columns(), params, &mut ws, &mut out.buffers()).expect("valid input");
     let refusals = out.ticket_refusals.clone().unwrap();
-    (decode(&out, count, pool.filters.len()), ws.rule_diagnostics().to_vec(), refusals)
+    (decode(&out, count, pool.filters.len(), pool.host_count), ws.rule_diagnostics().to_vec(), refusals)
 }
 
-pub fn decode(out: &MatchOutput, count: usize, f: usize) -> Vec<Match> {
+/// The first `count` matches of `out`, for `f` filter columns and `h` hosts.
+pub fn decode(out: &MatchOutput, count: usize, f: usize, h: usize) -> Vec<Match> {
+    let hw = h.div_ceil(64).max(1);
     (0..count)
         .map(|m| {
             let (a, b) = (out.match_offsets[m] as usize, out.match_offsets[m + 1] as usize);
@@ -191,7 +199,7 @@ pub fn decode(out: &MatchOutput, count: usize, f: usize) -> Vec<Match> {
                 tickets: out.match_tickets[a..b].to_vec(),
                 teams: out.ticket_team[a..b].to_vec(),
                 preferred_host: out.match_preferred_host[m],
-                acceptable_hosts: out.match_acceptable_hosts[m],
+                acceptable_hosts: out.match_acceptable_hosts[m * hw..(m + 1) * hw].to_vec(),
                 accepts: out.match_accepts[m * f..(m + 1) * f].to_vec(),
             }
         })
@@ -283,15 +291,15 @@ pub fn check_invariants(pool: &Pool, p: &TickParams<'_>, matches: &[Match]) -> R
         }
         // Hosts: every acceptable host within the relaxed bound, preferred is the cheapest.
         let cost = |hst: usize| m.tickets.iter().map(|&t| pool.latency_ms[t as usize * h + hst]).max().unwrap_or(0);
-        if h < 64 && m.acceptable_hosts >> h != 0 {
+        if (h..64 * m.acceptable_hosts.len()).any(|hst| m.acceptable(hst)) {
             return Err(ctx("acceptable host bit beyond host_count".into()));
         }
         for hst in 0..h {
-            if m.acceptable_hosts & (1 << hst) != 0 && u32::from(cost(hst)) > lat_bound {
+            if m.acceptable(hst) && u32::from(cost(hst)) > lat_bound {
                 return Err(ctx(format!("host {hst} marked acceptable with cost {}", cost(hst))));
             }
         }
-        if m.acceptable_hosts == 0 {
+        if m.acceptable_hosts.iter().all(|&w| w == 0) {
             // None acceptable: the host with the lowest worst latency is preferred (none without hosts).
             if h == 0 && m.preferred_host != NO_HOST {
                 return Err(ctx("preferred host without hosts".into()));
@@ -307,11 +315,11 @@ pub fn check_invariants(pool: &Pool, p: &TickParams<'_>, matches: &[Match]) -> R
             }
         } else {
             let ph = m.preferred_host as usize;
-            if ph >= h || m.acceptable_hosts & (1 << ph) == 0 {
+            if ph >= h || !m.acceptable(ph) {
                 return Err(ctx("preferred host not acceptable".into()));
             }
             for hst in 0..h {
-                if m.acceptable_hosts & (1 << hst) != 0 && (cost(hst), hst) < (cost(ph), ph) {
+                if m.acceptable(hst) && (cost(hst), hst) < (cost(ph), ph) {
                     return Err(ctx(format!("host {hst} is cheaper than preferred {ph}")));
                 }
             }

@@ -1,6 +1,7 @@
-// A queue's attribute filters hold up to 256 distinct values each (docs/engine.md "Columns"): a filter past 64
-// values gets further columns in the pool, tickets created before the widening keep matching as they did,
-// and the 257th distinct value is refused with FAILED_PRECONDITION. Real service, real sockets, both
+// A queue's value tables past 64 entries (docs/engine.md "Filters past 64 values", "Hosts"): an attribute filter
+// holds up to 256 distinct values, a filter past 64 values gets further columns in the pool, tickets created before
+// the widening keep matching as they did; a queue holds up to 256 host keys, and a match's common host may be past
+// the 64th. One more value or host key is refused with FAILED_PRECONDITION. Real service, real sockets, both
 // transports.
 import { fromBinary } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
@@ -8,7 +9,7 @@ import { stringify } from 'yaml';
 import { EngineOutputSchema } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { engineInput, uuid } from './support/fixtures.js';
 import type { OutcomeJson } from './support/outcomes.js';
-import { pollUntil } from './support/queues.js';
+import { duelQueue, pollUntil } from './support/queues.js';
 import { useService } from './support/service.js';
 import { grpcTransport, httpRequest, httpTransport, type Transport } from './support/transports.js';
 
@@ -28,7 +29,15 @@ function wideQueue(): string {
   });
 }
 
-const env = useService({ queues: { 'wide.http': wideQueue(), 'wide.grpc': wideQueue() } });
+const env = useService({
+  queues: {
+    'wide.http': wideQueue(),
+    'wide.grpc': wideQueue(),
+    // A match needs a host within 100 ms of both players.
+    'hosts.http': duelQueue(50, 100),
+    'hosts.grpc': duelQueue(50, 100),
+  },
+});
 
 function ticket(
   api: Transport,
@@ -96,6 +105,38 @@ describe.each([
       expect((await ticket(api, queueId, uuid(), 5000, { map: { values: [map] } })).ok).toBe(true);
     }
     const refused = await ticket(api, queueId, uuid(), 5000, { map: { values: ['x-6'] } });
+    expect(refused).toMatchObject({ ok: false, code: 'FAILED_PRECONDITION' });
+    expect(!refused.ok && refused.message).toContain('256 distinct values');
+  }, 60_000);
+});
+
+describe.each([
+  ['gRPC', 'hosts.grpc', () => grpcTransport(env.service)],
+  ['HTTP', 'hosts.http', () => httpTransport(env.service)],
+])('host keys past 64 (%s)', (_name, queueId, transport) => {
+  it('match on a common host past the 64th and refuse the 257th host key', async () => {
+    const api = transport();
+    const create = (id: string, mmr: number, latencies: Record<string, number>) =>
+      api.createTicket({ id, queueId, engineInput: engineInput({ players: [{ playerId: `p-${id}`, mmr, latencies }] }) });
+    // 250 tickets, each near one host of its own (h-0..h-249) and at the default 150 ms from every other: no two
+    // share a host within 100 ms, so none matches.
+    for (let i = 0; i < 250; i++) expect((await create(uuid(), 0.5, { [`h-${i}`]: 50 })).ok).toBe(true);
+    // Two more, both near a new host, the 251st key (index 250, in the fourth word of 64 hosts), and beyond the
+    // bound from h-3: they match, on the new host alone.
+    const pair = [uuid(), uuid()];
+    for (const id of pair) expect((await create(id, 0.5, { shared: 40, 'h-3': 120 })).ok).toBe(true);
+    const matches = await pollUntil(
+      () => matchesOf(queueId),
+      (ms) => ms.length >= 1,
+      10_000,
+    );
+    expect(matches.map((m) => m.matchCreated!.match.tickets.map((t) => t.id).sort())).toEqual([[...pair].sort()]);
+    const { host } = fromBinary(EngineOutputSchema, Buffer.from(matches[0]!.matchCreated!.match.engineOutput!, 'base64'));
+    expect(host).toMatchObject({ preferred: 'shared', acceptable: ['shared'] });
+
+    // 251 host keys so far: five more reach 256, the next is refused, naming the limit.
+    for (let i = 250; i < 255; i++) expect((await create(uuid(), 0.5, { [`h-${i}`]: 50 })).ok).toBe(true);
+    const refused = await create(uuid(), 0.5, { 'h-256': 50 });
     expect(refused).toMatchObject({ ok: false, code: 'FAILED_PRECONDITION' });
     expect(!refused.ok && refused.message).toContain('256 distinct values');
   }, 60_000);

@@ -15,6 +15,7 @@
 // Each test prints what it saw (leaders as named by the nodes, and the times from the fault); with
 // FAULT_TEST_DUMP=<path prefix> it also writes the replicas' log lines from the fault on, and those times.
 // FAULT_TEST_LEASE_MS sets LEADER_LEASE_MS (default 6000, the service's default).
+import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { replicationStreamName } from '../src/store/replicated/names.js';
 import { duelQueue, pollUntil } from './support/queues.js';
@@ -66,6 +67,17 @@ function logTakesWritesFrom(entries: readonly number[], from: number, to: number
   let back = from;
   for (let i = 1; i < points.length; i++) if (points[i]! - points[i - 1]! > 1000) back = points[i]!;
   return back;
+}
+
+/** The replicas' log lines from a second before the fault on, in time order, to `path` (JSON lines). */
+function writeReplicaLogs(g: Group, faultAt: number, path: string): void {
+  const lines = g.cluster.replicas.flatMap((r, i) =>
+    (r.service?.logs ?? [])
+      .filter((l) => (l.time as number) >= faultAt - 1000)
+      .map((l) => ({ ...l, replica: i, rel: (l.time as number) - faultAt })),
+  );
+  lines.sort((a, b) => a.rel - b.rel);
+  writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n'));
 }
 
 async function faultUnderLoad(g: Group, fault: 'stop' | 'kill'): Promise<void> {
@@ -170,14 +182,7 @@ async function faultUnderLoad(g: Group, fault: 'stop' | 'kill'): Promise<void> {
   console.log(`${fault}: ${JSON.stringify(report)}`);
   if (process.env.FAULT_TEST_DUMP) {
     // The replicas' log lines from the fault on, and the times above, for a closer look.
-    const { writeFileSync } = await import('node:fs');
-    const lines = g.cluster.replicas.flatMap((r, i) =>
-      (r.service?.logs ?? [])
-        .filter((l) => (l.time as number) >= faultAt - 1000)
-        .map((l) => ({ ...l, replica: i, rel: (l.time as number) - faultAt })),
-    );
-    lines.sort((a, b) => a.rel - b.rel);
-    writeFileSync(`${process.env.FAULT_TEST_DUMP}-${fault}.jsonl`, lines.map((l) => JSON.stringify(l)).join('\n'));
+    writeReplicaLogs(g, faultAt, `${process.env.FAULT_TEST_DUMP}-${fault}.jsonl`);
     writeFileSync(
       `${process.env.FAULT_TEST_DUMP}-${fault}-times.json`,
       JSON.stringify({
@@ -196,16 +201,7 @@ async function faultUnderLoad(g: Group, fault: 'stop' | 'kill'): Promise<void> {
   try {
     await expectNoTicketLost(g, QUEUE, probes.acked, 45_000);
   } finally {
-    if (process.env.FAULT_TEST_DUMP) {
-      const { writeFileSync } = await import('node:fs');
-      const lines = g.cluster.replicas.flatMap((r, i) =>
-        (r.service?.logs ?? [])
-          .filter((l) => (l.time as number) >= faultAt - 1000)
-          .map((l) => ({ ...l, replica: i, rel: (l.time as number) - faultAt })),
-      );
-      lines.sort((a, b) => a.rel - b.rel);
-      writeFileSync(`${process.env.FAULT_TEST_DUMP}-${fault}-settled.jsonl`, lines.map((l) => JSON.stringify(l)).join('\n'));
-    }
+    if (process.env.FAULT_TEST_DUMP) writeReplicaLogs(g, faultAt, `${process.env.FAULT_TEST_DUMP}-${fault}-settled.jsonl`);
   }
   expectGapFree(g.outcomes.unique, QUEUE);
 

@@ -162,6 +162,9 @@ export async function expectNoTicketLost(g: Group, queueId: string, acked: reado
     200,
   );
   console.log(`settled (every replica the same counts, every match in the stream) ${Date.now() - settleFrom} ms after the load stopped`);
+  if (!settled.all.every((c) => JSON.stringify(c) === JSON.stringify(settled.all[0]))) {
+    console.log(`not settled: matches in the stream ${settled.matched / 2}; per replica ${JSON.stringify(settled.all)}`);
+  }
   for (const c of settled.all) expect(c).toEqual(settled.all[0]);
   const inMatch = matchedTickets(g.outcomes.unique, queueId);
   const unmatched = acked.filter((id) => !inMatch.has(id));

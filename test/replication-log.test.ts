@@ -145,4 +145,33 @@ describe('replication log reader', () => {
     },
     30_000,
   );
+
+  it('says so at error level when the log holds fewer entries than it applied (the broker lost them), and only then', async () => {
+    const { jsm, stream, n } = await logWith(3);
+    const lines: { level: number; msg: string; applied?: number; last?: number }[] = [];
+    const recording = new ReplicationLog(
+      jetstream(nc),
+      jsm,
+      stream,
+      { req: `test.log.req.${n}`, lead: `test.log.lead.${n}`, term: `test.log.term.${n}` },
+      createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line)) }),
+    );
+    const seen: number[] = [];
+    const reading = await recording.read(1, (seq) => {
+      seen.push(seq);
+    });
+    await until('three entries', () => seen.length === 3);
+    // Caught up and idle for a few checks: nothing to say.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const lost = () => lines.filter((l) => l.msg.startsWith('replication log holds fewer entries than this replica applied'));
+    expect(lost()).toEqual([]);
+    // The stream made anew under the same name: its last position (0) is below the 3 entries applied, as when the
+    // broker loses entries it had delivered.
+    const config = (await jsm.streams.info(stream)).config;
+    await jsm.streams.delete(stream);
+    await jsm.streams.add(config);
+    await until('the loss reported', () => lost().length > 0, 15_000);
+    await reading.stop();
+    expect(lost()[0]).toMatchObject({ level: 50, applied: 3, last: 0 });
+  }, 30_000);
 });

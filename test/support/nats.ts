@@ -4,7 +4,7 @@
 // consumer with explicit acknowledgements.
 import { freePort } from '../../bench/nats-cluster.js';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { createWriteStream, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fromBinary } from '@bufbuild/protobuf';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
@@ -77,8 +77,14 @@ export function natsProcess(args: readonly string[], what: string): NatsProcess 
           proc.once('error', () => resolve(false));
         });
         if (ready) {
-          // Keep draining stderr so the pipe never fills up.
+          // Keep draining stderr so the pipe never fills up (into NATS_TEST_LOG_DIR/<what>.log when set, to read later).
           proc.stderr!.removeAllListeners('data');
+          const logDir = process.env.NATS_TEST_LOG_DIR;
+          if (logDir) {
+            const file = createWriteStream(join(logDir, `${what.replace(/[^\w.-]+/g, '_')}.log`), { flags: 'a' });
+            file.write(stderr);
+            proc.stderr!.pipe(file);
+          }
           proc.stderr!.resume();
           child = proc;
           exited = gone.then(() => undefined);

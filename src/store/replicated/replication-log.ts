@@ -52,6 +52,8 @@ const DIRECT_POLL_MS = 100;
 const REPLACE_AFTER_MS = 2_000;
 /** ...and the direct reads stop once they found nothing new for this long (the watchdog looks again). */
 const DIRECT_IDLE_MS = 2_000;
+/** Checks in a row that find the log's last position below what this replica applied before it says so. */
+const REGRESSED_CHECKS = 5;
 /** A warning that repeats (the same failure, retried) is logged at most this often, with a count. */
 const WARN_EVERY_MS = 5_000;
 /**
@@ -70,8 +72,8 @@ function retryable(err: unknown): boolean {
   return true;
 }
 
-/** A warning logged once, then at most every WARN_EVERY_MS with how often it happened meanwhile. */
-function throttledWarning(log: Logger, msg: string): (fields: Record<string, unknown>) => void {
+/** A warning (or error) logged once, then at most every WARN_EVERY_MS with how often it happened meanwhile. */
+function throttledLog(log: Logger, msg: string, level: 'warn' | 'error' = 'warn'): (fields: Record<string, unknown>) => void {
   let lastAt = Number.NEGATIVE_INFINITY;
   let repeats = 0;
   return (fields) => {
@@ -80,7 +82,7 @@ function throttledWarning(log: Logger, msg: string): (fields: Record<string, unk
       repeats++;
       return;
     }
-    log.warn({ ...fields, ...(repeats > 0 ? { repeats } : {}) }, msg);
+    log[level]({ ...fields, ...(repeats > 0 ? { repeats } : {}) }, msg);
     lastAt = now;
     repeats = 0;
   };
@@ -209,13 +211,14 @@ export class ReplicationLog {
     });
   }
 
-  /** Whether the log holds an entry at `seq` (the reader is behind if it has not applied it). */
-  private async holds(seq: number): Promise<boolean> {
-    const behind = (yes: boolean) => (yes ? true : Promise.reject(new Error('not behind')));
-    return Promise.any([
-      this.entryAt(seq, false).then((entry) => behind(entry !== null)),
-      deadline(this.lastSeq(), READ_TRY_MS).then((last) => behind(last >= seq)),
-    ]).catch(() => false);
+  /**
+   * Whether the log holds an entry at `seq` (the reader is behind if it has not applied it), and the last
+   * position the stream's leader named, when it answered in time.
+   */
+  private async holds(seq: number): Promise<{ behind: boolean; last: number | undefined }> {
+    const [entry, last] = await Promise.allSettled([this.entryAt(seq, false), deadline(this.lastSeq(), READ_TRY_MS)]);
+    const lastSeq = last.status === 'fulfilled' ? last.value : undefined;
+    return { behind: (entry.status === 'fulfilled' && entry.value !== null) || (lastSeq ?? 0) >= seq, last: lastSeq };
   }
 
   /**
@@ -276,14 +279,20 @@ export class ReplicationLog {
     /** When the current consumer was opened, and whether it has delivered anything since. */
     let openedAt = performance.now();
     let delivered = false;
-    const warnReopen = throttledWarning(this.log, 'replication log reader could not reopen; retrying');
-    const warnDirect = throttledWarning(this.log, 'replication log could not be read directly; retrying');
+    const warnReopen = throttledLog(this.log, 'replication log reader could not reopen; retrying');
+    const warnDirect = throttledLog(this.log, 'replication log could not be read directly; retrying');
+    const warnRegressed = throttledLog(
+      this.log,
+      'replication log holds fewer entries than this replica applied: the broker lost entries; this replica may differ from the others',
+      'error',
+    );
     // A consumer can stall without ending or failing: its node lost or hung, and the client notices only
     // by missed heartbeats, and cannot make a new one while the cluster has no meta leader. When the log
     // holds an entry past the last one applied and nothing came for a while, the reader reads the log
     // directly, by position, every DIRECT_POLL_MS, and replaces a consumer that stays silent meanwhile,
     // until a consumer delivers again or nothing more comes.
     let progressAt = next;
+    let regressedChecks = 0;
     let stalled: Promise<void> | undefined;
     const readDirectly = async () => {
       let foundAt = performance.now();
@@ -310,7 +319,13 @@ export class ReplicationLog {
         return;
       }
       this.holds(stalledAt).then(
-        (behind) => {
+        ({ behind, last }) => {
+          // The stream's leader names a last position below entries this replica applied, check after check
+          // (a new leader may lag for a moment): the broker lost them after they were delivered (seen with
+          // nats-server 2.9 after a hung stream leader came back). New entries will take those positions,
+          // and this replica, waiting past them, will not read them.
+          regressedChecks = last !== undefined && last < stalledAt - 1 ? regressedChecks + 1 : 0;
+          if (regressedChecks >= REGRESSED_CHECKS) warnRegressed({ stream: this.stream, applied: stalledAt - 1, last });
           if (stopped || stalled || !behind || next !== stalledAt) return;
           this.log.warn({ stream: this.stream, next }, 'replication log reader stalled; reading directly until a consumer delivers');
           delivered = false;

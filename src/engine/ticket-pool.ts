@@ -92,7 +92,7 @@ export class TicketPool {
   /** Per filter, its columns in attrValues and attrAccepts; may lag the filter's values until the next insert. */
   private widths: number[];
   /** Columns per row: the sum of `widths`. */
-  filterCount: number;
+  private columnCount: number;
   /** Row -> ticket id. */
   readonly ids: string[] = [];
   private readonly rows = new ShardedMap<number>();
@@ -106,9 +106,14 @@ export class TicketPool {
   ) {
     this.attributeKeys = layout.filters.map((f) => new Interner(`attribute filter "${f.name}"`, MAX_FILTER_VALUES));
     this.widths = layout.filters.map(() => 1);
-    this.filterCount = layout.filters.length;
+    this.columnCount = layout.filters.length;
     this.allRulesets = layout.rulesetIds.length >= 32 ? 0xffff_ffff : (1 << layout.rulesetIds.length) - 1;
     this.grow(initialCapacity);
+  }
+
+  /** Attribute columns per row (a filter past 64 values has several; `filterSpans`). */
+  get filterCount(): number {
+    return this.columnCount;
   }
 
   /** The engine's mode of each column: a filter's own, then "continued" for its further columns. */
@@ -325,7 +330,7 @@ export class TicketPool {
     this.attrValues = values;
     this.attrAccepts = accepts;
     this.widths = widths;
-    this.filterCount = total;
+    this.columnCount = total;
   }
 
   /** A new host key widens every row; existing tickets did not measure it, so they get the default. */

@@ -37,8 +37,8 @@ const ELECTION_WAIT_MS = 20_000;
 /** After the node's return, how long the test waits at most for the streams to keep their leaders. */
 const RETURN_WAIT_MS = 30_000;
 /**
- * One retry, on the same cluster. Failures seen (20 runs of the stop case on a two-core machine, 5 failed even with
- * the retry): nats-server 2.9 left the coordination bucket without a leader for 30 s after the hung node's return;
+ * One retry, on the same cluster. Failures seen (about 30 runs of the stop case on a two-core machine, 4 failed even
+ * with the retry): nats-server 2.9 left the coordination bucket without a leader for 30 s after the hung node's return;
  * it lost log entries it had delivered, so that every replica waited past the log's end (the replicas now log an
  * error for this, and a run where they did is skipped, see `brokerLosses`); one replica stayed far behind the
  * others from the fault on (cause not found). In CI, once, a 5.8 s gap without a match while the node was down.

@@ -91,6 +91,11 @@ function throttledLog(log: Logger, msg: string, level: 'warn' | 'error' = 'warn'
 export class ReplicationLog {
   /** Whether the stream answers direct gets (allow_direct): then any of its nodes serves reads by position. */
   private direct = false;
+  /**
+   * A position the log is known to hold through: the highest its leader named as its last, or acknowledged one
+   * of this replica's appends at. Reads by position go no further (see `read`).
+   */
+  private confirmed = 0;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -140,7 +145,9 @@ export class ReplicationLog {
       const sentAt = performance.now();
       const timeout = Math.max(1, Math.min(PUBLISH_TRY_MS, giveUpAt - sentAt));
       try {
-        return await this.js.publish(subject, entry, { msgID: msgId, timeout, expect });
+        const ack = await this.js.publish(subject, entry, { msgID: msgId, timeout, expect });
+        this.confirmed = Math.max(this.confirmed, ack.seq);
+        return ack;
       } catch (err) {
         if (!retryable(err) || performance.now() + PUBLISH_PAUSE_MS >= giveUpAt) throw err;
         // A failure that came at once (no stream leader to answer) is not tried again at once.
@@ -152,6 +159,7 @@ export class ReplicationLog {
   /** The position of the last entry stored (0 when the log is empty): a replica has caught up once it applied it. */
   async lastSeq(): Promise<number> {
     const info = await this.jsm.streams.info(this.stream);
+    this.confirmed = Math.max(this.confirmed, info.state.last_seq);
     return info.state.last_seq;
   }
 
@@ -260,12 +268,17 @@ export class ReplicationLog {
         await apply(entry.seq, entry.data, entry.header?.get(MSG_ID_HEADER) || undefined);
       }
     };
-    /** Reads by position whatever the log holds past the last entry applied; answers how many. */
+    /**
+     * Reads by position what the log is known to hold past the last entry applied (`confirmed`, asking its
+     * leader first); answers how many. Not further: a direct get may be answered by a node holding entries the
+     * leader does not, which the log then loses (seen with nats-server 2.9 around a hung leader's return), and a
+     * replica that applied them would wait past the log's end.
+     */
     const readAvailable = async () => {
+      await deadline(this.lastSeq(), READ_TRY_MS).catch(() => undefined);
       let read = 0;
-      while (!stopped) {
-        const entry = await this.entryAt(next, false);
-        if (!entry) break;
+      while (!stopped && next <= this.confirmed) {
+        const entry = (await this.entryAt(next, true))!;
         await apply(entry.seq, entry.data, entry.header?.get(MSG_ID_HEADER) || undefined);
         read++;
       }

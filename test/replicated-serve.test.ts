@@ -244,5 +244,15 @@ describe('replicated mode on one nats-server', () => {
     expect(sampleSum(leader, 'matchmaker_matches_total', labels)).toBe(2);
     // Each replica counts the requests it answered itself.
     expect(both.map((s, i) => requestsOk(s) - before[i]!)).toEqual([2, 2]);
+    // Both follow the queue's log to the same position (its creates and the leader's matches at least).
+    const positions = await pollUntil(
+      async () =>
+        (await Promise.all(replicas.map((r) => scrape(r.baseUrl)))).map((s) =>
+          sampleSum(s, 'matchmaker_replication_applied_position', { queue_id: 'ws.count' }),
+        ),
+      (p) => p[0] !== undefined && p[0] === p[1],
+      15_000,
+    );
+    expect(positions[0]).toBeGreaterThanOrEqual(4);
   });
 });

@@ -30,6 +30,9 @@ export interface QueueSummary {
   serving: boolean;
   /** Fingerprint of the queue's file as this process runs it. */
   configHash: string;
+  /** The replicated mode: the log position of the last entry this replica applied (replicas that agree on it
+   *  hold the same state of the queue); absent, embedded. */
+  logPosition?: number;
   /** The replicated mode: each present replica's fingerprint of the queue's file (null: it has none). */
   replicaConfigHashes?: Record<string, string | null>;
   /** The replicated mode: whether the replicas run different versions of the queue's file. */
@@ -153,6 +156,7 @@ function summaries(opened: OpenedService): QueueSummary[] {
     leading: q.leading,
     serving: q.serving,
     configHash: configHash(q.config),
+    ...(q.logPosition === undefined ? {} : { logPosition: q.logPosition }),
     ...clusterView(opened, q.queueId),
   }));
 }

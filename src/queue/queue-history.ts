@@ -37,6 +37,8 @@ export interface QueueHistory {
   onLeading?(listener: () => void): void;
   /** False while the history cannot take records (the replicated log's broker unreachable); absent: always can. */
   readonly reachable?: boolean;
+  /** The replicated log's position of the last entry this copy applied; absent for the embedded history. */
+  readonly appliedSeq?: number;
   /** Resolves once the copy has caught up with the history and may answer requests. */
   start(): Promise<void>;
   /** Proposes records; answers what each applied once they are durable. */

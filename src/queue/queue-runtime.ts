@@ -122,6 +122,11 @@ export class QueueRuntime {
     return this.state === 'running' && (this.history.reachable ?? true);
   }
 
+  /** The replicated mode: the log position of the last entry this replica applied (undefined, embedded). */
+  get logPosition(): number | undefined {
+    return this.history.appliedSeq;
+  }
+
   /** Whether this copy of the queue leads it (always, embedded): it ticks, expires, and delivers outcomes. */
   get leading(): boolean {
     return this.history.acting;

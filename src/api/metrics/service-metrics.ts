@@ -127,6 +127,14 @@ function stateGauges(registers: Registry[], current: () => MetricsSnapshot): voi
     (q) => (q.leading ? 1 : 0),
   );
   perQueue('matchmaker_queue_serving', 'Whether the queue takes requests on this replica.', (q) => (q.serving ? 1 : 0));
+  gauge(
+    'matchmaker_replication_applied_position',
+    'The replicated mode: the log position of the last entry this replica applied to the queue (replicas agree once caught up).',
+    ['queue_id'],
+    (s, set) => {
+      for (const q of s.opened?.queues ?? []) if (q.logPosition !== undefined) set({ queue_id: q.queueId }, q.logPosition);
+    },
+  );
   gauge('matchmaker_outcome_deliveries_parked', 'Deliveries parked after exhausting retries (alert on > 0).', ['queue_id'], (s, set) => {
     for (const d of s.opened?.deliveries ?? []) set({ queue_id: d.queueId }, d.parked ? 1 : 0);
   });

@@ -18,6 +18,7 @@
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { replicationStreamName } from '../src/store/replicated/names.js';
+import { LOG_REGRESSED } from '../src/store/replicated/replication-log.js';
 import { duelQueue, pollUntil } from './support/queues.js';
 import { ReplicaProbes } from './support/replica-probes.js';
 import { expectGapFree, expectNoTicketLost, logStoreTimes, matchesOf, useGroup, type Group } from './support/replicated-group.js';
@@ -85,7 +86,7 @@ function writeReplicaLogs(g: Group, faultAt: number, path: string): void {
 function brokerLosses(g: Group, from: number): { replica: number; applied: unknown; last: unknown }[] {
   return g.cluster.replicas.flatMap((r, replica) =>
     (r.service?.logs ?? [])
-      .filter((l) => (l.time as number) >= from && String(l.msg).startsWith('replication log holds fewer entries'))
+      .filter((l) => (l.time as number) >= from && l.msg === LOG_REGRESSED)
       .map((l) => ({ replica, applied: l.applied, last: l.last })),
   );
 }

@@ -58,10 +58,14 @@ async function matchesOf(queueId: string): Promise<OutcomeJson[]> {
   return (res.body.outcomes as OutcomeJson[]).filter((o) => o.kind === 'match.created');
 }
 
-describe.each([
-  ['gRPC', 'wide.grpc', () => grpcTransport(env.service)],
-  ['HTTP', 'wide.http', () => httpTransport(env.service)],
-])('attribute filters past 64 values (%s)', (_name, queueId, transport) => {
+/** Each transport with its own queue: `<prefix>.grpc` and `<prefix>.http`. */
+const overBoth = (prefix: string) =>
+  [
+    ['gRPC', `${prefix}.grpc`, () => grpcTransport(env.service)],
+    ['HTTP', `${prefix}.http`, () => httpTransport(env.service)],
+  ] as const;
+
+describe.each(overBoth('wide'))('attribute filters past 64 values (%s)', (_name, queueId, transport) => {
   it('match across the widening and refuse the 257th value', async () => {
     const api = transport();
     // Before the widening: one ticket wanting map m-3, one with no map. Far apart in skill (mmr 0 and 100, the
@@ -110,10 +114,7 @@ describe.each([
   }, 60_000);
 });
 
-describe.each([
-  ['gRPC', 'hosts.grpc', () => grpcTransport(env.service)],
-  ['HTTP', 'hosts.http', () => httpTransport(env.service)],
-])('host keys past 64 (%s)', (_name, queueId, transport) => {
+describe.each(overBoth('hosts'))('host keys past 64 (%s)', (_name, queueId, transport) => {
   it('match on a common host past the 64th and refuse the 257th host key', async () => {
     const api = transport();
     const create = (id: string, mmr: number, latencies: Record<string, number>) =>

@@ -38,10 +38,13 @@ pub(crate) fn compatible(
     values_b: &[u64],
     accepts_b: &[u64],
 ) -> bool {
-    let columns = values_a.iter().zip(accepts_a).zip(values_b.iter().zip(accepts_b));
     match mode {
         FilterMode::Overlap => values_a.iter().zip(values_b).any(|(&a, &b)| a & b != 0),
-        _ => columns.fold(true, |ok, ((&va, &aa), (&vb, &ab))| ok & ((va & !ab) | (vb & !aa) == 0)),
+        _ => values_a
+            .iter()
+            .zip(accepts_a)
+            .zip(values_b.iter().zip(accepts_b))
+            .fold(true, |ok, ((&va, &aa), (&vb, &ab))| ok & ((va & !ab) | (vb & !aa) == 0)),
     }
 }
 

@@ -52,6 +52,9 @@ const DIRECT_POLL_MS = 100;
 const REPLACE_AFTER_MS = 2_000;
 /** ...and the direct reads stop once they found nothing new for this long (the watchdog looks again). */
 const DIRECT_IDLE_MS = 2_000;
+/** What a reader logs (at error level) when the log holds fewer entries than its replica applied. */
+export const LOG_REGRESSED =
+  'replication log holds fewer entries than this replica applied: the broker lost entries; this replica may differ from the others';
 /** Checks in a row that find the log's last position below what this replica applied before it says so. */
 const REGRESSED_CHECKS = 5;
 /** A warning that repeats (the same failure, retried) is logged at most this often, with a count. */
@@ -270,12 +273,12 @@ export class ReplicationLog {
     };
     /**
      * Reads by position what the log is known to hold past the last entry applied (`confirmed`, asking its
-     * leader first); answers how many. Not further: a direct get may be answered by a node holding entries the
+     * leader when that does not reach the next entry); answers how many. Not further: a direct get may be answered by a node holding entries the
      * leader does not, which the log then loses (seen with nats-server 2.9 around a hung leader's return), and a
      * replica that applied them would wait past the log's end.
      */
     const readAvailable = async () => {
-      await deadline(this.lastSeq(), READ_TRY_MS).catch(() => undefined);
+      if (next > this.confirmed) await deadline(this.lastSeq(), READ_TRY_MS).catch(() => undefined);
       let read = 0;
       while (!stopped && next <= this.confirmed) {
         const entry = (await this.entryAt(next, true))!;
@@ -294,11 +297,7 @@ export class ReplicationLog {
     let delivered = false;
     const warnReopen = throttledLog(this.log, 'replication log reader could not reopen; retrying');
     const warnDirect = throttledLog(this.log, 'replication log could not be read directly; retrying');
-    const warnRegressed = throttledLog(
-      this.log,
-      'replication log holds fewer entries than this replica applied: the broker lost entries; this replica may differ from the others',
-      'error',
-    );
+    const warnRegressed = throttledLog(this.log, LOG_REGRESSED, 'error');
     // A consumer can stall without ending or failing: its node lost or hung, and the client notices only
     // by missed heartbeats, and cannot make a new one while the cluster has no meta leader. When the log
     // holds an entry past the last one applied and nothing came for a while, the reader reads the log

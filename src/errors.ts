@@ -3,19 +3,31 @@
 // code once (src/api/error-map.ts).
 
 /** The spec's error conditions, by gRPC code name. */
-export type ErrorCode = 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'FAILED_PRECONDITION' | 'UNAVAILABLE' | 'INTERNAL' | 'UNIMPLEMENTED';
+export type ErrorCode =
+  | 'INVALID_ARGUMENT'
+  | 'NOT_FOUND'
+  | 'FAILED_PRECONDITION'
+  | 'UNAVAILABLE'
+  | 'INTERNAL'
+  | 'UNIMPLEMENTED'
+  | 'UNAUTHENTICATED'
+  | 'PERMISSION_DENIED'
+  | 'RESOURCE_EXHAUSTED';
 
 /** Machine-readable reasons, sent as `x-svc-reason` (gRPC trailing metadata or HTTP header). */
-export type ErrorReason = 'QUEUE_RETIRING';
+export type ErrorReason = 'QUEUE_RETIRING' | 'UNSUPPORTED_MEDIA_TYPE';
 
 export interface ServiceErrorOptions {
   reason?: ErrorReason;
   /** What went wrong underneath (logged; never sent to the caller). */
   cause?: unknown;
+  /** RESOURCE_EXHAUSTED by a rate limit: when a retry may succeed (HTTP `Retry-After`, gRPC `retry-after`). */
+  retryAfterSecs?: number;
 }
 
 export class ServiceError extends Error {
   readonly reason: ErrorReason | undefined;
+  readonly retryAfterSecs: number | undefined;
 
   constructor(
     readonly code: ErrorCode,
@@ -25,6 +37,7 @@ export class ServiceError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ServiceError';
     this.reason = options.reason;
+    this.retryAfterSecs = options.retryAfterSecs;
   }
 }
 
@@ -32,6 +45,10 @@ export const invalidArgument = (message: string, cause?: unknown) => new Service
 export const notFound = (message: string, cause?: unknown) => new ServiceError('NOT_FOUND', message, { cause });
 export const failedPrecondition = (message: string, reason?: ErrorReason) => new ServiceError('FAILED_PRECONDITION', message, { reason });
 export const unavailable = (message: string, cause?: unknown) => new ServiceError('UNAVAILABLE', message, { cause });
+export const unauthenticated = (message: string) => new ServiceError('UNAUTHENTICATED', message);
+export const permissionDenied = (message: string) => new ServiceError('PERMISSION_DENIED', message);
+export const resourceExhausted = (message: string, retryAfterSecs?: number) =>
+  new ServiceError('RESOURCE_EXHAUSTED', message, { retryAfterSecs });
 
 /** Any thrown value as a ServiceError; anything unexpected becomes INTERNAL with it as the cause (the caller logs it). */
 export function asServiceError(err: unknown): ServiceError {

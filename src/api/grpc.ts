@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
 import type { Operator } from '../core/operator.js';
 import { asServiceError, clip, invalidArgument, type ServiceError } from '../errors.js';
-import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
+import { ERROR_CODES, errorHeaders, messageOf } from './error-map.js';
 import { libraryErrorInterceptor } from './grpc-library-errors.js';
 import type { ServiceMetrics } from './metrics/service-metrics.js';
 import { grpcServiceDefinition, MatchmakerAdminService, MatchmakerService, reflectionPackageDefinition } from './grpc-definitions.js';
@@ -23,7 +23,7 @@ type UnaryHandler = (call: ServerUnaryCall<Buffer, unknown>, callback: sendUnary
 
 function toGrpcError(err: ServiceError) {
   const metadata = new Metadata();
-  if (err.reason) metadata.set(REASON_HEADER, err.reason);
+  for (const [name, value] of Object.entries(errorHeaders(err))) metadata.set(name, value);
   return { code: ERROR_CODES[err.code].grpc, details: messageOf(err), metadata };
 }
 

@@ -3,7 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { JsonValue } from '@bufbuild/protobuf';
 import { clip, invalidArgument, type ServiceError } from '../errors.js';
-import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
+import { errorHeaders, httpStatusOf, messageOf } from './error-map.js';
 
 export function decodePathSegment(segment: string, index: number): string {
   try {
@@ -35,8 +35,10 @@ export function sendError(res: ServerResponse, err: ServiceError): void {
     res.destroy();
     return;
   }
-  if (err.reason) res.setHeader(REASON_HEADER, err.reason);
-  sendJson(res, ERROR_CODES[err.code].http, { code: err.code, message: messageOf(err) });
+  for (const [name, value] of Object.entries(errorHeaders(err))) res.setHeader(name, value);
+  // RFC 6750: a 401 names the scheme the caller must use.
+  if (err.code === 'UNAUTHENTICATED') res.setHeader('www-authenticate', 'Bearer');
+  sendJson(res, httpStatusOf(err), { code: err.code, message: messageOf(err) });
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {

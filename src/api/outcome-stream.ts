@@ -12,7 +12,7 @@ import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import type { OutcomeFeed } from '../core/outcome-feed.js';
 import { asServiceError, invalidArgument, notFound, quote, ServiceError, unavailable } from '../errors.js';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { ERROR_CODES, messageOf, REASON_HEADER } from './error-map.js';
+import { errorHeaders, httpStatusOf, messageOf } from './error-map.js';
 import type { DeliveryTelemetry } from '../core/telemetry.js';
 import { SentOutcomes } from './stream-delivery-lag.js';
 import { OFFSET_PATTERN, parseQuery, type StreamQuery } from './outcome-stream-query.js';
@@ -49,13 +49,16 @@ export type ServerFrame =
 
 /** Answers an upgrade request with a plain HTTP error (the API's JSON error body) and closes the socket. */
 function refuse(socket: Duplex, err: ServiceError): void {
-  const status = ERROR_CODES[err.code].http;
+  const status = httpStatusOf(err);
+  const headers = { ...errorHeaders(err), ...(err.code === 'UNAUTHENTICATED' ? { 'www-authenticate': 'Bearer' } : {}) };
   const body = JSON.stringify({ code: err.code, message: messageOf(err) });
   socket.on('error', () => undefined);
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
       'connection: close\r\ncontent-type: application/json\r\n' +
-      (err.reason ? `${REASON_HEADER}: ${err.reason}\r\n` : '') +
+      Object.entries(headers)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('') +
       `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
   // end() flushes the answer; destroy in case the peer never reads it.

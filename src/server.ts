@@ -1,16 +1,13 @@
 // Composes the service: servers first (so probes answer NOT_SERVING / UNAVAILABLE while starting), then
 // the store and the queues, then serving. stop() is the SIGTERM path.
-import type { AddressInfo } from 'node:net';
-import { type Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
-import { createGrpcServer } from './api/grpc.js';
-import { createHttpServer } from './api/http.js';
+import { openListeners } from './api/listeners.js';
 import { Dashboard } from './api/dashboard/dashboard.js';
 import { ServiceMetrics } from './api/metrics/service-metrics.js';
-import { attachOutcomeStream } from './api/outcome-stream.js';
 import { scanQueueDirectory, watchQueueDirectory, type DirectoryScan, type QueueFile } from './config/queue-files.js';
 import type { ServiceConfig } from './config/service-config.js';
+import { Access } from './core/access.js';
 import { MatchmakerCore } from './core/matchmaker-core.js';
 import { Operator } from './core/operator.js';
 import type { OpenedService } from './core/service-parts.js';
@@ -50,33 +47,10 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   const metrics = new ServiceMetrics(() => operator.metricsSnapshot());
   const dashboard = new Dashboard(operator);
   const telemetry = fanOut(metrics.queues, dashboard.activity);
-  const grpcServer = createGrpcServer(core, operator, health, log, metrics);
-  const httpServer = createHttpServer({
-    core,
-    operator,
-    maxBodyBytes: config.http_max_body_bytes,
-    log,
-    metrics,
-    dashboard,
-    limits: {
-      requestTimeoutMs: config.http_request_timeout_ms,
-      headersTimeoutMs: config.http_headers_timeout_ms,
-      keepAliveTimeoutMs: config.http_keep_alive_timeout_ms,
-      maxConnections: config.http_max_connections,
-    },
-  });
   const feed = new OutcomeFeed(() => opened);
-  const stream = attachOutcomeStream(httpServer, { feed, heartbeatMs: config.websocket_heartbeat_ms, log, delivery: metrics.delivery });
-
-  const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpcServer.bindAsync(`${config.bind_address}:${config.grpc_port}`, ServerCredentials.createInsecure(), (err, port) =>
-      err ? reject(err) : resolve(port),
-    ),
-  );
-  const httpPort = await new Promise<number>((resolve, reject) => {
-    httpServer.once('error', reject);
-    httpServer.listen(config.http_port, config.bind_address, () => resolve((httpServer.address() as AddressInfo).port));
-  });
+  const access = await Access.open(config, log);
+  const listeners = await openListeners(config, { core, operator, health, metrics, dashboard, feed, access, log });
+  const { grpcPort, httpPort } = listeners;
 
   const fatal = (err: unknown) => storeFailed(log, config.data_dir, err);
   let registry: QueueRegistry | undefined;
@@ -168,11 +142,12 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       if (!finished) log.warn('shutdown timeout: closing with requests still in flight');
       phases.mark('inFlight');
       watcher.close();
+      access.close();
       // No call reaches the core any more: what the servers still hold are answers being written, calls that
       // will only get UNAVAILABLE, and clients that keep their connections busy (or idle, or half-sent). They
       // get CLOSE_GRACE_MS, then their connections are cut. Stream sockets are connections of the HTTP server
       // too: close them with it.
-      await Promise.all([closeGrpc(grpcServer, CLOSE_GRACE_MS), stream.close(), closeHttp(httpServer, CLOSE_GRACE_MS)]);
+      await listeners.close(CLOSE_GRACE_MS);
       phases.mark('transports');
       await queues.stopAll();
       phases.mark('queues');
@@ -238,30 +213,4 @@ function phaseTimer() {
       last = now;
     },
   };
-}
-
-/** grpc-js tryShutdown waits for every HTTP/2 session to close, which a client may never do: bounded. */
-function closeGrpc(server: GrpcServer, graceMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      server.forceShutdown();
-      resolve();
-    }, graceMs);
-    server.tryShutdown(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
-
-/** close() waits for every connection to end, and a request whose body never finishes holds one: bounded. */
-function closeHttp(server: ReturnType<typeof createHttpServer>, graceMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
-    server.close(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
 }

@@ -28,6 +28,8 @@ describe('GET /dashboard', () => {
   let page: Page;
   let sinkPort: number;
   let sink: Server | undefined;
+  /** What the page logged as errors ("Refused to ..." for a script or style its CSP refused). */
+  const consoleErrors: string[] = [];
 
   beforeAll(async () => {
     sinkPort = await releasedPort();
@@ -56,6 +58,10 @@ describe('GET /dashboard', () => {
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const errors: string[] = [];
     page.on('pageerror', (err) => errors.push(err.message));
+    page.on('console', (msg) => {
+      // A 404 is the ticket search asking a queue that does not hold the ticket.
+      if (msg.type() === 'error' && !msg.text().startsWith('Failed to load resource')) consoleErrors.push(msg.text());
+    });
     await page.goto(`${service.baseUrl}/dashboard`);
     await page.waitForSelector('section[data-queue="d.parked"]');
     expect(errors).toEqual([]);
@@ -176,5 +182,9 @@ describe('GET /dashboard', () => {
       (n) => n > 0,
     );
     expect(received.length).toBeGreaterThan(0);
+  });
+
+  it('breaks no rule of its Content-Security-Policy while drawing and acting', () => {
+    expect(consoleErrors).toEqual([]);
   });
 });

@@ -7,6 +7,7 @@ import { Metadata, Server, ServerCredentials, type sendUnaryData, type ServerUna
 import { ReflectionService } from '@grpc/reflection';
 import type { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
+import type { Access, Principal } from '../core/access.js';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
 import type { Operator } from '../core/operator.js';
 import { asServiceError, clip, invalidArgument, type ServiceError } from '../errors.js';
@@ -33,39 +34,42 @@ export function createGrpcServer(
   health: HealthImplementation,
   log: Logger,
   metrics: RequestObserver,
+  access: Access,
 ): Server {
   const { method } = MatchmakerService;
   /** One handler for one method: its request decoded from the received bytes, its answer typed by the method. */
   const unary =
     <I extends DescMessage, O extends DescMessage>(
       rpc: DescMethodUnary<I, O>,
-      call: (request: MessageShape<I>, encoded: Uint8Array) => Promise<MessageShape<O>>,
+      call: (request: MessageShape<I>, encoded: Uint8Array, principal: Principal | undefined) => Promise<MessageShape<O>>,
     ): UnaryHandler =>
     (unaryCall, callback) => {
       const started = performance.now();
-      const fail = (err: ServiceError) => {
-        metrics.observeRequest(rpc.name, 'grpc', err.code, (performance.now() - started) / 1000);
-        callback(toGrpcError(err));
+      const fail = (err: unknown) => {
+        const serviceError = asServiceError(err);
+        if (serviceError.code === 'INTERNAL') log.error({ err, method: rpc.name }, 'internal error');
+        metrics.observeRequest(rpc.name, 'grpc', serviceError.code, (performance.now() - started) / 1000);
+        callback(toGrpcError(serviceError));
       };
-      let request: MessageShape<I>;
-      try {
-        request = fromBinary(rpc.input, unaryCall.request);
-      } catch (err) {
-        const message = `request does not decode as ${rpc.input.typeName}: ${clip((err as Error).message)}`;
-        fail(rpc.parent === MatchmakerService ? core.malformed(rpc.localName as Operation, message) : invalidArgument(message));
-        return;
-      }
-      call(request, unaryCall.request).then(
-        (response) => {
+      const run = (principal: Principal | undefined) => {
+        let request: MessageShape<I>;
+        try {
+          request = fromBinary(rpc.input, unaryCall.request);
+        } catch (err) {
+          const message = `request does not decode as ${rpc.input.typeName}: ${clip((err as Error).message)}`;
+          fail(rpc.parent === MatchmakerService ? core.malformed(rpc.localName as Operation, message) : invalidArgument(message));
+          return;
+        }
+        call(request, unaryCall.request, principal).then((response) => {
           metrics.observeRequest(rpc.name, 'grpc', 'OK', (performance.now() - started) / 1000);
           callback(null, response);
-        },
-        (err: unknown) => {
-          const serviceError = asServiceError(err);
-          if (serviceError.code === 'INTERNAL') log.error({ err, method: rpc.name }, 'internal error');
-          fail(serviceError);
-        },
-      );
+        }, fail);
+      };
+      // Without tokens the call runs at once, as it did before access checks existed.
+      if (!access.enabled) return run(undefined);
+      const authorization = unaryCall.metadata.get('authorization')[0];
+      const scope = rpc.parent === MatchmakerService ? 'tickets' : 'admin';
+      access.authorize(typeof authorization === 'string' ? authorization : undefined, scope, unaryCall.getPeer()).then(run, fail);
     };
 
   const handlers: Record<Operation, UnaryHandler> = {
@@ -74,7 +78,11 @@ export function createGrpcServer(
     reactivateTickets: unary(method.reactivateTickets, (req) => core.reactivateTickets(req)),
     createBackfillRequest: unary(method.createBackfillRequest, (req) => core.createBackfillRequest(req)),
     cancelBackfillRequests: unary(method.cancelBackfillRequests, (req) => core.cancelBackfillRequests(req)),
-    clearQueuePool: unary(method.clearQueuePool, (req) => core.clearQueuePool(req)),
+    clearQueuePool: unary(method.clearQueuePool, async (req, _encoded, principal) => {
+      const answer = await core.clearQueuePool(req);
+      access.audit(principal, 'clear', { queueId: req.queueId, transport: 'grpc' });
+      return answer;
+    }),
   };
 
   const { method: admin } = MatchmakerAdminService;

@@ -18,10 +18,22 @@ import { TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { OutcomeSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { decodePathSegment, sendJson } from './http-json.js';
 
-export async function admin(method: string, path: string, url: URL, res: ServerResponse, operator: Operator): Promise<void> {
+/** Writes the audit line of an operator action that changed something. */
+export type AuditAction = (action: string, details: Record<string, unknown>) => void;
+
+export async function admin(
+  method: string,
+  path: string,
+  url: URL,
+  res: ServerResponse,
+  operator: Operator,
+  audit: AuditAction,
+): Promise<void> {
   const retry = /^\/admin\/v1\/queues\/([^/:]+)\/deliveries:retry$/.exec(path);
   if (method === 'POST' && retry) {
-    await operator.releaseParkedDelivery(decodePathSegment(retry[1]!, 0));
+    const queueId = decodePathSegment(retry[1]!, 0);
+    await operator.releaseParkedDelivery(queueId);
+    audit('release', { queueId });
     return sendJson(res, 200, { released: true });
   }
   if (method !== 'GET') throw notFound(`no route for ${method} ${quote(path)}`);

@@ -2,11 +2,14 @@
 // (http-admin.ts), /metrics (http-metrics.ts) and the dashboard (dashboard/dashboard.ts). Every failure is a ServiceError, mapped once.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import type { Access } from '../core/access.js';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
 import type { Operator } from '../core/operator.js';
+import type { Scope } from '../config/access-files.js';
 import { asServiceError, quote, ServiceError } from '../errors.js';
 import { admin } from './http-admin.js';
-import { sendError, sendJson } from './http-json.js';
+import type { HttpGuard } from './http-guard.js';
+import { decodePathSegment, sendError, sendJson } from './http-json.js';
 import { metrics } from './http-metrics.js';
 import { type OperationRoute, operationRoutes } from './http-operations.js';
 import type { Dashboard } from './dashboard/dashboard.js';
@@ -24,6 +27,10 @@ export interface HttpApiOptions {
   /** GET /dashboard, its assets, and the activity it polls. */
   dashboard: Dashboard;
   limits: HttpLimits;
+  /** Bearer tokens and scopes (docs/security.md). */
+  access: Access;
+  /** Origin, Host and body type checks. */
+  guard: HttpGuard;
 }
 
 /** What one connection may hold (src/config/service-config.ts: http_*). */
@@ -84,8 +91,11 @@ export function createHttpServer(options: HttpApiOptions): Server {
 async function handle(req: IncomingMessage, res: ServerResponse, routes: OperationRoute[], options: HttpApiOptions): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const path = url.pathname;
-  if (req.method === 'GET' && path === '/livez') return sendJson(res, 200, { status: 'ok' });
-  if (req.method === 'GET' && path === '/readyz') {
+  const method = req.method ?? 'GET';
+  // A browser must not sniff a JSON answer into something it runs.
+  res.setHeader('x-content-type-options', 'nosniff');
+  if (method === 'GET' && path === '/livez') return sendJson(res, 200, { status: 'ok' });
+  if (method === 'GET' && path === '/readyz') {
     const queueId = url.searchParams.get('queue_id');
     if (queueId !== null) {
       const { ready, status } = options.operator.queueReadiness(queueId);
@@ -94,25 +104,43 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Operati
     const ready = options.core.state === 'serving';
     return sendJson(res, ready ? 200 : 503, { status: ready ? 'ok' : options.core.state });
   }
-  if (req.method === 'GET' && path === '/metrics') return metrics(res, options.metrics);
-  if (req.method === 'GET' && options.dashboard.serve(path, res)) return;
-  if (req.method === 'GET' && path === '/admin/v1/activity') return options.dashboard.sendActivity(res);
-  if (path.startsWith('/admin/')) return admin(req.method ?? 'GET', path, url, res, options.operator);
+  options.guard.checkSource(req.headers);
+  options.guard.checkBody(method, req.headers);
+  const authorize = (scope: Scope) => options.access.authorize(req.headers.authorization, scope, req.socket.remoteAddress ?? '');
+  if (method === 'GET' && path === '/metrics') {
+    await authorize('metrics');
+    return metrics(res, options.metrics);
+  }
+  // The page and its scripts hold no data: the page asks for a token and sends it with every request.
+  if (method === 'GET' && options.dashboard.serve(path, res)) return;
+  if (path.startsWith('/admin/')) {
+    const principal = await authorize('admin');
+    if (method === 'GET' && path === '/admin/v1/activity') return options.dashboard.sendActivity(res);
+    return admin(method, path, url, res, options.operator, (action, details) =>
+      options.access.audit(principal, action, { ...details, transport: 'http' }),
+    );
+  }
+  if (!path.startsWith('/v1/')) throw new ServiceError('NOT_FOUND', `no route for ${method} ${quote(path)}`);
+  const principal = await authorize('tickets');
 
   const matched = routes.filter((r) => r.pattern.test(path));
-  const route = matched.find((r) => r.method === req.method);
+  const route = matched.find((r) => r.method === method);
   if (!route) {
     if (matched.length > 0) {
       const allowed = matched.map((r) => r.method).join(', ');
       res.setHeader('allow', allowed);
-      throw new ServiceError('UNIMPLEMENTED', `${req.method} is not supported on ${quote(path)}; use ${allowed}`);
+      throw new ServiceError('UNIMPLEMENTED', `${method} is not supported on ${quote(path)}; use ${allowed}`);
     }
-    throw new ServiceError('NOT_FOUND', `no route for ${req.method} ${quote(path)}`);
+    throw new ServiceError('NOT_FOUND', `no route for ${method} ${quote(path)}`);
   }
   const started = performance.now();
   const operation = MatchmakerService.method[route.operation].name;
   try {
-    sendJson(res, 200, await route.run(req, path, options.maxBodyBytes));
+    const answer = await route.run(req, path, options.maxBodyBytes);
+    if (route.operation === 'clearQueuePool') {
+      options.access.audit(principal, 'clear', { queueId: decodePathSegment(route.pattern.exec(path)![1]!, 0), transport: 'http' });
+    }
+    sendJson(res, 200, answer);
     options.metrics.observeRequest(operation, 'http', 'OK', (performance.now() - started) / 1000);
   } catch (err) {
     options.metrics.observeRequest(operation, 'http', asServiceError(err).code, (performance.now() - started) / 1000);

@@ -9,10 +9,12 @@ import type { Duplex } from 'node:stream';
 import { toJson } from '@bufbuild/protobuf';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import type { Access } from '../core/access.js';
 import type { OutcomeFeed } from '../core/outcome-feed.js';
 import { asServiceError, invalidArgument, notFound, quote, ServiceError, unavailable } from '../errors.js';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { errorHeaders, httpStatusOf, messageOf } from './error-map.js';
+import type { HttpGuard } from './http-guard.js';
 import type { DeliveryTelemetry } from '../core/telemetry.js';
 import { SentOutcomes } from './stream-delivery-lag.js';
 import { OFFSET_PATTERN, parseQuery, type StreamQuery } from './outcome-stream-query.js';
@@ -24,6 +26,10 @@ export interface OutcomeStreamDeps {
   log: Logger;
   /** Told each acknowledged outcome's lag (metrics). */
   delivery: DeliveryTelemetry;
+  /** Upgrades need the `outcomes` scope (docs/security.md). */
+  access: Access;
+  /** Upgrades from a foreign Origin or to a Host not allowed are refused. */
+  guard: HttpGuard;
 }
 
 export const STREAM_PATH = '/v1/outcomes/stream';
@@ -80,11 +86,16 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
   }, deps.heartbeatMs);
   heartbeat.unref();
 
-  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+  const onUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     let query: StreamQuery;
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
       if (url.pathname !== STREAM_PATH) throw notFound(`no WebSocket endpoint at ${quote(url.pathname)}; use ${STREAM_PATH}`);
+      deps.guard.checkSource(req.headers);
+      // The socket is ours from the upgrade on: a peer that hangs up during the token check must not
+      // crash the process with an unheard 'error'.
+      socket.on('error', () => undefined);
+      await deps.access.authorize(req.headers.authorization, 'outcomes', req.socket.remoteAddress ?? '');
       if (closing) throw unavailable('service is shutting down; reconnect with backoff');
       feed.requireOpen();
       query = parseQuery(url);
@@ -98,6 +109,7 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
       if (serviceError.code === 'INTERNAL') log.error({ err }, 'outcome stream upgrade failed');
       return refuse(socket, serviceError);
     }
+    if (socket.destroyed) return;
     wss.handleUpgrade(req, socket, head, (ws) => {
       if (closing) {
         ws.close(1001, 'going away');
@@ -112,7 +124,7 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
       });
     });
   };
-  server.on('upgrade', onUpgrade);
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void onUpgrade(req, socket, head));
 
   const close = () =>
     (closing ??= (async () => {

@@ -1,9 +1,10 @@
 // A directory of queue files, one YAML file per queue, named <queue_id>.yaml. Re-read on change; a file
 // that fails validation is refused with a message naming the file and the path, and its last good
 // version stays in force.
-import { readdirSync, readFileSync, watch, type FSWatcher } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { watchDirectories } from './file-watch.js';
 import { formatPath, QUEUE_ID_PATTERN, queueFileSchema, type QueueConfig } from './queue-config.js';
 
 export interface QueueFile {
@@ -76,22 +77,7 @@ export function scanQueueDirectory(dir: string, previous?: ReadonlyMap<string, Q
   return { queues, errors };
 }
 
-/** Watches the directory and calls `onScan` with a fresh scan after each burst of changes. */
+/** Watches the directory and calls `onChange` after each burst of changes. */
 export function watchQueueDirectory(dir: string, debounceMs: number, onChange: () => void): { close(): void } {
-  let timer: NodeJS.Timeout | undefined;
-  const trigger = () => {
-    if (timer) clearTimeout(timer);
-    timer = setTimeout(onChange, debounceMs);
-  };
-  const watcher: FSWatcher = watch(dir, { persistent: false }, trigger);
-  // Some filesystems (network mounts, some container volumes) drop inotify events: a slow poll catches up.
-  const poll = setInterval(trigger, Math.max(5000, debounceMs * 4));
-  poll.unref();
-  return {
-    close() {
-      watcher.close();
-      clearInterval(poll);
-      if (timer) clearTimeout(timer);
-    },
-  };
+  return watchDirectories([dir], debounceMs, onChange);
 }

@@ -121,6 +121,27 @@ export const serviceConfigSchema = z.object({
   checkpoint_interval_secs: z.coerce.number().int().min(1).default(60),
   /** WebSocket stream: ping interval; a client that has not answered the previous ping is disconnected. Env WEBSOCKET_HEARTBEAT_MS. */
   websocket_heartbeat_ms: z.coerce.number().int().min(100).default(15_000),
+  /** YAML file of bearer tokens ({name, sha256, scopes}), re-read on change; empty: no token checks unless
+   *  auth_jwks_file is set (docs/security.md). Env AUTH_TOKENS_FILE. */
+  auth_tokens_file: z.string().default(''),
+  /** JSON Web Key Set file whose keys verify signed JWT bearer tokens, re-read on change. Env AUTH_JWKS_FILE. */
+  auth_jwks_file: z.string().default(''),
+  /** The `iss` every JWT must carry (required with auth_jwks_file). Env AUTH_JWT_ISSUER. */
+  auth_jwt_issuer: z.string().default(''),
+  /** An `aud` every JWT must carry (required with auth_jwks_file). Env AUTH_JWT_AUDIENCE. */
+  auth_jwt_audience: z.string().default(''),
+  /** The JWT claim that holds the scopes: a space-separated string or an array of strings. Env AUTH_JWT_SCOPES_CLAIM. */
+  auth_jwt_scopes_claim: z.string().min(1).default('scope'),
+  /** Calls a second each token (by name) may make, a token bucket; 0: no limit. Env AUTH_RATE_LIMIT_PER_SEC. */
+  auth_rate_limit_per_sec: z.coerce.number().min(0).default(0),
+  /** Calls a token may make at once above its rate (the bucket's size); 0: one second's worth. Env AUTH_RATE_LIMIT_BURST. */
+  auth_rate_limit_burst: z.coerce.number().int().min(0).default(0),
+  /** Origins (scheme://host[:port], comma-separated) besides the service's own whose browser requests are
+   *  served; a request from any other Origin gets 403. Env HTTP_ALLOWED_ORIGINS. */
+  http_allowed_origins: z.string().default(''),
+  /** Host header values (host or host:port, comma-separated) the HTTP port answers; empty: any (the health
+   *  probes always). Env HTTP_ALLOWED_HOSTS. */
+  http_allowed_hosts: z.string().default(''),
   /** pino log level. Env LOG_LEVEL. */
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -161,6 +182,15 @@ export const serviceConfigEnv: Record<keyof ServiceConfig, string> = {
   checkpoint_interval_bytes: 'CHECKPOINT_INTERVAL_BYTES',
   checkpoint_interval_secs: 'CHECKPOINT_INTERVAL_SECS',
   websocket_heartbeat_ms: 'WEBSOCKET_HEARTBEAT_MS',
+  auth_tokens_file: 'AUTH_TOKENS_FILE',
+  auth_jwks_file: 'AUTH_JWKS_FILE',
+  auth_jwt_issuer: 'AUTH_JWT_ISSUER',
+  auth_jwt_audience: 'AUTH_JWT_AUDIENCE',
+  auth_jwt_scopes_claim: 'AUTH_JWT_SCOPES_CLAIM',
+  auth_rate_limit_per_sec: 'AUTH_RATE_LIMIT_PER_SEC',
+  auth_rate_limit_burst: 'AUTH_RATE_LIMIT_BURST',
+  http_allowed_origins: 'HTTP_ALLOWED_ORIGINS',
+  http_allowed_hosts: 'HTTP_ALLOWED_HOSTS',
   log_level: 'LOG_LEVEL',
 };
 
@@ -185,6 +215,15 @@ export function loadServiceConfig(
     throw new Error(
       `invalid setting http_headers_timeout_ms (env HTTP_HEADERS_TIMEOUT_MS): ${config.http_headers_timeout_ms} is above http_request_timeout_ms (${config.http_request_timeout_ms})`,
     );
+  }
+  if (config.auth_jwks_file !== '') {
+    for (const key of ['auth_jwt_issuer', 'auth_jwt_audience'] as const) {
+      if (config[key] === '') {
+        throw new Error(
+          `invalid setting ${key} (env ${serviceConfigEnv[key]}): required with auth_jwks_file, so a token minted for another service is refused`,
+        );
+      }
+    }
   }
   return config;
 }

@@ -52,9 +52,11 @@ export function grpcClient(service: Pick<TestService, 'grpcPort'>): Client & Rec
 }
 
 /** One unary call; resolves with the response or the failure (code name, message, x-svc-reason). */
-export function grpcUnary<T>(client: Client, method: string, request: unknown): Promise<Result<T>> {
+export function grpcUnary<T>(client: Client, method: string, request: unknown, token?: string): Promise<Result<T>> {
+  const metadata = new Metadata();
+  if (token !== undefined) metadata.set('authorization', `Bearer ${token}`);
   return new Promise((resolve) => {
-    (client as unknown as Record<string, GrpcMethod>)[method]!(request, new Metadata(), (err: GrpcError | null, res: T) => {
+    (client as unknown as Record<string, GrpcMethod>)[method]!(request, metadata, (err: GrpcError | null, res: T) => {
       if (!err) return resolve({ ok: true, value: res });
       const reason = err.metadata?.get('x-svc-reason')[0];
       resolve({
@@ -67,10 +69,11 @@ export function grpcUnary<T>(client: Client, method: string, request: unknown): 
   });
 }
 
-export function grpcTransport(service: Pick<TestService, 'grpcPort'>): Transport {
+/** `token`: sent as `authorization: Bearer <token>` metadata. */
+export function grpcTransport(service: Pick<TestService, 'grpcPort'>, token?: string): Transport {
   const client = grpcClient(service);
   const call = <T>(method: string, schema: DescMessage, init: Record<string, unknown>) =>
-    grpcUnary<T>(client, method, create(schema, init as never));
+    grpcUnary<T>(client, method, create(schema, init as never), token);
   return {
     name: 'grpc',
     createTicket: (ticket) => call('CreateTicket', CreateTicketRequestSchema, { ticket }),
@@ -90,10 +93,16 @@ export interface HttpResult {
   body: Record<string, unknown>;
 }
 
-export async function httpRequest(service: TestService, method: string, path: string, body?: unknown): Promise<HttpResult> {
+export async function httpRequest(
+  service: Pick<TestService, 'baseUrl'>,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<HttpResult> {
   const res = await fetch(`${service.baseUrl}${path}`, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
@@ -113,10 +122,12 @@ export function httpResult(res: HttpResult): Result<Record<string, unknown>> {
   };
 }
 
-export function httpTransport(service: TestService): Transport {
+/** `token`: sent as `Authorization: Bearer <token>`. */
+export function httpTransport(service: TestService, token?: string): Transport {
   const q = (queueId: string) => encodeURIComponent(queueId);
+  const headers: Record<string, string> = token === undefined ? {} : { authorization: `Bearer ${token}` };
   async function call<S extends DescMessage>(method: string, path: string, output: S, body?: JsonValue): Promise<Result<MessageShape<S>>> {
-    const result = httpResult(await httpRequest(service, method, path, body));
+    const result = httpResult(await httpRequest(service, method, path, body, headers));
     return result.ok ? { ok: true, value: fromJson(output, result.value as JsonValue) } : result;
   }
   const out = MatchmakerService.method;

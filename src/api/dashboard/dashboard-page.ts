@@ -10,6 +10,7 @@ export const DASHBOARD_PAGE = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Matchmaker dashboard</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/dashboard/uPlot.min.css">
 <script src="/dashboard/uPlot.iife.min.js"></script>
 <style>
@@ -37,7 +38,7 @@ export const DASHBOARD_PAGE = `<!doctype html>
   td.num { text-align: right; font-variant-numeric: tabular-nums; }
   .bar { height: 8px; background: #84adff; border-radius: 4px; }
   .empty { color: var(--muted); font-style: italic; }
-  #parked.none { display: none; }
+  #parked.none, #login.none { display: none; }
   #parked { border-color: #fda29b; }
   button.release { font: inherit; padding: 3px 10px; border: 1px solid var(--warn); color: var(--warn); background: #fff; border-radius: 6px; cursor: pointer; }
   button.release:disabled { opacity: 0.5; cursor: default; }
@@ -49,6 +50,11 @@ ${TICKET_SEARCH_STYLE}
 <body>
 <header><h1>Matchmaker</h1><span class="status" id="status">loading…</span></header>
 <main>
+  <section id="login" class="none">
+    <h2>Sign in</h2>
+    <p>This service needs a bearer token with the <code>admin</code> scope. It is kept in this tab's session storage only.</p>
+    <form id="login-form"><input id="login-token" type="password" autocomplete="off" placeholder="token" size="48" required> <button type="submit">Sign in</button></form>
+  </section>
 ${TICKET_SEARCH_HTML}
   <section id="parked" class="none">
     <h2>Parked deliveries <span class="badge warn">outcomes held back</span></h2>
@@ -67,6 +73,8 @@ function el(tag, attrs, children) {
   Object.keys(attrs || {}).forEach(function (k) {
     if (k === "text") node.textContent = attrs[k];
     else if (k === "class") node.className = attrs[k];
+    // Through the CSSOM: the page's CSP refuses style attributes.
+    else if (k === "style") node.style.cssText = attrs[k];
     else node.setAttribute(k, attrs[k]);
   });
   (children || []).forEach(function (c) { node.appendChild(c); });
@@ -212,9 +220,31 @@ function renderParked(deliveries) {
   }));
 }
 
+var TOKEN_KEY = "matchmaker.token";
+/** fetch with the signed-in token (no cookie: a foreign page cannot make the browser send it); a 401 or 403 asks for a token. */
+function api(path, init) {
+  init = init || {};
+  var headers = {};
+  var token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = "Bearer " + token;
+  if (init.method === "POST") headers["Content-Type"] = "application/json";
+  init.headers = headers;
+  return fetch(path, init).then(function (res) {
+    if (res.status === 401 || res.status === 403) document.getElementById("login").className = "";
+    return res;
+  });
+}
+document.getElementById("login-form").addEventListener("submit", function (event) {
+  event.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, document.getElementById("login-token").value.trim());
+  document.getElementById("login-token").value = "";
+  document.getElementById("login").className = "none";
+  refresh();
+});
+
 function release(queueId, button) {
   button.disabled = true;
-  fetch("/admin/v1/queues/" + encodeURIComponent(queueId) + "/deliveries:retry", { method: "POST" })
+  api("/admin/v1/queues/" + encodeURIComponent(queueId) + "/deliveries:retry", { method: "POST", body: "{}" })
     .then(function (res) { return res.json().then(function (body) { if (!res.ok) throw new Error(body.message || res.status); }); })
     .then(refresh)
     .catch(function (err) { button.disabled = false; setStatus("release failed: " + err.message); });
@@ -223,7 +253,7 @@ function release(queueId, button) {
 function setStatus(text) { document.getElementById("status").textContent = text; }
 
 function refresh() {
-  return fetch("/admin/v1/activity")
+  return api("/admin/v1/activity")
     .then(function (res) { if (!res.ok) throw new Error("activity answered " + res.status); return res.json(); })
     .then(function (a) {
       a.queues.forEach(renderQueue);

@@ -44,7 +44,7 @@ function searchQueues(queueIds) {
 function explainIn(queueIds, ticketId) {
   if (queueIds.length === 0) return Promise.resolve({ status: 404, body: { message: "no queue holds ticket " + ticketId } });
   var path = "/admin/v1/queues/" + encodeURIComponent(queueIds[0]) + "/tickets/" + encodeURIComponent(ticketId) + ":explain";
-  return fetch(path).then(function (res) {
+  return api(path).then(function (res) {
     return res.json().then(function (body) {
       if (res.status === 404 && queueIds.length > 1) return explainIn(queueIds.slice(1), ticketId);
       return { status: res.status, body: body };

@@ -29,6 +29,8 @@ export interface WebSocketConsumerOptions extends OutcomeCoreOptions, QueueOptio
   idleTimeoutMs?: number;
   /** Non-fatal problems: a refused frame, a lost connection, a failed attempt to connect. */
   onError?: (err: Error) => void;
+  /** Sent as `Authorization: Bearer <token>` on every connection (a token with the `outcomes` scope). */
+  accessToken?: string;
   /** Options of the `ws` client (headers, TLS). */
   socketOptions?: WebSocket.ClientOptions;
 }
@@ -92,7 +94,9 @@ export class WebSocketOutcomeConsumer extends QueuedConsumer {
 
   private connect(): void {
     if (this.closing) return;
-    const ws = new WebSocket(this.streamUrl(), this.options.socketOptions);
+    const { accessToken, socketOptions } = this.options;
+    const headers = { ...socketOptions?.headers, ...(accessToken === undefined ? {} : { authorization: `Bearer ${accessToken}` }) };
+    const ws = new WebSocket(this.streamUrl(), { ...socketOptions, headers });
     this.ws = ws;
     this.touch();
     ws.on('unexpected-response', (_req, res) => {

@@ -1,0 +1,189 @@
+// Who may call: bearer tokens from the tokens file (by SHA-256) and signed JWTs (jwt-verifier.ts), each with
+// scopes; the per-token rate limit (rate-limiter.ts); and the audit log of refusals and operator actions.
+// With neither AUTH_TOKENS_FILE nor AUTH_JWKS_FILE set, every call is allowed, as before (docs/security.md).
+import { createHash } from 'node:crypto';
+import { dirname } from 'node:path';
+import type { Logger } from 'pino';
+import type { JWK } from 'jose';
+import { readJwksFile, readTokensFile, type Scope, type TokenEntry } from '../config/access-files.js';
+import { watchDirectories } from '../config/file-watch.js';
+import type { ServiceConfig } from '../config/service-config.js';
+import { permissionDenied, resourceExhausted, unauthenticated } from '../errors.js';
+import { JwtVerifier, looksLikeJwt, type Principal } from './jwt-verifier.js';
+import { RateLimiter } from './rate-limiter.js';
+
+export type { Principal };
+
+/** Refusals logged per window at most; the rest are counted in the window's last line. */
+const AUDIT_REFUSALS_PER_WINDOW = 20;
+const AUDIT_WINDOW_MS = 10_000;
+/** Debounce of the access files' reload (editors write several events per save). */
+const RELOAD_DEBOUNCE_MS = 250;
+
+export interface AccessOptions {
+  tokens?: readonly TokenEntry[];
+  jwt?: JwtVerifier;
+  rateLimit?: { perSec: number; burst: number };
+}
+
+export class Access {
+  private tokens: Map<string, Principal> | undefined;
+  private readonly limiter: RateLimiter | undefined;
+  private refusals = { windowStartMs: 0, logged: 0, suppressed: 0 };
+  private watcher: { close(): void } | undefined;
+
+  constructor(
+    private readonly log: Logger,
+    private readonly options: AccessOptions = {},
+  ) {
+    if (options.tokens) this.setTokens(options.tokens);
+    const { rateLimit } = options;
+    if (rateLimit && rateLimit.perSec > 0)
+      this.limiter = new RateLimiter(rateLimit.perSec, rateLimit.burst || Math.max(1, Math.ceil(rateLimit.perSec)));
+  }
+
+  /** Reads the access files the settings name (a bad file fails the start) and re-reads them on change. */
+  static async open(config: ServiceConfig, log: Logger): Promise<Access> {
+    const tokensFile = config.auth_tokens_file;
+    const jwksFile = config.auth_jwks_file;
+    const tokens = tokensFile === '' ? undefined : entriesOrThrow(tokensFile);
+    const jwt =
+      jwksFile === ''
+        ? undefined
+        : await JwtVerifier.create(jwksOrThrow(jwksFile), {
+            issuer: config.auth_jwt_issuer,
+            audience: config.auth_jwt_audience,
+            scopesClaim: config.auth_jwt_scopes_claim,
+          }).catch((err: Error) => {
+            throw new Error(`${jwksFile}: ${err.message}`);
+          });
+    const access = new Access(log, {
+      ...(tokens ? { tokens } : {}),
+      ...(jwt ? { jwt } : {}),
+      rateLimit: { perSec: config.auth_rate_limit_per_sec, burst: config.auth_rate_limit_burst },
+    });
+    if (!access.enabled) {
+      log.warn('no AUTH_TOKENS_FILE or AUTH_JWKS_FILE: every call is allowed; restrict who reaches the ports (docs/security.md)');
+      return access;
+    }
+    const files = [tokensFile, jwksFile].filter((f) => f !== '');
+    access.watcher = watchDirectories(
+      files.map((f) => dirname(f)),
+      RELOAD_DEBOUNCE_MS,
+      () => void access.reload(tokensFile, jwksFile),
+    );
+    log.info({ tokens: tokens?.length, jwks: jwt !== undefined }, 'bearer tokens required');
+    return access;
+  }
+
+  /** Whether calls need a bearer token. */
+  get enabled(): boolean {
+    return this.tokens !== undefined || this.options.jwt !== undefined;
+  }
+
+  /**
+   * The caller of a call that needs `scope`, from its `Authorization` header: undefined when tokens are off.
+   * Throws UNAUTHENTICATED (no or unknown token), PERMISSION_DENIED (no such scope) or RESOURCE_EXHAUSTED
+   * (over the rate limit); each refusal is audited with `peer`.
+   */
+  async authorize(authorization: string | undefined, scope: Scope, peer: string): Promise<Principal | undefined> {
+    if (!this.enabled) return undefined;
+    let principal: Principal;
+    try {
+      principal = await this.authenticate(authorization);
+      if (!principal.scopes.has(scope)) throw permissionDenied(`token "${principal.name}" does not have the scope "${scope}"`);
+      const waitSecs = this.limiter?.take(principal.name) ?? 0;
+      if (waitSecs > 0)
+        throw resourceExhausted(`token "${principal.name}" is over its rate limit; retry after ${Math.ceil(waitSecs)} s`, waitSecs);
+    } catch (err) {
+      this.auditRefusal(err as Error, scope, peer);
+      throw err;
+    }
+    return principal;
+  }
+
+  /** One audit line for an operator action (clear, release) by `principal` (none: tokens are off). */
+  audit(principal: Principal | undefined, action: string, details: Record<string, unknown>): void {
+    this.log.info({ audit: action, by: principal?.name ?? null, ...details }, `audit: ${action}`);
+  }
+
+  close(): void {
+    this.watcher?.close();
+  }
+
+  private async authenticate(authorization: string | undefined): Promise<Principal> {
+    if (authorization === undefined || authorization === '')
+      throw unauthenticated('this call needs a bearer token: Authorization: Bearer <token>');
+    const match = /^Bearer +(\S+) *$/i.exec(authorization);
+    if (!match) throw unauthenticated('the Authorization header must be "Bearer <token>"');
+    const token = match[1]!;
+    // A lookup by the token's digest: the table holds digests only, and comparing digests leaks nothing
+    // useful about a token through timing.
+    const known = this.tokens?.get(createHash('sha256').update(token).digest('hex'));
+    if (known) return known;
+    if (this.options.jwt && looksLikeJwt(token)) return this.options.jwt.verify(token);
+    throw unauthenticated('unknown bearer token');
+  }
+
+  private setTokens(entries: readonly TokenEntry[]): void {
+    this.tokens = new Map(entries.map((e) => [e.sha256, { name: e.name, scopes: new Set(e.scopes) }]));
+  }
+
+  private async reload(tokensFile: string, jwksFile: string): Promise<void> {
+    if (tokensFile !== '') {
+      const read = readTokensFile(tokensFile);
+      if ('message' in read) this.log.error({ file: tokensFile }, `tokens file refused; the last good one stays in force: ${read.message}`);
+      else if (!sameEntries(read.entries, this.tokens)) {
+        this.setTokens(read.entries);
+        this.log.info({ file: tokensFile, tokens: read.entries.length }, 'tokens file reloaded');
+      }
+    }
+    const jwt = this.options.jwt;
+    if (jwt) {
+      const read = readJwksFile(jwksFile);
+      try {
+        if ('message' in read) throw new Error(read.message);
+        await jwt.setKeys(read.jwks as { keys: JWK[] });
+      } catch (err) {
+        this.log.error({ file: jwksFile }, `JWKS file refused; the last good keys stay in force: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  /** Refusals are logged, at most AUDIT_REFUSALS_PER_WINDOW a window, so a flood cannot flood the log. */
+  private auditRefusal(err: Error & { code?: string }, scope: Scope, peer: string): void {
+    const now = Date.now();
+    const r = this.refusals;
+    if (now - r.windowStartMs >= AUDIT_WINDOW_MS) {
+      if (r.suppressed > 0)
+        this.log.warn({ audit: 'refused', suppressed: r.suppressed }, `audit: ${r.suppressed} more refusals not logged`);
+      this.refusals = { windowStartMs: now, logged: 0, suppressed: 0 };
+    }
+    if (this.refusals.logged >= AUDIT_REFUSALS_PER_WINDOW) {
+      this.refusals.suppressed += 1;
+      return;
+    }
+    this.refusals.logged += 1;
+    this.log.warn({ audit: 'refused', code: err.code, scope, peer }, `audit: refused: ${err.message}`);
+  }
+}
+
+function entriesOrThrow(file: string): TokenEntry[] {
+  const read = readTokensFile(file);
+  if ('message' in read) throw new Error(read.message);
+  return read.entries;
+}
+
+function jwksOrThrow(file: string): { keys: JWK[] } {
+  const read = readJwksFile(file);
+  if ('message' in read) throw new Error(read.message);
+  return read.jwks as { keys: JWK[] };
+}
+
+function sameEntries(entries: readonly TokenEntry[], table: ReadonlyMap<string, Principal> | undefined): boolean {
+  if (!table || table.size !== entries.length) return false;
+  return entries.every((e) => {
+    const p = table.get(e.sha256);
+    return p !== undefined && p.name === e.name && p.scopes.size === e.scopes.length && e.scopes.every((s) => p.scopes.has(s));
+  });
+}

@@ -50,7 +50,10 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   const metrics = new ServiceMetrics(() => operator.metricsSnapshot());
   const dashboard = new Dashboard(operator);
   const telemetry = fanOut(metrics.queues, dashboard.activity);
-  const grpcServer = createGrpcServer(core, operator, health, log, metrics);
+  const grpcServer = createGrpcServer(core, operator, health, log, metrics, {
+    maxConcurrentStreams: config.grpc_max_concurrent_streams,
+    maxConnectionIdleMs: config.grpc_max_connection_idle_ms,
+  });
   const httpServer = createHttpServer({
     core,
     operator,

@@ -28,6 +28,13 @@ function toGrpcError(err: ServiceError) {
   return { code: ERROR_CODES[err.code].grpc, details: messageOf(err), metadata };
 }
 
+/** What one client connection may hold on the gRPC port (service settings grpc_max_*). */
+export interface GrpcConnectionLimits {
+  maxConcurrentStreams: number;
+  /** 0: idle connections stay open. */
+  maxConnectionIdleMs: number;
+}
+
 export function createGrpcServer(
   core: MatchmakerCore,
   operator: Operator,
@@ -35,6 +42,7 @@ export function createGrpcServer(
   log: Logger,
   metrics: RequestObserver,
   access: Access,
+  limits: GrpcConnectionLimits,
 ): Server {
   const { method } = MatchmakerService;
   /** One handler for one method: its request decoded from the received bytes, its answer typed by the method. */
@@ -91,7 +99,12 @@ export function createGrpcServer(
     getQueueStatistics: unary(admin.getQueueStatistics, (req) => operator.queueStatistics(req)),
   };
 
-  const server = new Server({ interceptors: [libraryErrorInterceptor] });
+  const server = new Server({
+    interceptors: [libraryErrorInterceptor],
+    'grpc.max_concurrent_streams': limits.maxConcurrentStreams,
+    // grpc-js has no "off" value: without the option a connection may idle forever.
+    ...(limits.maxConnectionIdleMs > 0 ? { 'grpc.max_connection_idle_ms': limits.maxConnectionIdleMs } : {}),
+  });
   // grpc-js looks handlers up by the method's proto name (CreateTicket).
   const byName = Object.fromEntries(MatchmakerService.methods.map((m) => [m.name, handlers[m.localName as Operation]]));
   server.addService(grpcServiceDefinition(MatchmakerService, { rawRequests: true }), byName);

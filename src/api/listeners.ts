@@ -43,7 +43,10 @@ export async function openListeners(config: ServiceConfig, parts: ListenerParts)
     allowedHosts: settingList(config.http_allowed_hosts),
     scheme: 'http',
   });
-  const grpcServer = createGrpcServer(core, operator, health, log, metrics, access);
+  const grpcServer = createGrpcServer(core, operator, health, log, metrics, access, {
+    maxConcurrentStreams: config.grpc_max_concurrent_streams,
+    maxConnectionIdleMs: config.grpc_max_connection_idle_ms,
+  });
   const httpServer = createHttpServer({
     core,
     operator,

@@ -169,6 +169,9 @@ const limits = z
       .int()
       .positive()
       .default(4 * 1024),
+    /** Waiting tickets the pool holds at most; CreateTicket of a new ticket is then refused (RESOURCE_EXHAUSTED).
+     *  Twice the largest pool measured (bench/RESULTS.md: 1M): it bounds a queue's memory, not its normal use. */
+    max_pool_tickets: z.number().int().positive().default(2_000_000),
   })
   .strict();
 

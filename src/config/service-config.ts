@@ -51,6 +51,17 @@ export const serviceConfigSchema = z.object({
   /** Most open connections of the HTTP port (WebSocket streams included); more are closed as they arrive.
    *  Env HTTP_MAX_CONNECTIONS. */
   http_max_connections: z.coerce.number().int().min(1).default(10_000),
+  /** Concurrent HTTP/2 streams (calls) one connection of the gRPC port may hold, advertised in its SETTINGS;
+   *  a client holds calls beyond it until one ends. Each open stream costs memory (about 13 KB), and HTTP/2's own default is
+   *  unbounded. Env GRPC_MAX_CONCURRENT_STREAMS. */
+  grpc_max_concurrent_streams: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 31 - 1)
+    .default(1000),
+  /** A gRPC connection with no call for this long is closed (GOAWAY); 0 turns it off. Env GRPC_MAX_CONNECTION_IDLE_MS. */
+  grpc_max_connection_idle_ms: ms.max(2 ** 31 - 1).default(300_000),
   /** After SIGTERM: how long the servers keep answering (UNAVAILABLE, health NOT_SERVING) before they close,
    *  so load balancers and clients move away cleanly. Env SHUTDOWN_DRAIN_MS. */
   shutdown_drain_ms: ms.default(0),
@@ -160,6 +171,8 @@ export const serviceConfigEnv: Record<keyof ServiceConfig, string> = {
   http_headers_timeout_ms: 'HTTP_HEADERS_TIMEOUT_MS',
   http_keep_alive_timeout_ms: 'HTTP_KEEP_ALIVE_TIMEOUT_MS',
   http_max_connections: 'HTTP_MAX_CONNECTIONS',
+  grpc_max_concurrent_streams: 'GRPC_MAX_CONCURRENT_STREAMS',
+  grpc_max_connection_idle_ms: 'GRPC_MAX_CONNECTION_IDLE_MS',
   shutdown_drain_ms: 'SHUTDOWN_DRAIN_MS',
   shutdown_timeout_ms: 'SHUTDOWN_TIMEOUT_MS',
   config_reload_debounce_ms: 'CONFIG_RELOAD_DEBOUNCE_MS',

@@ -1,6 +1,7 @@
 // The rules that decide whether a ticket or backfill request fits a queue's configuration. CreateTicket
 // applies them to refuse a request; a hot reload applies them to the pool to find what no longer fits.
 import type { QueueConfig, RulesetConfig } from '../config/queue-config.js';
+import { quote, resourceExhausted, type ServiceError } from '../errors.js';
 import type { BackfillRequest, Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { RemovalReason } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 
@@ -25,6 +26,17 @@ export function overLimit(config: QueueConfig, item: Pick<Ticket | BackfillReque
   if ((item.engineInput?.length ?? 0) > max_engine_input_bytes) return 'max_engine_input_bytes';
   if ((item.metadata?.length ?? 0) > max_metadata_bytes) return 'max_metadata_bytes';
   return undefined;
+}
+
+/**
+ * CreateTicket of a new ticket when the pool already holds `limits.max_pool_tickets` waiting tickets. Only a
+ * new ticket: a retry of a known id answers as before, and a reactivation or a lowered limit removes nothing.
+ */
+export function poolFull(queueId: string, config: QueueConfig): ServiceError {
+  const max = config.limits.max_pool_tickets;
+  return resourceExhausted(
+    `queue ${quote(queueId)} is full: its pool holds its limit of ${max} waiting tickets (limits.max_pool_tickets); retry once tickets have left it`,
+  );
 }
 
 export type Fate = { kind: 'keep' } | { kind: 'orphaned'; rulesetId: string } | { kind: 'removed'; reason: RemovalReason };

@@ -25,7 +25,9 @@ export class PoolRebuild {
 
   /** Marks that `next` admits differently from `previous` (limits, rulesets, team sizes). */
   noteReload(previous: QueueConfig, next: QueueConfig): void {
-    const admission = (c: QueueConfig) => JSON.stringify([c.rulesets.map((r) => [r.id, r.team_size]), c.limits]);
+    // The pool's size limit is not one: a lowered max_pool_tickets removes nothing.
+    const admission = (c: QueueConfig) =>
+      JSON.stringify([c.rulesets.map((r) => [r.id, r.team_size]), c.limits.max_engine_input_bytes, c.limits.max_metadata_bytes]);
     // Stays set until a rebuild checks every ticket: a reload that replaces an unfinished rebuild checks too.
     if (admission(previous) !== admission(next)) this.admissionPending = true;
   }

@@ -17,6 +17,7 @@ import { parseTicketEngineInput, type ParsedEngineInput } from '../engine/engine
 import type { PoolRow, TicketPool } from '../engine/ticket-pool.js';
 import { engineParams, TickRunner } from '../engine/tick-runner.js';
 import type { Store } from '../store/store.js';
+import { poolFull } from './admission.js';
 import { PoolColumns } from './pool-columns.js';
 import { PoolRebuild } from './pool-rebuild.js';
 import { createdAtMs, layoutOf, type QueueContext } from './queue-context.js';
@@ -217,6 +218,8 @@ export class QueueRuntime {
   async createTicket(ticket: Ticket, bytes: Uint8Array, input: ParsedEngineInput): Promise<void> {
     // A retry (or a concurrent duplicate) of a create we already issued: answer once that one is durable.
     if (this.queue.knows(ticket.id)) return this.store.whenDurable();
+    // Tickets this copy has proposed but not yet applied count too (replicated: their records are on the way through the log).
+    if (this.queue.active.size + this.prepared.size >= this.config.limits.max_pool_tickets) throw poolFull(this.queueId, this.config);
     // Prepared now, against the current pool, so a limit (64 host keys, 64 values per filter) refuses the
     // request before anything is stored.
     this.prepare(ticket.id, ticket, input);

@@ -14,11 +14,19 @@ import { party, uuid } from './support/fixtures.js';
 import { nextDelivery } from './support/outcome-consumers.js';
 import { duelQueue, healthClient, pollUntil } from './support/queues.js';
 import { serveProcess } from './support/serve-process.js';
-import { BASIC_QUEUE, removeDirs, startService, tempDir, type TestService } from './support/service.js';
+import { startNatsServer, type TestNatsServer } from './support/nats.js';
+import { startReplicaServices } from './support/replica-services.js';
+import { BASIC_QUEUE, removeDirs, startService, tempDir, writeQueues, type TestService } from './support/service.js';
 import { grpcTransport, httpRequest, httpTransport, type Result, type Transport } from './support/transports.js';
 
 const sha256 = (token: string) => createHash('sha256').update(token).digest('hex');
-const TOKENS = { backend: 'tok-backend-1', operator: 'tok-operator-1', scraper: 'tok-scraper-1', consumer: 'tok-consumer-1' };
+const TOKENS = {
+  backend: 'tok-backend-1',
+  operator: 'tok-operator-1',
+  scraper: 'tok-scraper-1',
+  consumer: 'tok-consumer-1',
+  otherConsumer: 'tok-consumer-2',
+};
 const ISSUER = 'https://auth.studio.example';
 const AUDIENCE = 'matchmaker';
 
@@ -31,6 +39,7 @@ const BASE_ENTRIES = [
   { name: 'operator', token: TOKENS.operator, scopes: ['admin'] },
   { name: 'scraper', token: TOKENS.scraper, scopes: ['metrics'] },
   { name: 'consumer', token: TOKENS.consumer, scopes: ['outcomes'] },
+  { name: 'other-consumer', token: TOKENS.otherConsumer, scopes: ['outcomes'] },
 ];
 
 let service: TestService;
@@ -179,6 +188,97 @@ describe('scopes of the other routes', () => {
     await service.waitForLog(
       (l) => l.audit === 'refused' && l.code === 'UNAUTHENTICATED' && l.scope === 'admin' && typeof l.peer === 'string',
     );
+  });
+});
+
+/** Opens a stream; answers 'ready', the HTTP status of a refused upgrade, or the close code after an error frame. */
+function openStream(target: TestService, token: string, consumer: string, queueId?: string): Promise<string | number> {
+  const query = new URLSearchParams({ consumer, ...(queueId === undefined ? {} : { queue_id: queueId }) });
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${target.httpPort}/v1/outcomes/stream?${query}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    ws.on('message', (data) => {
+      const frame = JSON.parse(String(data)) as { type: string; code?: string };
+      if (frame.type === 'ready') {
+        ws.close();
+        resolve('ready');
+      }
+      if (frame.type === 'error') ws.once('close', (code) => resolve(`${frame.code} ${code}`));
+    });
+    ws.once('error', () => undefined);
+  });
+}
+
+describe('owned consumers', () => {
+  it('a named consumer belongs to the token that first used it, across a restart', async () => {
+    const dir = tempDir('auth-owned');
+    writeFileSync(join(dir, 'tokens.yaml'), tokensYaml(BASE_ENTRIES));
+    const env = { AUTH_TOKENS_FILE: join(dir, 'tokens.yaml') };
+    let first = await startService({ queues: { 'auth.q': BASIC_QUEUE }, env });
+    try {
+      expect(await openStream(first, TOKENS.consumer, 'backend')).toBe('ready');
+      expect(await openStream(first, TOKENS.otherConsumer, 'backend')).toBe(403);
+      expect(await openStream(first, TOKENS.consumer, 'backend')).toBe('ready');
+      // Two tokens claiming a new name at once: one wins, the other is refused.
+      const race = await Promise.all([
+        openStream(first, TOKENS.consumer, 'contested'),
+        openStream(first, TOKENS.otherConsumer, 'contested'),
+      ]);
+      expect(race.filter((r) => r === 'ready')).toHaveLength(1);
+      expect(race.filter((r) => r === 403 || r === 'PERMISSION_DENIED 1008')).toHaveLength(1);
+      await first.stop();
+      first = await startService({ queueDir: first.queueDir, dataDir: first.dataDir, env });
+      expect(await openStream(first, TOKENS.otherConsumer, 'backend')).toBe(403);
+      expect(await openStream(first, TOKENS.consumer, 'backend')).toBe('ready');
+    } finally {
+      await first.stop();
+      removeDirs(first.dataDir, first.queueDir, dir);
+    }
+  });
+});
+
+describe('owned consumers in the replicated mode', () => {
+  let nats: TestNatsServer;
+  let replicas: TestService[] = [];
+  const dirs: string[] = [];
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    const queueDir = tempDir('auth-rep-queues');
+    const dir = tempDir('auth-rep');
+    dirs.push(queueDir, dir);
+    writeQueues(queueDir, { 'rep.duel': duelQueue(50) });
+    writeFileSync(join(dir, 'tokens.yaml'), tokensYaml(BASE_ENTRIES));
+    replicas = await startReplicaServices(nats.url, queueDir, ['auth-a', 'auth-b'], {
+      env: { AUTH_TOKENS_FILE: join(dir, 'tokens.yaml') },
+      adminToken: TOKENS.operator,
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(replicas.map((r) => r.stop()));
+    await nats?.dispose();
+    removeDirs(...dirs, ...replicas.map((r) => r.dataDir));
+  });
+
+  it("the owner recorded in the queue's log holds on every replica; of two replicas claiming at once, one wins", async () => {
+    const [a, b] = replicas as [TestService, TestService];
+    expect(await openStream(a, TOKENS.consumer, 'rep-backend', 'rep.duel')).toBe('ready');
+    expect(
+      await pollUntil(
+        () => openStream(b, TOKENS.otherConsumer, 'rep-backend', 'rep.duel'),
+        (r) => r === 403,
+      ),
+    ).toBe(403);
+    expect(await openStream(b, TOKENS.consumer, 'rep-backend', 'rep.duel')).toBe('ready');
+    const race = await Promise.all([
+      openStream(a, TOKENS.consumer, 'rep-contested', 'rep.duel'),
+      openStream(b, TOKENS.otherConsumer, 'rep-contested', 'rep.duel'),
+    ]);
+    expect(race.filter((r) => r === 'ready')).toHaveLength(1);
+    expect(race.filter((r) => r === 403 || r === 'PERMISSION_DENIED 1008')).toHaveLength(1);
   });
 });
 

@@ -306,10 +306,18 @@ describe('the checkpoint codec', () => {
       { type: 'delivery.advance', queueId: QUEUE, sequence: 1n },
       { type: 'delivery.park', queueId: QUEUE, parked: { sequence: 2n, attempts: 4, lastError: 'sink down', parkedAtMs: 99 } },
       { type: 'consumer.advance', consumer: 'dashboard', sequence: 2n },
+      { type: 'consumer.advance', consumer: 'backend', sequence: 1n, owner: 'game-backend' },
     ]);
     const outbox = r.store.outboxSnapshot(QUEUE);
     expect(outbox.outcomes.map((o) => o.sequence)).toEqual([2n, 3n]);
-    expect(outbox).toMatchObject({ nextSequence: 4n, deliveryCursor: 1n, consumers: [{ consumer: 'dashboard', sequence: 2n }] });
+    expect(outbox).toMatchObject({
+      nextSequence: 4n,
+      deliveryCursor: 1n,
+      consumers: [
+        { consumer: 'dashboard', sequence: 2n },
+        { consumer: 'backend', sequence: 1n, owner: 'game-backend' },
+      ],
+    });
     const checkpoint: Checkpoint = { queueId: QUEUE, appliedSeq: 7, term: 3, outbox, state: r.state.snapshot() };
     expect(comparable(decodeCheckpoint(encodeCheckpoint(checkpoint), QUEUE))).toStrictEqual(comparable(checkpoint));
     // A store that takes it over holds the same outbox and numbers on from it.

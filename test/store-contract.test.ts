@@ -166,6 +166,17 @@ describe.each(backends)('Store contract: $name', (backend) => {
     expect(store.deliveryCursor('q')).toBe(5n);
     await store.commit([{ type: 'consumer.advance', consumer: 'c', sequence: 7n }]);
     expect(store.consumerPosition('c')).toBe(7n);
+    expect(store.consumerOwner('c')).toBeUndefined();
+  });
+
+  it('keeps the first owner of a named consumer', async () => {
+    const store = open();
+    await store.commit([{ type: 'consumer.advance', consumer: 'c', sequence: 1n, owner: 'backend' }]);
+    await store.commit([{ type: 'consumer.advance', consumer: 'c', sequence: 2n }]);
+    await store.commit([{ type: 'consumer.advance', consumer: 'c', sequence: 3n, owner: 'stranger' }]);
+    expect(store.consumerPosition('c')).toBe(3n);
+    expect(store.consumerOwner('c')).toBe('backend');
+    expect(store.consumerOwner('other')).toBeUndefined();
   });
 });
 

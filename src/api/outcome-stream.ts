@@ -9,8 +9,8 @@ import type { Duplex } from 'node:stream';
 import { toJson } from '@bufbuild/protobuf';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
-import type { Access } from '../core/access.js';
-import type { OutcomeFeed } from '../core/outcome-feed.js';
+import type { Access, Principal } from '../core/access.js';
+import { consumerTaken, type OutcomeFeed } from '../core/outcome-feed.js';
 import { asServiceError, invalidArgument, notFound, quote, ServiceError, unavailable } from '../errors.js';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { errorHeaders, httpStatusOf, messageOf } from './error-map.js';
@@ -88,6 +88,7 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
 
   const onUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     let query: StreamQuery;
+    let principal: Principal | undefined;
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
       if (url.pathname !== STREAM_PATH) throw notFound(`no WebSocket endpoint at ${quote(url.pathname)}; use ${STREAM_PATH}`);
@@ -95,7 +96,7 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
       // The socket is ours from the upgrade on: a peer that hangs up during the token check must not
       // crash the process with an unheard 'error'.
       socket.on('error', () => undefined);
-      await deps.access.authorize(req.headers.authorization, 'outcomes', req.socket.remoteAddress ?? '');
+      principal = await deps.access.authorize(req.headers.authorization, 'outcomes', req.socket.remoteAddress ?? '');
       if (closing) throw unavailable('service is shutting down; reconnect with backoff');
       feed.requireOpen();
       query = parseQuery(url);
@@ -104,6 +105,10 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
           'in the replicated mode each queue numbers its own outcomes: queue_id must name one queue (open a stream per queue)',
         );
       }
+      // A named consumer belongs to the token that first used it (checked again when claimed, in start()).
+      const owner =
+        query.consumer === undefined ? undefined : feed.consumerOwner(query.consumer, feed.offsetsPerQueue ? query.exactQueue : undefined);
+      if (principal !== undefined && owner !== undefined && owner !== principal.name) throw consumerTaken(query.consumer!);
     } catch (err) {
       const serviceError = asServiceError(err);
       if (serviceError.code === 'INTERNAL') log.error({ err }, 'outcome stream upgrade failed');
@@ -115,10 +120,11 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
         ws.close(1001, 'going away');
         return;
       }
-      const connection = new StreamConnection(ws, feed, query, log, deps.delivery);
+      const connection = new StreamConnection(ws, feed, query, log, deps.delivery, principal?.name);
       connections.add(connection);
       ws.once('close', () => connections.delete(connection));
       connection.start().catch((err: unknown) => {
+        if (err instanceof ServiceError && err.code === 'PERMISSION_DENIED') return connection.refuse(err);
         log.error({ err }, 'outcome stream could not start');
         ws.close(1011, 'internal error');
       });
@@ -160,6 +166,8 @@ class StreamConnection {
     private readonly query: StreamQuery,
     private readonly log: Logger,
     private readonly delivery: DeliveryTelemetry,
+    /** The bearer token (by name) the connection was opened with; a named consumer is claimed for it. */
+    private readonly owner: string | undefined,
   ) {
     // The sink is looked up at read time, so a hot-reloaded sink change applies to later outcomes.
     this.accepts = (queueId) => query.matches(queueId) && feed.sinkOf(queueId) === 'websocket';
@@ -172,6 +180,9 @@ class StreamConnection {
   async start(): Promise<void> {
     const { feed } = this;
     const { consumer, fromOffset } = this.query;
+    if (consumer !== undefined && this.owner !== undefined) {
+      await feed.claimConsumer(consumer, this.owner, feed.lastSequence(this.offsetQueue), this.offsetQueue);
+    }
     if (fromOffset !== undefined) {
       this.sent = fromOffset === 0n ? 0n : fromOffset - 1n;
     } else if (consumer !== undefined) {
@@ -324,6 +335,12 @@ class StreamConnection {
 
   private fail(err: ServiceError): void {
     this.reply({ type: 'error', code: err.code, message: messageOf(err) });
+  }
+
+  /** Ends a connection that may not go on (a named consumer another token claimed first): an error frame, then 1008. */
+  refuse(err: ServiceError): void {
+    this.fail(err);
+    this.ws.close(1008, 'permission denied');
   }
 
   private onFrame(data: RawData, isBinary: boolean): void {

@@ -2,12 +2,14 @@
 // index), named consumers' durable positions, a subscription to newly committed outcomes, and each queue's
 // sink kind. Available once the store is open (the stream refuses upgrades with UNAVAILABLE before).
 import type { Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { unavailable } from '../errors.js';
+import { permissionDenied, quote, type ServiceError, unavailable } from '../errors.js';
 import type { OpenedService, SinkKind } from './service-parts.js';
 
 export class OutcomeFeed {
   /** Highest position committed (or being committed) per consumer by this process: acks never go backwards. */
   private readonly positions = new Map<string, bigint>();
+  /** Owners being committed by this process, so two connections claiming one consumer at once do not both win. */
+  private readonly claims = new Map<string, string>();
   private readonly listeners = new Set<(queueIds: ReadonlySet<string>) => void>();
   private subscribed: OpenedService['delivery'] | undefined;
 
@@ -64,6 +66,33 @@ export class OutcomeFeed {
     return this.consumerPosition(consumer, queueId) ?? sequence;
   }
 
+  /** The bearer token (by name) that owns the consumer: the stored owner, or a claim this process is committing. */
+  consumerOwner(consumer: string, queueId?: string): string | undefined {
+    return this.parts().consumers.owner(consumer, queueId) ?? this.claims.get(positionKey(consumer, queueId));
+  }
+
+  /**
+   * Makes `owner` the consumer's owner if it has none, starting it at `sequence` if it has no position yet.
+   * Throws PERMISSION_DENIED when another token owns it, also when another replica's claim reached the
+   * queue's log first (the first owner recorded stays).
+   */
+  async claimConsumer(consumer: string, owner: string, sequence: bigint, queueId?: string): Promise<void> {
+    const current = this.consumerOwner(consumer, queueId);
+    if (current === undefined) {
+      const key = positionKey(consumer, queueId);
+      this.claims.set(key, owner);
+      const position = this.consumerPosition(consumer, queueId) ?? sequence;
+      this.positions.set(key, position);
+      try {
+        await this.parts().consumers.advance(consumer, position, queueId, owner);
+      } finally {
+        this.claims.delete(key);
+      }
+    }
+    const recorded = this.consumerOwner(consumer, queueId);
+    if (recorded !== owner) throw consumerTaken(consumer);
+  }
+
   /** Called with the queues of each commit that recorded outcomes; returns the unsubscribe. */
   onOutcomes(listener: (queueIds: ReadonlySet<string>) => void): () => void {
     this.listeners.add(listener);
@@ -81,6 +110,11 @@ export class OutcomeFeed {
     }
     return opened;
   }
+}
+
+/** PERMISSION_DENIED for a named consumer another token owns. */
+export function consumerTaken(consumer: string): ServiceError {
+  return permissionDenied(`the consumer ${quote(consumer)} belongs to another token; choose another name`);
 }
 
 /** A consumer's key among the positions being committed: per queue when offsets are. */

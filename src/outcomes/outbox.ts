@@ -52,7 +52,10 @@ export interface ConsumerPositions {
   /** The highest sequence recorded (of `queueId` when offsets are per queue). */
   lastSequence(queueId: string | undefined): bigint;
   position(consumer: string, queueId: string | undefined): bigint | undefined;
-  advance(consumer: string, sequence: bigint, queueId: string | undefined): Promise<void>;
+  /** The bearer token (by name) that owns the consumer, if one does. */
+  owner(consumer: string, queueId: string | undefined): string | undefined;
+  /** `owner`: claims the consumer for that token if no token owns it yet. */
+  advance(consumer: string, sequence: bigint, queueId: string | undefined, owner?: string): Promise<void>;
 }
 
 export function storeConsumers(store: Store): ConsumerPositions {
@@ -60,6 +63,8 @@ export function storeConsumers(store: Store): ConsumerPositions {
     perQueue: false,
     lastSequence: () => store.lastSequence(),
     position: (consumer) => store.consumerPosition(consumer),
-    advance: (consumer, sequence) => store.commit([{ type: 'consumer.advance', consumer, sequence }]),
+    owner: (consumer) => store.consumerOwner(consumer),
+    advance: (consumer, sequence, _queueId, owner) =>
+      store.commit([{ type: 'consumer.advance', consumer, sequence, ...(owner === undefined ? {} : { owner }) }]),
   };
 }

@@ -173,6 +173,7 @@ function outboxToWire(outbox: OutboxSnapshot) {
     consumers: outbox.consumers.map((c, i) => ({
       consumer: text(c.consumer, `outbox.consumers[${i}].consumer`),
       sequence: seq(c.sequence, `outbox.consumers[${i}].sequence`),
+      ...(c.owner === undefined ? {} : { owner: text(c.owner, `outbox.consumers[${i}].owner`) }),
     })),
     outcomes: outbox.outcomes.map((o, i) => ({ sequence: seq(o.sequence, `outbox.outcomes[${i}].sequence`, 1n), outcome: o.bytes })),
   };
@@ -380,7 +381,8 @@ function outboxFromWire(o: NonNullable<WireCheckpoint['outbox']>, queueId: strin
     const consumer = present(c.consumer, `${p}.consumer`);
     if (names.has(consumer)) throw new CheckpointDecodeError(`${p}.consumer`, `${quote(consumer)} is named twice`);
     names.add(consumer);
-    return { consumer, sequence: seqOf(c.sequence, `${p}.sequence`) };
+    const sequence = seqOf(c.sequence, `${p}.sequence`);
+    return c.owner === undefined ? { consumer, sequence } : { consumer, sequence, owner: c.owner };
   });
   let last = deliveryCursor;
   const outcomes = o.outcomes.map((r, i) => {

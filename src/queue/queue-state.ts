@@ -233,7 +233,12 @@ export class QueueState {
         out.changes.push({ type: 'delivery.park', queueId: this.queueId, parked: undefined });
         return undefined;
       case 'consumer.advance':
-        out.changes.push({ type: 'consumer.advance', consumer: rec.consumer, sequence: rec.sequence });
+        out.changes.push({
+          type: 'consumer.advance',
+          consumer: rec.consumer,
+          sequence: rec.sequence,
+          ...(rec.owner === undefined ? {} : { owner: rec.owner }),
+        });
         return undefined;
     }
   }

@@ -155,7 +155,11 @@ export function recordToWire(rec: QueueRecord, path: string): WireCase {
     case 'consumer.advance':
       return {
         case: 'consumerAdvance',
-        value: { consumer: text(rec.consumer, `${path}.consumer_advance.consumer`), sequence: rec.sequence },
+        value: {
+          consumer: text(rec.consumer, `${path}.consumer_advance.consumer`),
+          sequence: rec.sequence,
+          ...(rec.owner === undefined ? {} : { owner: text(rec.owner, `${path}.consumer_advance.owner`) }),
+        },
       };
   }
 }
@@ -319,6 +323,7 @@ export function recordFromWire(wire: WireRecord, path: string): QueueRecord {
         type: 'consumer.advance',
         consumer: present(record.value.consumer, `${p}.consumer`),
         sequence: present(record.value.sequence, `${p}.sequence`),
+        ...(record.value.owner === undefined ? {} : { owner: record.value.owner }),
       };
   }
 }

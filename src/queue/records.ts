@@ -72,7 +72,7 @@ export type QueueRecord =
   /** An operator released the queue's parked delivery. */
   | { type: 'delivery.release' }
   /** A named WebSocket stream consumer acknowledged the queue's outcomes through `sequence`. */
-  | { type: 'consumer.advance'; consumer: string; sequence: bigint };
+  | { type: 'consumer.advance'; consumer: string; sequence: bigint; owner?: string };
 
 export type RecordType = QueueRecord['type'];
 export type RecordOf<T extends RecordType> = Extract<QueueRecord, { type: T }>;

@@ -172,7 +172,9 @@ export class ReplicatedQueues {
       perQueue: true,
       lastSequence: (queueId) => this.storeOf(queueId).lastSequence(),
       position: (consumer, queueId) => this.storeOf(queueId).consumerPosition(consumer),
-      advance: (consumer, sequence, queueId) => this.running(queueId).recordOutbox({ type: 'consumer.advance', consumer, sequence }),
+      owner: (consumer, queueId) => this.storeOf(queueId).consumerOwner(consumer),
+      advance: (consumer, sequence, queueId, owner) =>
+        this.running(queueId).recordOutbox({ type: 'consumer.advance', consumer, sequence, ...(owner === undefined ? {} : { owner }) }),
     };
   }
 

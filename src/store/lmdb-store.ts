@@ -53,6 +53,8 @@ export class LmdbStore implements Store {
   private readonly queueIndex: Database<number, string>;
   private readonly delivery: Database<DeliveryRecord, string>;
   private readonly consumers: Database<string, string>;
+  /** Named stream consumer -> the bearer token name that owns it (written once). */
+  private readonly consumerOwners: Database<string, string>;
   private nextSequence: bigint;
   /** The highest sequence whose commit has completed (nextSequence runs ahead while a commit is in flight). */
   private committedSequence: bigint;
@@ -90,6 +92,7 @@ export class LmdbStore implements Store {
       this.queueIndex = this.root.openDB<number, string>({ name: 'queue_outcomes' });
       this.delivery = this.root.openDB<DeliveryRecord, string>({ name: 'delivery' });
       this.consumers = this.root.openDB<string, string>({ name: 'consumers' });
+      this.consumerOwners = this.root.openDB<string, string>({ name: 'consumer_owners' });
 
       let producerId = this.meta.get('producer_id') as string | undefined;
       if (!producerId) {
@@ -207,8 +210,11 @@ export class LmdbStore implements Store {
         const parked = change.parked && { ...change.parked, sequence: change.parked.sequence.toString() };
         return this.delivery.put(change.queueId, parked ? { cursor, parked } : { cursor });
       }
-      case 'consumer.advance':
-        return this.consumers.put(change.consumer, change.sequence.toString());
+      case 'consumer.advance': {
+        const put = this.consumers.put(change.consumer, change.sequence.toString());
+        if (change.owner === undefined || this.consumerOwners.get(change.consumer) !== undefined) return put;
+        return both(put, this.consumerOwners.put(change.consumer, change.owner));
+      }
     }
   }
 
@@ -243,6 +249,10 @@ export class LmdbStore implements Store {
   consumerPosition(consumer: string): bigint | undefined {
     const position = this.consumers.get(consumer);
     return position === undefined ? undefined : BigInt(position);
+  }
+
+  consumerOwner(consumer: string): string | undefined {
+    return this.consumerOwners.get(consumer);
   }
 
   lastSequence(): bigint {

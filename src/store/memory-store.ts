@@ -49,6 +49,7 @@ export class MemoryStore implements OutboxStore {
   private readonly outcomeOrder = new SequenceIndex();
   private readonly cursors = new Map<string, { cursor: bigint; parked?: ParkedDelivery }>();
   private readonly consumers = new Map<string, bigint>();
+  private readonly consumerOwners = new Map<string, string>();
   private readonly outcomeListeners: ((queueIds: ReadonlySet<string>) => void)[] = [];
   private nextSequence = 1n;
   private committedSequence = 0n;
@@ -168,6 +169,7 @@ export class MemoryStore implements OutboxStore {
       }
       case 'consumer.advance':
         this.consumers.set(change.consumer, change.sequence);
+        if (change.owner !== undefined && !this.consumerOwners.has(change.consumer)) this.consumerOwners.set(change.consumer, change.owner);
         return;
     }
   }
@@ -232,7 +234,10 @@ export class MemoryStore implements OutboxStore {
       deliveryCursor,
       parked: this.parkedDelivery(queueId),
       // A replica's local store holds one queue: its named consumers are that queue's.
-      consumers: Array.from(this.consumers, ([consumer, sequence]) => ({ consumer, sequence })),
+      consumers: Array.from(this.consumers, ([consumer, sequence]) => {
+        const owner = this.consumerOwners.get(consumer);
+        return owner === undefined ? { consumer, sequence } : { consumer, sequence, owner };
+      }),
       outcomes,
     };
   }
@@ -252,7 +257,10 @@ export class MemoryStore implements OutboxStore {
       queueId,
       outbox.parked ? { cursor: outbox.deliveryCursor, parked: { ...outbox.parked } } : { cursor: outbox.deliveryCursor },
     );
-    for (const { consumer, sequence } of outbox.consumers) this.consumers.set(consumer, sequence);
+    for (const { consumer, sequence, owner } of outbox.consumers) {
+      this.consumers.set(consumer, sequence);
+      if (owner !== undefined) this.consumerOwners.set(consumer, owner);
+    }
   }
 
   deliveryCursor(queueId: string): bigint {
@@ -266,6 +274,10 @@ export class MemoryStore implements OutboxStore {
 
   consumerPosition(consumer: string): bigint | undefined {
     return this.consumers.get(consumer);
+  }
+
+  consumerOwner(consumer: string): string | undefined {
+    return this.consumerOwners.get(consumer);
   }
 
   lastSequence(): bigint {

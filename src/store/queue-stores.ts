@@ -81,6 +81,10 @@ export class QueueStores implements Store {
     return undefined;
   }
 
+  consumerOwner(_consumer: string): string | undefined {
+    return undefined;
+  }
+
   queueLastSequence(queueId: string): bigint {
     return this.of(queueId)?.queueLastSequence(queueId) ?? 0n;
   }

@@ -60,8 +60,9 @@ export type StoreChange =
   | { type: 'delivery.advance'; queueId: string; sequence: bigint }
   /** The queue's delivery ran out of retries (or was released, with `parked` undefined). */
   | { type: 'delivery.park'; queueId: string; parked: ParkedDelivery | undefined }
-  /** A named stream consumer acknowledged every outcome up to `sequence`. */
-  | { type: 'consumer.advance'; consumer: string; sequence: bigint };
+  /** A named stream consumer acknowledged every outcome up to `sequence`. `owner`: the bearer token (by name)
+   *  it belongs to from now on, kept only if it had none (the first owner stays). */
+  | { type: 'consumer.advance'; consumer: string; sequence: bigint; owner?: string };
 
 /** A delivery that exhausted its retries: it holds back its queue until released. */
 export interface ParkedDelivery {
@@ -118,6 +119,8 @@ export interface Store {
   parkedDelivery(queueId: string): ParkedDelivery | undefined;
   /** The last sequence a named stream consumer acknowledged, if it ever did. */
   consumerPosition(consumer: string): bigint | undefined;
+  /** The name of the bearer token that owns a named stream consumer, if one does. */
+  consumerOwner(consumer: string): string | undefined;
   /** The highest producer_sequence whose commit has completed (0 when none). */
   lastSequence(): bigint;
   /**
@@ -143,7 +146,7 @@ export interface OutboxSnapshot {
   deliveryCursor: bigint;
   parked: ParkedDelivery | undefined;
   /** Named stream consumers' positions, by name. */
-  consumers: { consumer: string; sequence: bigint }[];
+  consumers: { consumer: string; sequence: bigint; owner?: string }[];
   /** The recorded outcomes above the cursor (producer_id and producer_sequence set), ascending. */
   outcomes: { sequence: bigint; bytes: Uint8Array }[];
 }

@@ -95,7 +95,10 @@ export const recordArbs: { [T in QueueRecord['type']]: fc.Arbitrary<Extract<Queu
     parked: fc.record({ sequence, attempts: fc.nat({ max: 0xffff_ffff }), lastError: text, parkedAtMs: ms }),
   }),
   'delivery.release': fc.record({ type: fc.constant('delivery.release' as const) }),
-  'consumer.advance': fc.record({ type: fc.constant('consumer.advance' as const), consumer: text, sequence }),
+  'consumer.advance': fc.record(
+    { type: fc.constant('consumer.advance' as const), consumer: text, sequence, owner: text },
+    { requiredKeys: ['type', 'consumer', 'sequence'] },
+  ),
 };
 export const recordArb: fc.Arbitrary<QueueRecord> = fc.oneof(...Object.values(recordArbs));
 

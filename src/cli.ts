@@ -33,7 +33,8 @@ async function main(argv: string[]): Promise<number> {
   const command = positionals[0];
   if (values.help || !command) {
     console.log(USAGE);
-    return command ? 0 : 2;
+    // Asked for help: success. No command at all: a usage error.
+    return values.help ? 0 : 2;
   }
   const config = loadServiceConfig({
     queue_config_dir: values.config,

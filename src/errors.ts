@@ -58,15 +58,20 @@ export function asServiceError(err: unknown): ServiceError {
 
 /** The most characters of a caller's value that an error message quotes. */
 export const QUOTE_MAX_CHARS = 64;
+/** ... of a request path: long enough for every route with its ids (a UUID is 36), still bounded. */
+export const PATH_QUOTE_MAX_CHARS = 256;
 
 /**
  * A caller's value as an error message shows it: JSON-quoted, cut to a short prefix when long. A message
  * never grows with the input: gRPC sends it in a header (grpc-message), and a header of megabytes stalls
  * the caller's whole HTTP/2 connection.
  */
-export function quote(value: string): string {
-  if (value.length <= QUOTE_MAX_CHARS) return JSON.stringify(value);
-  return `${JSON.stringify(value.slice(0, QUOTE_MAX_CHARS))}… (${value.length} characters)`;
+/** A request path as an error message shows it. */
+export const quotePath = (path: string): string => quote(path, PATH_QUOTE_MAX_CHARS);
+
+export function quote(value: string, maxChars = QUOTE_MAX_CHARS): string {
+  if (value.length <= maxChars) return JSON.stringify(value);
+  return `${JSON.stringify(value.slice(0, maxChars))}… (${value.length} characters)`;
 }
 
 /** A message that may embed a caller's value we did not quote ourselves (a library's), cut to `maxChars`. */

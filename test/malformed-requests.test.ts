@@ -282,6 +282,13 @@ describe('unknown routes and wrong methods', () => {
     expect(res.body.message).toEqual(expect.any(String));
     await expectStillServing(service);
   });
+
+  it("a GET on a ticket's route quotes the whole path, the id to its last character", async () => {
+    const path = `${TICKETS}/d5b3a8c2-0f5e-4e7a-9b61-2c3d4e5f6a7b`;
+    const res = await send(service, 'GET', path);
+    expect(res.status).toBe(405);
+    expect(res.body.message).toContain(JSON.stringify(path));
+  });
 });
 
 describe('malformed bytes over gRPC give INVALID_ARGUMENT naming the request message', () => {

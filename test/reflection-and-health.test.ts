@@ -204,4 +204,13 @@ describe('grpc.health.v1.Health', () => {
     expect((await fetch(`${env.service.baseUrl}/livez`)).status).toBe(200);
     expect((await fetch(`${env.service.baseUrl}/readyz`)).status).toBe(200);
   });
+
+  it('the probes and /metrics answer HEAD as GET, without a body', async () => {
+    for (const path of ['/livez', '/readyz', '/metrics']) {
+      const res = await fetch(`${env.service.baseUrl}${path}`, { method: 'HEAD' });
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('content-type'), path).toMatch(/json|text\/plain/);
+      expect(await res.text(), path).toBe('');
+    }
+  });
 });

@@ -7,7 +7,7 @@
 import type { ServerResponse } from 'node:http';
 import { create, toJson } from '@bufbuild/protobuf';
 import type { Operator } from '../core/operator.js';
-import { invalidArgument, notFound, quote } from '../errors.js';
+import { invalidArgument, notFound, quotePath } from '../errors.js';
 import {
   ExplainTicketRequestSchema,
   ExplainTicketResponseSchema,
@@ -36,7 +36,7 @@ export async function admin(
     audit('release', { queueId });
     return sendJson(res, 200, { released: true });
   }
-  if (method !== 'GET') throw notFound(`no route for ${method} ${quote(path)}`);
+  if (method !== 'GET') throw notFound(`no route for ${method} ${quotePath(path)}`);
   if (path === '/admin/v1/outcomes') return listOutcomes(url, res, operator);
   if (path === '/admin/v1/deliveries') return sendJson(res, 200, { deliveries: operator.deliveryStatus() });
   if (path === '/admin/v1/queues') return sendJson(res, 200, { queues: operator.queueSummaries() });
@@ -58,7 +58,7 @@ export async function admin(
     const found = operator.lookupTicket(queueId, ticketId);
     return sendJson(res, 200, { state: found.state, matchId: found.matchId, ticket: toJson(TicketSchema, found.ticket) });
   }
-  throw notFound(`no route for GET ${quote(path)}`);
+  throw notFound(`no route for GET ${quotePath(path)}`);
 }
 
 function listOutcomes(url: URL, res: ServerResponse, operator: Operator): void {

@@ -6,7 +6,7 @@ import type { Access } from '../core/access.js';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
 import type { Operator } from '../core/operator.js';
 import type { Scope } from '../config/access-files.js';
-import { asServiceError, quote, ServiceError } from '../errors.js';
+import { asServiceError, quotePath, ServiceError } from '../errors.js';
 import { admin } from './http-admin.js';
 import type { HttpGuard } from './http-guard.js';
 import { decodePathSegment, sendError, sendJson } from './http-json.js';
@@ -91,7 +91,8 @@ export function createHttpServer(options: HttpApiOptions): Server {
 async function handle(req: IncomingMessage, res: ServerResponse, routes: OperationRoute[], options: HttpApiOptions): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const path = url.pathname;
-  const method = req.method ?? 'GET';
+  // HEAD is GET without the body (Node's response leaves the body out): probes and curl -I use it.
+  const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
   // A browser must not sniff a JSON answer into something it runs.
   res.setHeader('x-content-type-options', 'nosniff');
   if (method === 'GET' && path === '/livez') return sendJson(res, 200, { status: 'ok' });
@@ -120,7 +121,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Operati
       options.access.audit(principal, action, { ...details, transport: 'http' }),
     );
   }
-  if (!path.startsWith('/v1/')) throw new ServiceError('NOT_FOUND', `no route for ${method} ${quote(path)}`);
+  if (!path.startsWith('/v1/')) throw new ServiceError('NOT_FOUND', `no route for ${method} ${quotePath(path)}`);
   const principal = await authorize('tickets');
 
   const matched = routes.filter((r) => r.pattern.test(path));
@@ -129,9 +130,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, routes: Operati
     if (matched.length > 0) {
       const allowed = matched.map((r) => r.method).join(', ');
       res.setHeader('allow', allowed);
-      throw new ServiceError('UNIMPLEMENTED', `${method} is not supported on ${quote(path)}; use ${allowed}`);
+      throw new ServiceError('UNIMPLEMENTED', `${method} is not supported on ${quotePath(path)}; use ${allowed}`);
     }
-    throw new ServiceError('NOT_FOUND', `no route for ${method} ${quote(path)}`);
+    throw new ServiceError('NOT_FOUND', `no route for ${method} ${quotePath(path)}`);
   }
   const started = performance.now();
   const operation = MatchmakerService.method[route.operation].name;

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import type { Access, Principal } from '../core/access.js';
 import { consumerTaken, type OutcomeFeed } from '../core/outcome-feed.js';
-import { asServiceError, invalidArgument, notFound, quote, ServiceError, unavailable } from '../errors.js';
+import { asServiceError, invalidArgument, notFound, quote, quotePath, ServiceError, unavailable } from '../errors.js';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { errorHeaders, httpStatusOf, messageOf } from './error-map.js';
 import type { HttpGuard } from './http-guard.js';
@@ -91,7 +91,7 @@ export function attachOutcomeStream(server: Server, deps: OutcomeStreamDeps): { 
     let principal: Principal | undefined;
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
-      if (url.pathname !== STREAM_PATH) throw notFound(`no WebSocket endpoint at ${quote(url.pathname)}; use ${STREAM_PATH}`);
+      if (url.pathname !== STREAM_PATH) throw notFound(`no WebSocket endpoint at ${quotePath(url.pathname)}; use ${STREAM_PATH}`);
       deps.guard.checkSource(req.headers);
       // The socket is ours from the upgrade on: a peer that hangs up during the token check must not
       // crash the process with an unheard 'error'.

@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
-# Build: Node 20 plus a Rust toolchain for the native engine.
-FROM node:20-bookworm AS build
+# Build: Node 22 (LTS) plus a Rust toolchain for the native engine.
+FROM node:22-bookworm AS build
 RUN curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
 ENV PATH=/root/.cargo/bin:$PATH
 WORKDIR /app
@@ -8,7 +8,7 @@ COPY . .
 RUN npm ci && npm prune --omit=dev
 
 # Run: no compiler, no dev dependencies.
-FROM node:20-bookworm-slim
+FROM node:22-bookworm-slim
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

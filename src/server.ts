@@ -48,7 +48,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   const dashboard = new Dashboard(operator);
   const telemetry = fanOut(metrics.queues, dashboard.activity);
   const feed = new OutcomeFeed(() => opened);
-  const access = await Access.open(config, log);
+  const access = await Access.open(config, log, (scope, code) => metrics.accessRefused(scope, code));
   const listeners = await openListeners(config, { core, operator, health, metrics, dashboard, feed, access, log });
   const { grpcPort, httpPort } = listeners;
 

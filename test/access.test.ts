@@ -183,11 +183,13 @@ describe('scopes of the other routes', () => {
     expect(await upgrade(TOKENS.consumer)).toBe(101);
   });
 
-  it('refusals are audited with the scope and the peer', async () => {
+  it('refusals are audited with the scope and the peer, and counted in the metrics', async () => {
     await httpRequest(service, 'GET', '/admin/v1/queues', undefined, { authorization: 'Bearer nope' });
     await service.waitForLog(
       (l) => l.audit === 'refused' && l.code === 'UNAUTHENTICATED' && l.scope === 'admin' && typeof l.peer === 'string',
     );
+    const metrics = await fetch(`${service.baseUrl}/metrics`, { headers: { authorization: `Bearer ${TOKENS.scraper}` } });
+    expect(await metrics.text()).toMatch(/^matchmaker_access_refusals_total\{scope="admin",code="UNAUTHENTICATED"\} [1-9]/m);
   });
 });
 

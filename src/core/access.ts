@@ -24,6 +24,8 @@ export interface AccessOptions {
   tokens?: readonly TokenEntry[];
   jwt?: JwtVerifier;
   rateLimit?: { perSec: number; burst: number };
+  /** Told each refusal (metrics). */
+  onRefusal?: (scope: Scope, code: string) => void;
 }
 
 export class Access {
@@ -43,7 +45,7 @@ export class Access {
   }
 
   /** Reads the access files the settings name (a bad file fails the start) and re-reads them on change. */
-  static async open(config: ServiceConfig, log: Logger): Promise<Access> {
+  static async open(config: ServiceConfig, log: Logger, onRefusal?: AccessOptions['onRefusal']): Promise<Access> {
     const tokensFile = config.auth_tokens_file;
     const jwksFile = config.auth_jwks_file;
     const tokens = tokensFile === '' ? undefined : entriesOrThrow(tokensFile);
@@ -61,6 +63,7 @@ export class Access {
       ...(tokens ? { tokens } : {}),
       ...(jwt ? { jwt } : {}),
       rateLimit: { perSec: config.auth_rate_limit_per_sec, burst: config.auth_rate_limit_burst },
+      ...(onRefusal ? { onRefusal } : {}),
     });
     if (!access.enabled) {
       log.warn('no AUTH_TOKENS_FILE or AUTH_JWKS_FILE: every call is allowed; restrict who reaches the ports (docs/security.md)');
@@ -152,6 +155,7 @@ export class Access {
 
   /** Refusals are logged, at most AUDIT_REFUSALS_PER_WINDOW a window, so a flood cannot flood the log. */
   private auditRefusal(err: Error & { code?: string }, scope: Scope, peer: string): void {
+    this.options.onRefusal?.(scope, err.code ?? 'INTERNAL');
     const now = Date.now();
     const r = this.refusals;
     if (now - r.windowStartMs >= AUDIT_WINDOW_MS) {

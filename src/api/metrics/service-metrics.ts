@@ -19,6 +19,7 @@ export class ServiceMetrics {
   readonly delivery: DeliveryTelemetry;
   private readonly requests: Counter<'operation' | 'transport' | 'code'>;
   private readonly requestSeconds: Histogram<'operation' | 'transport' | 'code'>;
+  private readonly accessRefusals: Counter<'scope' | 'code'>;
   /** The state as the scrape in progress read it, once for all its gauges. */
   private scraped: MetricsSnapshot | undefined;
 
@@ -38,6 +39,12 @@ export class ServiceMetrics {
       buckets: REQUEST_BUCKETS_SECONDS,
       registers,
     });
+    this.accessRefusals = new Counter({
+      name: 'matchmaker_access_refusals_total',
+      help: 'Calls refused for their bearer token, by the scope they needed and the code (docs/security.md).',
+      labelNames: ['scope', 'code'],
+      registers,
+    });
     this.queues = queueMetrics(registers);
     this.delivery = deliveryMetrics(registers);
     stateGauges(registers, () => this.scraped ?? snapshot());
@@ -48,6 +55,11 @@ export class ServiceMetrics {
     const labels = { operation, transport, code };
     this.requests.inc(labels);
     this.requestSeconds.observe(labels, seconds);
+  }
+
+  /** A call refused for its token: UNAUTHENTICATED, PERMISSION_DENIED or RESOURCE_EXHAUSTED. */
+  accessRefused(scope: string, code: string): void {
+    this.accessRefusals.inc({ scope, code });
   }
 
   get contentType(): string {

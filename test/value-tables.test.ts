@@ -1,8 +1,8 @@
-// A queue's value tables past 64 entries (docs/engine.md "Filters past 64 values", "Hosts"): an attribute filter
-// holds up to 256 distinct values, a filter past 64 values gets further columns in the pool, tickets created before
-// the widening keep matching as they did; a queue holds up to 256 host keys, and a match's common host may be past
-// the 64th. One more value or host key is refused with FAILED_PRECONDITION. Real service, real sockets, both
-// transports.
+// A queue's value tables past 64 entries (docs/engine.md "Filters past 64 values", "Hosts", "Value tables"): an
+// attribute filter holds up to 256 distinct values, a filter past 64 values gets further columns in the pool,
+// tickets created before the widening keep matching as they did; a queue holds up to 256 host keys, and a match's
+// common host may be past the 64th. One more live value or host key is refused with FAILED_PRECONDITION. Real
+// service, real sockets, both transports.
 import { fromBinary } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -103,12 +103,12 @@ describe.each(overBoth('wide'))('attribute filters past 64 values (%s)', (_name,
     const { attributes } = fromBinary(EngineOutputSchema, Buffer.from(withFar.matchCreated!.match.engineOutput!, 'base64'));
     expect(attributes.find((a) => a.name === 'mode')!.accepts).toEqual(['mode-240']);
 
-    // 251 maps so far (m-3, m-10..m-259; m-150, m-199 and m-200 among them): five more reach 256, the next is
-    // refused, naming the limit.
-    for (const map of ['x-1', 'x-2', 'x-3', 'x-4', 'x-5']) {
+    // 250 maps held now (m-10..m-259, m-150, m-199 and m-200 among them; m-3 left with its match): six more reach
+    // 256, the next is refused, naming the limit.
+    for (const map of ['x-1', 'x-2', 'x-3', 'x-4', 'x-5', 'x-6']) {
       expect((await ticket(api, queueId, uuid(), 5000, { map: { values: [map] } })).ok).toBe(true);
     }
-    const refused = await ticket(api, queueId, uuid(), 5000, { map: { values: ['x-6'] } });
+    const refused = await ticket(api, queueId, uuid(), 5000, { map: { values: ['x-7'] } });
     expect(refused).toMatchObject({ ok: false, code: 'FAILED_PRECONDITION' });
     expect(!refused.ok && refused.message).toContain('256 distinct values');
   }, 60_000);
@@ -135,8 +135,9 @@ describe.each(overBoth('hosts'))('host keys past 64 (%s)', (_name, queueId, tran
     const { host } = fromBinary(EngineOutputSchema, Buffer.from(matches[0]!.matchCreated!.match.engineOutput!, 'base64'));
     expect(host).toMatchObject({ preferred: 'shared', acceptable: ['shared'] });
 
-    // 251 host keys so far: five more reach 256, the next is refused, naming the limit.
-    for (let i = 250; i < 255; i++) expect((await create(uuid(), 0.5, { [`h-${i}`]: 50 })).ok).toBe(true);
+    // 250 host keys held now ("shared" left with its match): six more reach 256, the next is refused, naming the
+    // limit.
+    for (let i = 250; i < 256; i++) expect((await create(uuid(), 0.5, { [`h-${i}`]: 50 })).ok).toBe(true);
     const refused = await create(uuid(), 0.5, { 'h-256': 50 });
     expect(refused).toMatchObject({ ok: false, code: 'FAILED_PRECONDITION' });
     expect(!refused.ok && refused.message).toContain('256 distinct values');

@@ -45,7 +45,10 @@ export class QueueRuntime {
   private readonly columns: PoolColumns;
   /** Ticket bytes whose store commit is still in flight (the store only answers for committed records). */
   private readonly pending = new Map<string, Uint8Array>();
-  /** Rows requests prepared (and so checked against the pool's limits) for records not yet applied. */
+  /**
+   * Rows requests prepared (and so checked against the pool's limits) for records not yet applied. Each holds
+   * its values in the pool's tables until it is inserted or dropped (`dropPrepared`).
+   */
   private readonly prepared = new Map<string, { pool: TicketPool; row: PoolRow }>();
   private readonly runner: TickRunner;
   private readonly ticker: Ticker;
@@ -217,13 +220,13 @@ export class QueueRuntime {
   async createTicket(ticket: Ticket, bytes: Uint8Array, input: ParsedEngineInput): Promise<void> {
     // A retry (or a concurrent duplicate) of a create we already issued: answer once that one is durable.
     if (this.queue.knows(ticket.id)) return this.store.whenDurable();
-    // Prepared now, against the current pool, so a limit (64 host keys, 64 values per filter) refuses the
+    // Prepared now, against the current pool, so a limit (256 host keys, 256 values per filter) refuses the
     // request before anything is stored.
-    this.prepare(ticket.id, ticket, input);
+    const row = this.prepare(ticket.id, ticket, input);
     try {
       await this.history.propose([{ type: 'ticket.create', ticketId: ticket.id, ticket: bytes }]);
     } finally {
-      this.prepared.delete(ticket.id);
+      this.dropPrepared(ticket.id, row);
     }
   }
 
@@ -245,12 +248,13 @@ export class QueueRuntime {
     const resolvedSinceMs = Date.now() - this.config.terminal_retention_ttl_secs * 1000;
     // Rows are prepared first: a ticket that no longer fits the queue (its configuration changed) fails.
     const unfit = new Set<string>();
+    const rows = new Map<string, PoolRow>();
     for (const id of ids) {
       const resolved = this.queue.resolved.get(id);
       if (!resolved || resolved.resolvedAtMs < resolvedSinceMs) continue;
       const ticket = fromBinary(TicketSchema, this.ticketBytes(id, resolved.position));
       try {
-        this.prepare(id, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input'));
+        rows.set(id, this.prepare(id, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input')));
       } catch {
         unfit.add(id);
       }
@@ -260,7 +264,7 @@ export class QueueRuntime {
     try {
       [applied] = await this.history.propose([{ type: 'tickets.reactivate', ticketIds: proposed, resolvedSinceMs }]);
     } finally {
-      for (const id of proposed) this.prepared.delete(id);
+      for (const [id, row] of rows) this.dropPrepared(id, row);
     }
     const failed = new Set([...unfit, ...applied!.result.failedTicketIds]);
     return ids.filter((id) => failed.has(id));
@@ -349,9 +353,25 @@ export class QueueRuntime {
   }
 
   /** A request's row for a ticket, prepared against the current pool before its record is applied. */
-  private prepare(ticketId: string, ticket: Ticket, input: ParsedEngineInput): void {
+  private prepare(ticketId: string, ticket: Ticket, input: ParsedEngineInput): PoolRow {
     const pool = this.columns.pool;
-    this.prepared.set(ticketId, { pool, row: pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)) });
+    const row = pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket));
+    // A concurrent request for the same ticket prepared one too: the record uses this one.
+    const earlier = this.prepared.get(ticketId);
+    if (earlier) earlier.pool.release(earlier.row);
+    this.prepared.set(ticketId, { pool, row });
+    return row;
+  }
+
+  /**
+   * The request is answered: its row, unless the record's apply took it (insertActivated) or another request
+   * for the ticket prepared anew, lets go of its values (a no-op for a row that went into the pool).
+   */
+  private dropPrepared(ticketId: string, row: PoolRow): void {
+    const prepared = this.prepared.get(ticketId);
+    if (prepared?.row !== row) return;
+    this.prepared.delete(ticketId);
+    prepared.pool.release(row);
   }
 
   /** A ticket a record activated goes into the pool: with the row its request prepared, else built from its bytes. */

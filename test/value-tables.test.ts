@@ -44,6 +44,8 @@ const env = useService({
     'cleared.grpc': MAP_QUEUE,
     'forgets.http': MAP_QUEUE,
     'forgets.grpc': MAP_QUEUE,
+    'backfill.http': MAP_QUEUE,
+    'backfill.grpc': MAP_QUEUE,
   },
 });
 
@@ -233,5 +235,46 @@ describe.each(overBoth('forgets'))('tickets matched or cancelled (%s)', (_name, 
     expect(matches[0]!.matchCreated!.match.tickets.map((t) => t.id).sort()).toEqual([first, partner].sort());
     expect((await mapTicket(api, queueId, uuid(), 7000, { map: 'after-match', host: 'after-match-host' })).ok).toBe(true);
     await expectFull(api, queueId);
+  }, 60_000);
+});
+
+describe.each(overBoth('backfill'))('a backfill request whose map does not fit (%s)', (_name, queueId, transport) => {
+  it('waits for room without holding back the tick: tickets match meanwhile, and it is filled once its map fits', async () => {
+    const api = transport();
+    const lone = await fill(api, queueId, 'lone');
+    // A running match of one player asks for one more, with a map no waiting ticket holds: the tables are full.
+    const request = await api.createBackfillRequest({
+      queueId,
+      matchId: uuid(),
+      rulesetId: 'duel',
+      slotsRequested: 1,
+      engineInput: engineInput({
+        players: [{ playerId: `in-${uuid()}`, mmr: 0.5 }],
+        attributes: { map: { values: ['bf-map'], accepts: [] } },
+      }),
+    });
+    expect(request.ok, JSON.stringify(request)).toBe(true);
+    // Two tickets naming a map already held match each other: the tick runs.
+    const pair = [uuid(), uuid()];
+    for (const id of pair) expect((await mapTicket(api, queueId, id, 3, { map: 'lone-map-0' })).ok).toBe(true);
+    const matches = await pollUntil(
+      () => matchesOf(queueId),
+      (ms) => ms.length >= 1,
+      10_000,
+    );
+    expect(matches[0]!.matchCreated!.match.tickets.map((t) => t.id).sort()).toEqual([...pair].sort());
+    // Room for a ticket with the request's map: the request holds it during the tick now, and takes that ticket.
+    expect((await api.cancelTicket(queueId, lone[0]!)).ok).toBe(true);
+    const joining = uuid();
+    expect((await mapTicket(api, queueId, joining, 0.5, { map: 'bf-map' })).ok).toBe(true);
+    const filled = await pollUntil(
+      async () =>
+        ((await httpRequest(env.service, 'GET', `/admin/v1/outcomes?queue_id=${queueId}&limit=1000`)).body.outcomes as OutcomeJson[]).find(
+          (o) => o.kind === 'backfill.created',
+        ),
+      (o) => o !== undefined,
+      10_000,
+    );
+    expect(filled!.backfillCreated!.backfill.assignedTickets.map((t) => t.id)).toEqual([joining]);
   }, 60_000);
 });

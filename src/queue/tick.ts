@@ -264,11 +264,19 @@ export class Ticker {
    */
   private async fillBackfills(pool: TicketPool, config: QueueConfig): Promise<void> {
     const { q } = this;
-    // A request's row holds its values and hosts in the pool's tables for this run only.
-    const open = [...q.state.backfills.entries()];
+    // A request's row holds its values and hosts in the pool's tables for this run only. One whose values do
+    // not fit (the tables are full of the tickets' values) waits for room rather than failing the tick.
+    const open: [string, OpenBackfill][] = [];
     const rows: PoolRow[] = [];
+    for (const entry of q.state.backfills.entries()) {
+      try {
+        rows.push(pool.prepare(entry[1].input, [], createdAtMs(entry[1].request)));
+        open.push(entry);
+      } catch (err) {
+        q.log.debug({ queue: q.queueId, backfill: entry[0], err: (err as Error).message }, 'backfill request skipped this tick');
+      }
+    }
     try {
-      for (const [, { request, input }] of open) rows.push(pool.prepare(input, [], createdAtMs(request)));
       await this.fillFrom(pool, config, open, rows);
     } finally {
       for (const row of rows) pool.release(row);

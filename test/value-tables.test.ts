@@ -11,7 +11,7 @@ import { EngineOutputSchema } from '../src/gen/matchmaker/engines/standard/v1/en
 import { engineInput, uuid } from './support/fixtures.js';
 import type { OutcomeJson } from './support/outcomes.js';
 import { duelQueue, pollUntil } from './support/queues.js';
-import { useService } from './support/service.js';
+import { removeDirs, startService, tempDir, type TestService, useService, writeQueues } from './support/service.js';
 import { grpcTransport, httpRequest, httpTransport, type Transport } from './support/transports.js';
 
 /** A 1v1 queue with an overlap filter (map) and a containment filter (mode), ticking every 50 ms. */
@@ -276,5 +276,36 @@ describe.each(overBoth('backfill'))('a backfill request whose map does not fit (
       10_000,
     );
     expect(filled!.backfillCreated!.backfill.assignedTickets.map((t) => t.id)).toEqual([joining]);
+  }, 60_000);
+});
+
+describe('a restart', () => {
+  it('rebuilds the tables from the waiting tickets alone: what left before it is forgotten', async () => {
+    const [queueDir, dataDir] = [tempDir('queues'), tempDir('data')];
+    writeQueues(queueDir, { 'restart.duel': MAP_QUEUE });
+    const services: TestService[] = [];
+    try {
+      const first = await startService({ queueDir, dataDir });
+      services.push(first);
+      const api = httpTransport(first);
+      const ids = await fill(api, 'restart.duel', 'old');
+      for (const id of ids.slice(0, 3)) expect((await api.cancelTicket('restart.duel', id)).ok).toBe(true);
+      expect(await first.stop()).toBe(0);
+      // Once the pool is rebuilt, 253 waiting tickets hold 253 maps and host keys: three new ones fit, a fourth does
+      // not. (Requests are served during the rebuild; one then could take the place of a stored ticket's value.)
+      const second = await startService({ queueDir, dataDir });
+      services.push(second);
+      const again = httpTransport(second);
+      await second.waitForLog((l) => l.msg === 'pool restored');
+      for (let i = 0; i < 3; i++) {
+        const res = await mapTicket(again, 'restart.duel', uuid(), 8000 + 10 * i, { map: `new-map-${i}`, host: `new-host-${i}` });
+        expect(res.ok, JSON.stringify(res)).toBe(true);
+      }
+      await expectFull(again, 'restart.duel');
+      expect(second.logs.filter((l) => l.level === 50)).toEqual([]);
+    } finally {
+      await Promise.all(services.map((s) => s.stop()));
+      removeDirs(queueDir, dataDir);
+    }
   }, 60_000);
 });

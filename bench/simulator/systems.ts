@@ -56,8 +56,8 @@ export class EngineSystem implements MatchSystem {
   private readonly runner: TickRunner;
   private readonly list = new WaitingList();
   private readonly ttlMs: number;
-  /** Pool host index -> model host index (the pool interns host keys in order of first appearance). */
-  private readonly hostMap: number[] = [];
+  /** Host key -> model host index. */
+  private readonly hostMap = new Map<string, number>();
 
   constructor(
     readonly config: QueueConfig,
@@ -92,7 +92,8 @@ export class EngineSystem implements MatchSystem {
     }
     const started = performance.now();
     // Same seed sequence shape as QueueRuntime (seed++ per tick), offset by the run's seed.
-    const matches = allMatches(await this.runner.run(this.pool, nowMs, (this.seed * 1_000_003 + tickIndex) >>> 0));
+    const result = await this.runner.run(this.pool, nowMs, (this.seed * 1_000_003 + tickIndex) >>> 0);
+    const matches = allMatches(result);
     const elapsed = performance.now() - started;
     // Rows -> ids before any row moves (swap-remove), as QueueRuntime does.
     const resolved = matches.map((m) => ({ m, ids: Array.from(m.rows, (row) => this.pool.ids[row]!) }));
@@ -106,7 +107,7 @@ export class EngineSystem implements MatchSystem {
         rulesetIndex: m.rulesetIndex,
         tickets,
         teams: Array.from(m.teams),
-        host: m.preferredHost === undefined ? undefined : this.hostOf(m.preferredHost),
+        host: m.preferredHost === undefined ? undefined : this.hostOf(result.keys.hosts[m.preferredHost]),
         hostAcceptable: m.acceptableHosts.some((word) => word !== 0n),
       };
       this.metrics.match(formed, nowMs);
@@ -122,13 +123,13 @@ export class EngineSystem implements MatchSystem {
     return this.list.byId.size;
   }
 
-  private hostOf(poolHost: number): number {
-    let h = this.hostMap[poolHost];
+  /** The model's index of a host key the engine chose (the pool's indices are reused as hosts come and go). */
+  private hostOf(key: string | undefined): number {
+    let h = key === undefined ? undefined : this.hostMap.get(key);
     if (h === undefined) {
-      const key = this.pool.hosts.keys[poolHost]!;
       h = this.model.hosts.findIndex((host) => host.key === key);
-      if (h < 0) throw new Error(`engine chose unknown host "${key}"`);
-      this.hostMap[poolHost] = h;
+      if (h < 0 || key === undefined) throw new Error(`engine chose unknown host "${key}"`);
+      this.hostMap.set(key, h);
     }
     return h;
   }

@@ -3,7 +3,7 @@
 import type { QueueConfig, RulesetConfig } from '../config/queue-config.js';
 import { NO_HOST, TickEngine, type MatchArrays, type QueueParams, type RulesetParams } from './native.js';
 import { expansionParams } from './ruleset-bounds.js';
-import type { TicketPool } from './ticket-pool.js';
+import type { PoolKeys, TicketPool } from './ticket-pool.js';
 
 /**
  * One formed match. `rows`, `teams` and `accepts` are views of the runner's output arrays (no copy): valid
@@ -106,6 +106,8 @@ export interface TickResult {
   candidates(rulesetIndex: number): { failed: number; examined: number };
   /** The per-ticket refusal codes (refusalName), by pool row, one per ticket of the pool the tick read. */
   refusals: Uint8Array;
+  /** What the matches' host and value indices stand for: the pool's tables as the engine read them. */
+  keys: PoolKeys;
 }
 
 /** Every match of a tick, read at once. */
@@ -177,6 +179,7 @@ export class TickRunner {
    */
   async run(pool: TicketPool, nowMs: number, seed: number): Promise<TickResult> {
     this.matchColumns(pool);
+    const keys = pool.keys();
     const hostWords = Math.max(1, Math.ceil(pool.hostCount / 64));
     if (pool.count > this.outCapacity || pool.filterCount !== this.outFilters || hostWords !== this.outHostWords) {
       this.outCapacity = Math.max(1024, pool.count * 2);
@@ -199,6 +202,7 @@ export class TickRunner {
     return {
       count,
       refusals,
+      keys,
       rejections: (r) => {
         const at = row(r);
         return Object.fromEntries(REJECTION_REASONS.map((reason, k) => [reason, counts[at + k]!])) as Record<RejectionReason, number>;
@@ -224,11 +228,11 @@ export class TickRunner {
   }
 
   /**
-   * Lays the pool out for the values its filters hold now, and gives the engine the filter modes of its columns:
-   * a filter past 64 values has further ("continued") ones.
+   * Lays the pool out for the values and hosts its tables hold now, and gives the engine the filter modes of its
+   * columns: a filter past 64 values has further ("continued") ones.
    */
   private matchColumns(pool: TicketPool): void {
-    pool.fitFilters();
+    pool.fitColumns();
     const modes = pool.filterModes();
     const current = this.params.filterModes;
     if (modes.length === current.length && modes.every((m, k) => m === current[k])) return;

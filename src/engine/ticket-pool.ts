@@ -1,9 +1,14 @@
 // A queue's active pool as columns (struct of arrays) for the native engine: one row per ticket, O(1) add
 // and swap-remove, an id -> row map. Each ticket's engine_input is turned into its row once, at ingestion
-// (prepare); the tick reads the rows in place. Column layout and encodings: docs/engine.md.
+// (prepare); the tick reads the rows in place. Column layout and encodings: docs/engine.md. The strings the
+// rows' bits and latency columns stand for are in value tables (value-table.ts) that forget what no row holds.
 import type { ParsedEngineInput } from './engine-input.js';
+import { HostColumns } from './host-columns.js';
+import { filterColumns, heldIndices, type PoolLayout, type PoolRow, type PoolTables, prepareRow, releaseRow, spare } from './pool-row.js';
 import { ShardedMap } from './sharded-map.js';
-import { failedPrecondition } from '../errors.js';
+import { type TableKeys, ValueTable } from './value-table.js';
+
+export type { PoolLayout, PoolRow } from './pool-row.js';
 
 /** Interned host keys per queue: bit positions in the engine's acceptable-host set (one u64 per 64 hosts). */
 export const MAX_HOST_KEYS = 256;
@@ -12,61 +17,13 @@ export const MAX_HOST_KEYS = 256;
  * floor(values / 64) + 1 columns (filterColumns), so its last column always has a bit no value uses.
  */
 export const MAX_FILTER_VALUES = 256;
-const ALL = 0xffff_ffff_ffff_ffffn;
-const TOP = 1n << 63n;
 
-/** Columns a filter of `values` distinct values takes: a spare bit above its last value (see `widenFilters`). */
-export const filterColumns = (values: number): number => Math.floor(values / 64) + 1;
-/** Latencies are u16 in the columns; larger measurements are clamped. */
-const MAX_LATENCY = 0xffff;
-
-export interface PoolLayout {
-  filters: readonly { name: string; mode: 'overlap' | 'containment' }[];
-  rulesetIds: readonly string[];
-  defaultLatencyMs: number;
-}
-
-/** A ticket's row, computed once at ingestion. */
-export interface PoolRow {
-  partySize: number;
-  mmrMean: number;
-  arrivalMs: number;
-  rulesetMask: number;
-  /** Per filter, its columns as the filter's values then stood (`columnsOf` lays them out for the pool). */
-  attrValues: bigint[][];
-  attrAccepts: bigint[][];
-  /** Worst party latency per host index, for hosts some player measured (others: default latency). */
-  latencies: [host: number, ms: number][];
-}
-
-/** Strings to dense indices, at most `max`. Indices are never reused, so a row's bits stay meaningful. */
-class Interner {
-  readonly keys: string[] = [];
-  private readonly index = new Map<string, number>();
-
-  constructor(
-    private readonly what: string,
-    private readonly max: number,
-  ) {}
-
-  intern(key: string): number {
-    let i = this.index.get(key);
-    if (i === undefined) {
-      if (this.keys.length >= this.max) {
-        throw failedPrecondition(`${this.what} already has ${this.max} distinct values in this queue; "${key}" cannot be added`);
-      }
-      i = this.keys.length;
-      this.keys.push(key);
-      this.index.set(key, i);
-    }
-    return i;
-  }
-
-  /** The keys whose bits are set in `mask`, or in `columns` (64 keys each). */
-  keysOf(mask: bigint | ArrayLike<bigint>): string[] {
-    const columns = typeof mask === 'bigint' ? [mask] : mask;
-    return this.keys.filter((_, i) => i < 64 * columns.length && (columns[i >> 6]! >> BigInt(i & 63)) & 1n);
-  }
+/** What a tick's indices stand for, as the tables stood when it read the columns. */
+export interface PoolKeys {
+  hosts: TableKeys;
+  /** Per filter, its values, and its columns in a row. */
+  attributes: TableKeys[];
+  spans: { start: number; width: number }[];
 }
 
 export class TicketPool {
@@ -78,7 +35,6 @@ export class TicketPool {
   rulesetMask = new Uint32Array(0);
   attrValues = new BigUint64Array(0);
   attrAccepts = new BigUint64Array(0);
-  latencyMs = new Uint16Array(0);
   /**
    * Per row, why the ticket still waited after the last tick that read it: the engine's refusal code
    * (tick-runner.ts refusalName; 0 none). Not an engine input: it moves with its row, and a row added since
@@ -87,8 +43,8 @@ export class TicketPool {
   refusal = new Uint8Array(0);
   /** When the tick that wrote `refusal` ran (epoch ms); undefined before the first. */
   refusalsAtMs: number | undefined;
-  /** Hosts in the latency matrix; may lag hosts.keys.length until the next insert. */
-  hostCount = 0;
+  /** The latency matrix over the host table (host-columns.ts). */
+  private readonly latency: HostColumns;
   /** Per filter, its columns in attrValues and attrAccepts; may lag the filter's values until the next insert. */
   private widths: number[];
   /** Columns per row: the sum of `widths`. */
@@ -96,19 +52,32 @@ export class TicketPool {
   /** Row -> ticket id. */
   readonly ids: string[] = [];
   private readonly rows = new ShardedMap<number>();
-  readonly hosts = new Interner('the host key set', MAX_HOST_KEYS);
-  readonly attributeKeys: Interner[];
+  readonly hosts = new ValueTable('the host key set', MAX_HOST_KEYS);
+  readonly attributeKeys: ValueTable[];
+  private readonly tables: PoolTables;
   private readonly allRulesets: number;
 
   constructor(
     readonly layout: PoolLayout,
     initialCapacity = 1024,
   ) {
-    this.attributeKeys = layout.filters.map((f) => new Interner(`attribute filter "${f.name}"`, MAX_FILTER_VALUES));
+    this.attributeKeys = layout.filters.map((f) => new ValueTable(`attribute filter "${f.name}"`, MAX_FILTER_VALUES));
     this.widths = layout.filters.map(() => 1);
     this.columnCount = layout.filters.length;
     this.allRulesets = layout.rulesetIds.length >= 32 ? 0xffff_ffff : (1 << layout.rulesetIds.length) - 1;
+    this.tables = { hosts: this.hosts, attributes: this.attributeKeys };
+    this.latency = new HostColumns(this.hosts, MAX_HOST_KEYS, layout.defaultLatencyMs);
     this.grow(initialCapacity);
+  }
+
+  /** Per row, its worst latency per host index (row-major, `hostCount` a row). */
+  get latencyMs(): Uint16Array {
+    return this.latency.latencyMs;
+  }
+
+  /** Host indices in the latency matrix: may lag the host table until the next insert (HostColumns). */
+  get hostCount(): number {
+    return this.latency.count;
   }
 
   /** Attribute columns per row (a filter past 64 values has several; `filterSpans`). */
@@ -131,9 +100,25 @@ export class TicketPool {
     });
   }
 
+  /** Whether host index `h` is a host of the pool: some row measured it. */
+  isHost(h: number): boolean {
+    return this.latency.isHost(h);
+  }
+
+  /**
+   * What the columns' indices stand for now: per host column its key (none where no row measured it), per
+   * filter its values and columns. A tick takes it when it reads the columns, and names its matches' hosts and
+   * values with it, since the tables may forget and reuse an index before every match is committed.
+   */
+  keys(): PoolKeys {
+    return { hosts: this.latency.keys(), attributes: this.attributeKeys.map((t) => t.keys()), spans: this.filterSpans() };
+  }
+
   /**
    * A prepared row's attribute columns laid out at the pool's widths: a filter that gained columns since
-   * the row was prepared gets them as `widenFilters` gives them to the rows in the pool.
+   * the row was prepared gets them as `widenFilters` gives them to the rows in the pool. A row prepared
+   * while its table used more indices than it does now may have more columns than the pool: its values are
+   * all within the pool's (they are live), and the columns past them are empty or, unspecified, all ones.
    */
   columnsOf(row: Pick<PoolRow, 'attrValues' | 'attrAccepts'>): { values: bigint[]; accepts: bigint[] } {
     const values: bigint[] = [];
@@ -167,51 +152,24 @@ export class TicketPool {
   }
 
   /**
-   * Turns a ticket into its row. Interns its host keys and attribute values (throws FAILED_PRECONDITION when a
-   * limit is reached) but does not touch the columns, so it is safe while a tick reads them.
+   * Turns a ticket into its row (pool-row.ts): holds its host keys and attribute values in the tables
+   * (FAILED_PRECONDITION when one is full of live values) but does not touch the columns, so it is safe while
+   * a tick reads them. The row is then inserted, or released.
    */
   prepare(input: ParsedEngineInput, rulesetIds: readonly string[], arrivalMs: number): PoolRow {
-    const partySize = input.playerIds.length;
-    let rulesetMask = this.allRulesets;
-    if (rulesetIds.length > 0) {
-      rulesetMask = 0;
-      for (const id of rulesetIds) rulesetMask |= 1 << this.layout.rulesetIds.indexOf(id);
-      rulesetMask >>>= 0;
-    }
-
-    const attrValues: bigint[][] = [];
-    const attrAccepts: bigint[][] = [];
-    this.layout.filters.forEach((filter, f) => {
-      const attribute = input.attributes.get(filter.name);
-      const keys = this.attributeKeys[f]!;
-      if (!attribute) {
-        // Unspecified: compatible with everyone under either mode (docs/engine.md).
-        const width = filterColumns(keys.keys.length);
-        attrValues.push(Array<bigint>(width).fill(filter.mode === 'overlap' ? ALL : 0n));
-        attrAccepts.push(Array<bigint>(width).fill(ALL));
-        return;
-      }
-      const values = attribute.values.map((v) => keys.intern(v));
-      const accepts = attribute.accepts.map((v) => keys.intern(v));
-      const width = filterColumns(keys.keys.length);
-      attrValues.push(bitColumns(values, width));
-      attrAccepts.push(bitColumns(accepts, width));
-    });
-
-    // A party's latency to a host is its worst player's; a player without a measurement counts as the default.
-    const latencies: [number, number][] = [];
-    for (const [host, { ms, measuredBy }] of input.latencies) {
-      const h = this.hosts.intern(host);
-      const effective = measuredBy < partySize ? Math.max(ms, this.layout.defaultLatencyMs) : ms;
-      latencies.push([h, Math.min(effective, MAX_LATENCY)]);
-    }
-    return { partySize, mmrMean: input.mmrMean, arrivalMs, rulesetMask, attrValues, attrAccepts, latencies };
+    return prepareRow(this.tables, this.layout, this.allRulesets, input, rulesetIds, arrivalMs);
   }
 
-  /** Appends a prepared row. Only between ticks: it may reallocate the columns. */
+  /** Lets go of what a prepared row holds in the tables, unless it went into the pool (its ticket holds it). */
+  release(row: PoolRow): void {
+    releaseRow(this.tables, row);
+  }
+
+  /** Appends a prepared row, which hands what it holds to the ticket. Only between ticks: it may reallocate the columns. */
   insert(ticketId: string, row: PoolRow): void {
+    if (!row.holds) throw new Error(`the row of ticket ${ticketId} was inserted or released already`);
+    row.holds = false;
     if (this.rows.has(ticketId)) this.remove(ticketId);
-    if (this.hosts.keys.length > this.hostCount) this.widenLatency(this.hosts.keys.length);
     this.fitFilters();
     if (this.count === this.capacity) this.grow(this.capacity * 2);
     const r = this.count++;
@@ -224,17 +182,16 @@ export class TicketPool {
     const { values, accepts } = this.columnsOf(row);
     this.attrValues.set(values, r * f);
     this.attrAccepts.set(accepts, r * f);
-    const h = this.hostCount;
-    this.latencyMs.fill(Math.min(this.layout.defaultLatencyMs, MAX_LATENCY), r * h, (r + 1) * h);
-    for (const [host, ms] of row.latencies) this.latencyMs[r * h + host] = ms;
+    this.latency.write(r, row.latencies);
     this.ids[r] = ticketId;
     this.rows.set(ticketId, r);
   }
 
-  /** Swap-remove: the last row moves into the hole. Only between ticks. */
+  /** Swap-remove: the last row moves into the hole. The ticket lets go of what it held. Only between ticks. */
   remove(ticketId: string): boolean {
     const r = this.rows.get(ticketId);
     if (r === undefined) return false;
+    this.releaseAt(r);
     const last = --this.count;
     this.rows.delete(ticketId);
     if (r !== last) {
@@ -246,8 +203,7 @@ export class TicketPool {
       const f = this.filterCount;
       this.attrValues.copyWithin(r * f, last * f, (last + 1) * f);
       this.attrAccepts.copyWithin(r * f, last * f, (last + 1) * f);
-      const h = this.hostCount;
-      this.latencyMs.copyWithin(r * h, last * h, (last + 1) * h);
+      this.latency.move(last, r);
       const moved = this.ids[last]!;
       this.ids[r] = moved;
       this.rows.set(moved, r);
@@ -274,12 +230,37 @@ export class TicketPool {
 
   /** Bytes of column storage per ticket (excluding spare capacity and the id map). */
   columnBytesPerTicket(): number {
-    return 1 + 8 + 8 + 4 + 16 * this.filterCount + 2 * this.hostCount;
+    return 1 + 8 + 8 + 4 + 16 * this.filterCount + this.latency.bytesPerRow;
+  }
+
+  /**
+   * Fits the columns to the tables before the engine reads them: each filter gets the columns its values
+   * need, a host that lost its last row stops being one (its column reads MAX_LATENCY), and the columns past
+   * the last host's go. Only between ticks: it may reallocate the columns.
+   */
+  fitColumns(): void {
+    this.fitFilters();
+    this.latency.fit(this.count);
+  }
+
+  /** Gives every filter the columns its values need now. Only between ticks: it may reallocate the columns. */
+  private fitFilters(): void {
+    if (this.attributeKeys.some((keys, f) => filterColumns(keys.size) > this.widths[f]!)) this.widenFilters();
+  }
+
+  /** Lets go of what the row at `r` holds: its specified filters' values and accepts, and the hosts it measured. */
+  private releaseAt(r: number): void {
+    let from = r * this.filterCount;
+    this.widths.forEach((width, f) => {
+      const held = heldIndices(this.attrValues.subarray(from, from + width), this.attrAccepts.subarray(from, from + width));
+      for (const i of held) this.attributeKeys[f]!.release(i);
+      from += width;
+    });
+    this.latency.release(r);
   }
 
   private grow(capacity: number): void {
     const f = this.filterCount;
-    const h = this.hostCount;
     const copy = <T extends { set(a: ArrayLike<number | bigint>): void; subarray(a: number, b: number): T }>(
       next: T,
       prev: T,
@@ -295,22 +276,17 @@ export class TicketPool {
     this.refusal = copy(new Uint8Array(capacity), this.refusal, 1);
     this.attrValues = copy(new BigUint64Array(capacity * f), this.attrValues, f);
     this.attrAccepts = copy(new BigUint64Array(capacity * f), this.attrAccepts, f);
-    this.latencyMs = copy(new Uint16Array(capacity * h), this.latencyMs, h);
+    this.latency.grow(capacity, this.count);
     this.capacity = capacity;
-  }
-
-  /** Gives every filter the columns its values need now. Only between ticks: it may reallocate the columns. */
-  fitFilters(): void {
-    if (this.attributeKeys.some((keys, f) => filterColumns(keys.keys.length) > this.widths[f]!)) this.widenFilters();
   }
 
   /**
    * A filter past a multiple of 64 values gets another column in every row. A ticket's values and accepts are
-   * among the values interned when it was prepared, so its new column is empty, unless the filter was
+   * among the values live when it was prepared, so its new column is empty, unless the filter was
    * unspecified for it (all ones, as the spare top bit of its last column shows; see `spare`).
    */
   private widenFilters(): void {
-    const widths = this.attributeKeys.map((keys, f) => Math.max(this.widths[f]!, filterColumns(keys.keys.length)));
+    const widths = this.attributeKeys.map((keys, f) => Math.max(this.widths[f]!, filterColumns(keys.size)));
     const total = widths.reduce((a, b) => a + b, 0);
     const [values, accepts] = [new BigUint64Array(this.capacity * total), new BigUint64Array(this.capacity * total)];
     const old = this.filterCount;
@@ -332,24 +308,4 @@ export class TicketPool {
     this.widths = widths;
     this.columnCount = total;
   }
-
-  /** A new host key widens every row; existing tickets did not measure it, so they get the default. */
-  private widenLatency(hostCount: number): void {
-    const old = this.hostCount;
-    const next = new Uint16Array(this.capacity * hostCount);
-    next.fill(Math.min(this.layout.defaultLatencyMs, MAX_LATENCY));
-    for (let r = 0; r < this.count; r++) next.set(this.latencyMs.subarray(r * old, (r + 1) * old), r * hostCount);
-    this.latencyMs = next;
-    this.hostCount = hostCount;
-  }
-}
-
-/** A further column for a row whose last column is `last`: all ones if the top (spare) bit is set, else empty. */
-const spare = (last: bigint): bigint => (last & TOP ? ALL : 0n);
-
-/** Bits `indices` over `width` columns of 64. */
-function bitColumns(indices: readonly number[], width: number): bigint[] {
-  const columns = Array<bigint>(width).fill(0n);
-  for (const i of indices) columns[i >> 6]! |= 1n << BigInt(i & 63);
-  return columns;
 }

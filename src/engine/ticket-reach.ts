@@ -85,9 +85,10 @@ export function ticketReach(pool: TicketPool, row: number, config: QueueConfig, 
     if (((rulesetMask[row]! >>> r) & 1) === 0) return;
     const bounds = boundsForWait(rs, waitMs);
     const hostRequired = rs.requireHost || (H > 0 && !bounds.anyHost);
-    // This ticket's hosts within the bound: a candidate passes when it is within the bound of one of them.
+    // This ticket's hosts within the bound: a candidate passes when it is within the bound of one of them. A
+    // column whose host lost its last ticket since the tick still reads as a host's until the next one.
     const hosts: number[] = [];
-    for (let h = 0; h < H; h++) if (latencyMs[row * H + h]! <= bounds.maxLatencyMs) hosts.push(h);
+    for (let h = 0; h < H; h++) if (pool.isHost(h) && latencyMs[row * H + h]! <= bounds.maxLatencyMs) hosts.push(h);
     const counts: RuleCounts = {
       inRuleset: 0,
       partyFits: 0,

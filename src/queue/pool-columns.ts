@@ -47,11 +47,13 @@ export class PoolColumns {
 
   /**
    * A row prepared against `pool` goes in once the engine is not reading it, unless the pool was replaced
-   * meanwhile (a rebuild reads the ticket from the state instead) or the ticket left again (`stillActive`).
+   * meanwhile (a rebuild reads the ticket from the state instead) or the ticket left again (`stillActive`):
+   * then it lets go of the values it holds.
    */
   insert(pool: TicketPool, ticketId: string, row: PoolRow, stillActive: () => boolean): void {
     this.withPool(() => {
       if (this.pool === pool && stillActive()) pool.insert(ticketId, row);
+      else pool.release(row);
     });
   }
 

@@ -20,6 +20,7 @@ import type { Store } from '../store/store.js';
 import { poolFull } from './admission.js';
 import { PoolColumns } from './pool-columns.js';
 import { PoolRebuild } from './pool-rebuild.js';
+import { PreparedRows } from './prepared-rows.js';
 import { createdAtMs, layoutOf, type QueueContext } from './queue-context.js';
 import type { QueueSnapshotData } from './queue-snapshot.js';
 import { QueueState, type Applied } from './queue-state.js';
@@ -46,8 +47,8 @@ export class QueueRuntime {
   private readonly columns: PoolColumns;
   /** Ticket bytes whose store commit is still in flight (the store only answers for committed records). */
   private readonly pending = new Map<string, Uint8Array>();
-  /** Rows requests prepared (and so checked against the pool's limits) for records not yet applied. */
-  private readonly prepared = new Map<string, { pool: TicketPool; row: PoolRow }>();
+  /** Rows requests prepared for records not yet applied, each holding its values in the pool's tables. */
+  private readonly prepared = new PreparedRows();
   private readonly runner: TickRunner;
   private readonly ticker: Ticker;
   private readonly rebuild: PoolRebuild;
@@ -220,13 +221,13 @@ export class QueueRuntime {
     if (this.queue.knows(ticket.id)) return this.store.whenDurable();
     // Tickets this copy has proposed but not yet applied count too (replicated: their records are on the way through the log).
     if (this.queue.active.size + this.prepared.size >= this.config.limits.max_pool_tickets) throw poolFull(this.queueId, this.config);
-    // Prepared now, against the current pool, so a limit (64 host keys, 64 values per filter) refuses the
+    // Prepared now, against the current pool, so a limit (256 host keys, 256 values per filter) refuses the
     // request before anything is stored.
-    this.prepare(ticket.id, ticket, input);
+    const row = this.prepare(ticket.id, ticket, input);
     try {
       await this.history.propose([{ type: 'ticket.create', ticketId: ticket.id, ticket: bytes }]);
     } finally {
-      this.prepared.delete(ticket.id);
+      this.prepared.drop(ticket.id, row);
     }
   }
 
@@ -248,12 +249,13 @@ export class QueueRuntime {
     const resolvedSinceMs = Date.now() - this.config.terminal_retention_ttl_secs * 1000;
     // Rows are prepared first: a ticket that no longer fits the queue (its configuration changed) fails.
     const unfit = new Set<string>();
+    const rows = new Map<string, PoolRow>();
     for (const id of ids) {
       const resolved = this.queue.resolved.get(id);
       if (!resolved || resolved.resolvedAtMs < resolvedSinceMs) continue;
       const ticket = fromBinary(TicketSchema, this.ticketBytes(id, resolved.position));
       try {
-        this.prepare(id, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input'));
+        rows.set(id, this.prepare(id, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input')));
       } catch {
         unfit.add(id);
       }
@@ -263,7 +265,7 @@ export class QueueRuntime {
     try {
       [applied] = await this.history.propose([{ type: 'tickets.reactivate', ticketIds: proposed, resolvedSinceMs }]);
     } finally {
-      for (const id of proposed) this.prepared.delete(id);
+      for (const [id, row] of rows) this.prepared.drop(id, row);
     }
     const failed = new Set([...unfit, ...applied!.result.failedTicketIds]);
     return ids.filter((id) => failed.has(id));
@@ -352,17 +354,18 @@ export class QueueRuntime {
   }
 
   /** A request's row for a ticket, prepared against the current pool before its record is applied. */
-  private prepare(ticketId: string, ticket: Ticket, input: ParsedEngineInput): void {
+  private prepare(ticketId: string, ticket: Ticket, input: ParsedEngineInput): PoolRow {
     const pool = this.columns.pool;
-    this.prepared.set(ticketId, { pool, row: pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)) });
+    const row = pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket));
+    this.prepared.add(ticketId, pool, row);
+    return row;
   }
 
   /** A ticket a record activated goes into the pool: with the row its request prepared, else built from its bytes. */
   private insertActivated(at: TicketAt): void {
     const stillActive = () => this.queue.isActiveAt(at);
-    const prepared = this.prepared.get(at.ticketId);
+    const prepared = this.prepared.take(at.ticketId);
     if (prepared) {
-      this.prepared.delete(at.ticketId);
       this.columns.insert(prepared.pool, at.ticketId, prepared.row, stillActive);
       return;
     }

@@ -11,9 +11,10 @@ import { EngineOutputSchema } from '../gen/matchmaker/engines/standard/v1/engine
 import { parseTicketEngineInput } from '../engine/engine-input.js';
 import { buildEngineOutput } from '../engine/engine-output.js';
 import { matchQuality, type MatchQuality } from '../engine/match-quality.js';
-import type { PoolRow, TicketPool } from '../engine/ticket-pool.js';
+import type { PoolKeys, PoolRow, TicketPool } from '../engine/ticket-pool.js';
 import type { EngineBackfillRequest, EngineMatch, TickResult, TickRunner } from '../engine/tick-runner.js';
 import { engineInputOf } from '../store/ticket-encoding.js';
+import type { OpenBackfill } from './backfill-book.js';
 import { createdAtMs, type QueueContext } from './queue-context.js';
 import type { Applied } from './queue-state.js';
 import type { RuleRejections } from './queue-telemetry.js';
@@ -33,13 +34,16 @@ interface TickMeasure {
 /** A match of a tick, with its rows already turned into tickets (and measured) where the engine saw them. */
 interface FormedMatch {
   match: EngineMatch;
+  /** What its indices stand for (TickResult.keys). */
+  keys: PoolKeys;
   tickets: TicketAt[];
   quality: MatchQuality;
 }
 
 /**
- * The running match's host, as the engine chose it for a match: the host with the lowest worst-player
- * latency among its current players (unmeasured counts as the default). Unknown without measurements.
+ * The running match's host, as the engine chose it for a match: the host of the pool with the lowest
+ * worst-player latency among its current players (unmeasured counts as the default). Unknown without
+ * measurements.
  */
 function matchHost(row: PoolRow, pool: TicketPool, defaultLatencyMs: number): number | undefined {
   if (row.latencies.length === 0) return undefined;
@@ -47,6 +51,7 @@ function matchHost(row: PoolRow, pool: TicketPool, defaultLatencyMs: number): nu
   let best: number | undefined;
   let bestMs = Infinity;
   for (let h = 0; h < pool.hostCount; h++) {
+    if (!pool.isHost(h)) continue;
     const ms = measured.get(h) ?? defaultLatencyMs;
     if (ms < bestMs) [best, bestMs] = [h, ms];
   }
@@ -115,7 +120,7 @@ export class Ticker {
       await timeSliced(
         formed.length,
         (i) => {
-          const commit = this.commitMatch(formed[i]!, pool, config);
+          const commit = this.commitMatch(formed[i]!, config);
           if (commit) sliceCommits.push(commit);
         },
         () => Promise.all(sliceCommits.splice(0)),
@@ -204,6 +209,7 @@ export class Ticker {
       formed.push({
         match,
         tickets: ids.map((ticketId) => ({ ticketId, position: state.active.get(ticketId)! })),
+        keys: result.keys,
         quality: matchQuality(match, pool, config, nowMs),
       });
     });
@@ -211,7 +217,7 @@ export class Ticker {
   }
 
   /** Proposes a formed match as a `match.commit` record; answers when it is durable, or undefined when it is void. */
-  private commitMatch({ match, tickets, quality }: FormedMatch, pool: TicketPool, config: QueueConfig): Promise<void> | undefined {
+  private commitMatch({ match, keys, tickets, quality }: FormedMatch, config: QueueConfig): Promise<void> | undefined {
     const { q } = this;
     if (!tickets.every((t) => q.state.isActiveAt(t))) {
       q.log.debug(
@@ -223,7 +229,7 @@ export class Ticker {
     const inputs = tickets.map((t) =>
       parseTicketEngineInput(engineInputOf(q.ticketBytes(t.ticketId, t.position)), t.ticketId, 'engine_input'),
     );
-    const output = buildEngineOutput(match, inputs, pool, config);
+    const output = buildEngineOutput(match, inputs, keys, config);
     const record: RecordOf<'match.commit'> = {
       type: 'match.commit',
       matchId: randomUUID(),
@@ -258,9 +264,30 @@ export class Ticker {
    */
   private async fillBackfills(pool: TicketPool, config: QueueConfig): Promise<void> {
     const { q } = this;
-    const open = [...q.state.backfills.entries()];
-    const requests = open.map(([, { request, input }]): EngineBackfillRequest => {
-      const row = pool.prepare(input, [], createdAtMs(request));
+    // A request's row holds its values and hosts in the pool's tables for this run only. One whose values do
+    // not fit (the tables are full of the tickets' values) waits for room rather than failing the tick.
+    const open: [string, OpenBackfill][] = [];
+    const rows: PoolRow[] = [];
+    for (const entry of q.state.backfills.entries()) {
+      try {
+        rows.push(pool.prepare(entry[1].input, [], createdAtMs(entry[1].request)));
+        open.push(entry);
+      } catch (err) {
+        q.log.debug({ queue: q.queueId, backfill: entry[0], err: (err as Error).message }, 'backfill request skipped this tick');
+      }
+    }
+    try {
+      await this.fillFrom(pool, config, open, rows);
+    } finally {
+      for (const row of rows) pool.release(row);
+    }
+  }
+
+  /** Runs the backfill over the open requests (with their rows) and proposes a fill for each one filled. */
+  private async fillFrom(pool: TicketPool, config: QueueConfig, open: [string, OpenBackfill][], rows: PoolRow[]): Promise<void> {
+    const { q } = this;
+    const requests = open.map(([, { request }], i): EngineBackfillRequest => {
+      const row = rows[i]!;
       return {
         rulesetIndex: config.rulesets.findIndex((r) => r.id === request.rulesetId),
         slots: request.slotsRequested,
@@ -275,9 +302,9 @@ export class Ticker {
     const fills = await q.columns.withEngine(
       () => this.runner.backfill(pool, requests, Date.now()),
       (perRequest) =>
-        perRequest.map((rows) => ({
-          ids: rows.map((row) => pool.ids[row]!),
-          players: rows.reduce((sum, row) => sum + pool.partySize[row]!, 0),
+        perRequest.map((assigned) => ({
+          ids: assigned.map((row) => pool.ids[row]!),
+          players: assigned.reduce((sum, row) => sum + pool.partySize[row]!, 0),
         })),
     );
     const records: RecordOf<'backfill.fill'>[] = [];

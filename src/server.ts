@@ -119,6 +119,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     {
       grpcPort,
       httpPort,
+      tls: listeners.tls,
       queues: [...queues.current.keys()],
       engine: engineVersion(),
       ...(replicated ? { replica: config.replica_id, mode: 'replicated' } : { producerId: store.producerId }),

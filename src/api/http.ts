@@ -1,6 +1,7 @@
 // HTTP/JSON adapter: the spec's six routes (http-operations.ts), health probes, the operator routes
 // (http-admin.ts), /metrics (http-metrics.ts) and the dashboard (dashboard/dashboard.ts). Every failure is a ServiceError, mapped once.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { Logger } from 'pino';
 import type { Access } from '../core/access.js';
 import type { MatchmakerCore } from '../core/matchmaker-core.js';
@@ -14,6 +15,7 @@ import { metrics } from './http-metrics.js';
 import { type OperationRoute, operationRoutes } from './http-operations.js';
 import type { Dashboard } from './dashboard/dashboard.js';
 import type { ServiceMetrics } from './metrics/service-metrics.js';
+import type { TlsCredentials } from './tls.js';
 import { MatchmakerService } from '../gen/matchmaker/core/v1/service_pb.js';
 
 export interface HttpApiOptions {
@@ -31,6 +33,8 @@ export interface HttpApiOptions {
   access: Access;
   /** Origin, Host and body type checks. */
   guard: HttpGuard;
+  /** Set: HTTPS, following the certificate files. */
+  tls?: TlsCredentials;
 }
 
 /** What one connection may hold (src/config/service-config.ts: http_*). */
@@ -55,24 +59,33 @@ const CLIENT_ERROR_RESPONSES: Record<string, string> = {
 export function createHttpServer(options: HttpApiOptions): Server {
   const { log } = options;
   const routes = operationRoutes(options.core);
-  const { limits } = options;
-  const server = createServer(
-    {
-      requestTimeout: limits.requestTimeoutMs,
-      headersTimeout: limits.headersTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      connectionsCheckingInterval: checkingIntervalMs(limits),
-    },
-    (req, res) => {
-      handle(req, res, routes, options).catch((err: unknown) => {
-        const serviceError = asServiceError(err);
-        if (serviceError.code === 'INTERNAL') log.error({ err, url: req.url }, 'internal error');
-        // A body left unread (too large, or refused early) would be taken for the next request: close.
-        if (!req.complete) res.setHeader('connection', 'close');
-        sendError(res, serviceError);
-      });
-    },
-  );
+  const { limits, tls } = options;
+  const serverOptions: ServerOptions = {
+    requestTimeout: limits.requestTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: checkingIntervalMs(limits),
+  };
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res, routes, options).catch((err: unknown) => {
+      const serviceError = asServiceError(err);
+      if (serviceError.code === 'INTERNAL') log.error({ err, url: req.url }, 'internal error');
+      // A body left unread (too large, or refused early) would be taken for the next request: close.
+      if (!req.complete) res.setHeader('connection', 'close');
+      sendError(res, serviceError);
+    });
+  };
+  let server: Server;
+  if (tls) {
+    // The header timeout starts once the handshake is done: a client that stalls the handshake is bounded by
+    // the same limit (Node's own default is 120 s).
+    const https = createHttpsServer(
+      { ...serverOptions, ...tls.httpsOptions(), ...(limits.headersTimeoutMs > 0 ? { handshakeTimeout: limits.headersTimeoutMs } : {}) },
+      onRequest,
+    );
+    tls.onChange((context) => https.setSecureContext(context));
+    server = https;
+  } else server = createServer(serverOptions, onRequest);
   // Beyond the cap, net.Server closes a new connection as soon as it is accepted.
   server.maxConnections = limits.maxConnections;
   // A request that timed out (slow headers or body), or that does not parse: answer if nothing was sent

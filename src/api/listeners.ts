@@ -1,5 +1,6 @@
 // The service's two ports: the gRPC server and the HTTP server (with the WebSocket outcome stream on it),
-// built from the settings with their limits and checks, bound, and closed within a grace period.
+// built from the settings with their limits, checks and TLS (src/api/tls.ts), bound, and closed within a
+// grace period.
 import type { Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
@@ -16,6 +17,7 @@ import { createHttpServer } from './http.js';
 import { HttpGuard, settingList } from './http-guard.js';
 import type { ServiceMetrics } from './metrics/service-metrics.js';
 import { attachOutcomeStream } from './outcome-stream.js';
+import { TlsCredentials, type TlsMode } from './tls.js';
 
 export interface ListenerParts {
   core: MatchmakerCore;
@@ -31,6 +33,7 @@ export interface ListenerParts {
 export interface Listeners {
   grpcPort: number;
   httpPort: number;
+  tls: TlsMode;
   /** Closes both ports and the stream's sockets; connections still busy after `graceMs` are cut. */
   close(graceMs: number): Promise<void>;
 }
@@ -38,10 +41,12 @@ export interface Listeners {
 /** Builds both servers and binds them to their ports. */
 export async function openListeners(config: ServiceConfig, parts: ListenerParts): Promise<Listeners> {
   const { core, operator, health, metrics, dashboard, feed, access, log } = parts;
+  // Read and checked before anything binds: a bad file stops the start.
+  const tls = TlsCredentials.open(config, log);
   const guard = new HttpGuard({
     allowedOrigins: settingList(config.http_allowed_origins),
     allowedHosts: settingList(config.http_allowed_hosts),
-    scheme: 'http',
+    scheme: tls ? 'https' : 'http',
   });
   const grpcServer = createGrpcServer(core, operator, health, log, metrics, access, {
     maxConcurrentStreams: config.grpc_max_concurrent_streams,
@@ -56,6 +61,7 @@ export async function openListeners(config: ServiceConfig, parts: ListenerParts)
     dashboard,
     access,
     guard,
+    ...(tls ? { tls } : {}),
     limits: {
       requestTimeoutMs: config.http_request_timeout_ms,
       headersTimeoutMs: config.http_headers_timeout_ms,
@@ -73,8 +79,10 @@ export async function openListeners(config: ServiceConfig, parts: ListenerParts)
   });
 
   const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpcServer.bindAsync(`${config.bind_address}:${config.grpc_port}`, ServerCredentials.createInsecure(), (err, port) =>
-      err ? reject(err) : resolve(port),
+    grpcServer.bindAsync(
+      `${config.bind_address}:${config.grpc_port}`,
+      tls ? tls.grpcCredentials() : ServerCredentials.createInsecure(),
+      (err, port) => (err ? reject(err) : resolve(port)),
     ),
   );
   const httpPort = await new Promise<number>((resolve, reject) => {
@@ -84,8 +92,10 @@ export async function openListeners(config: ServiceConfig, parts: ListenerParts)
   return {
     grpcPort,
     httpPort,
+    tls: tls?.mode ?? 'off',
     // Stream sockets are connections of the HTTP server too: they close with it.
     close: async (graceMs) => {
+      tls?.close();
       await Promise.all([closeGrpc(grpcServer, graceMs), stream.close(), closeHttp(httpServer, graceMs)]);
     },
   };

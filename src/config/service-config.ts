@@ -31,10 +31,17 @@ export const serviceConfigSchema = z.object({
   data_dir: z.string().min(1).default('./data'),
   /** Interface both servers bind to. Env BIND_ADDRESS. */
   bind_address: z.string().min(1).default('0.0.0.0'),
-  /** gRPC port (plain HTTP/2); 0 picks a free port. Env GRPC_PORT. */
+  /** gRPC port (HTTP/2, over TLS when tls_cert_file is set); 0 picks a free port. Env GRPC_PORT. */
   grpc_port: port.default(9001),
-  /** HTTP/JSON port (plain HTTP/1.1); 0 picks a free port. Env HTTP_PORT. */
+  /** HTTP/JSON port (HTTP/1.1, over TLS when tls_cert_file is set); 0 picks a free port. Env HTTP_PORT. */
   http_port: port.default(8080),
+  /** PEM certificate (chain) both ports serve TLS with, re-read on change; empty: plaintext. Env TLS_CERT_FILE. */
+  tls_cert_file: z.string().default(''),
+  /** PEM private key of tls_cert_file, re-read on change. Env TLS_KEY_FILE. */
+  tls_key_file: z.string().default(''),
+  /** PEM CA certificate(s) a client's certificate must chain to: set, both ports require one (mutual TLS).
+   *  Re-read on change. Env TLS_CLIENT_CA_FILE. */
+  tls_client_ca_file: z.string().default(''),
   /** Largest accepted HTTP request body. Env HTTP_MAX_BODY_BYTES. */
   http_max_body_bytes: z.coerce
     .number()
@@ -166,6 +173,9 @@ export const serviceConfigEnv: Record<keyof ServiceConfig, string> = {
   bind_address: 'BIND_ADDRESS',
   grpc_port: 'GRPC_PORT',
   http_port: 'HTTP_PORT',
+  tls_cert_file: 'TLS_CERT_FILE',
+  tls_key_file: 'TLS_KEY_FILE',
+  tls_client_ca_file: 'TLS_CLIENT_CA_FILE',
   http_max_body_bytes: 'HTTP_MAX_BODY_BYTES',
   http_request_timeout_ms: 'HTTP_REQUEST_TIMEOUT_MS',
   http_headers_timeout_ms: 'HTTP_HEADERS_TIMEOUT_MS',
@@ -227,6 +237,18 @@ export function loadServiceConfig(
   if (config.http_request_timeout_ms > 0 && config.http_headers_timeout_ms > config.http_request_timeout_ms) {
     throw new Error(
       `invalid setting http_headers_timeout_ms (env HTTP_HEADERS_TIMEOUT_MS): ${config.http_headers_timeout_ms} is above http_request_timeout_ms (${config.http_request_timeout_ms})`,
+    );
+  }
+  if ((config.tls_cert_file === '') !== (config.tls_key_file === '')) {
+    const [missing, set] =
+      config.tls_cert_file === '' ? (['tls_cert_file', 'tls_key_file'] as const) : (['tls_key_file', 'tls_cert_file'] as const);
+    throw new Error(
+      `invalid setting ${missing} (env ${serviceConfigEnv[missing]}): required with ${set}: TLS needs the certificate and its key`,
+    );
+  }
+  if (config.tls_client_ca_file !== '' && config.tls_cert_file === '') {
+    throw new Error(
+      "invalid setting tls_client_ca_file (env TLS_CLIENT_CA_FILE): mutual TLS needs the service's own certificate too (tls_cert_file and tls_key_file)",
     );
   }
   if (config.auth_jwks_file !== '') {

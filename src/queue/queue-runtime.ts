@@ -14,7 +14,7 @@ import { failedPrecondition } from '../errors.js';
 import { TicketSchema, type BackfillRequest, type Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { RemovalReason } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { parseTicketEngineInput, type ParsedEngineInput } from '../engine/engine-input.js';
-import type { PoolRow, TicketPool } from '../engine/ticket-pool.js';
+import type { PoolRow } from '../engine/ticket-pool.js';
 import { engineParams, TickRunner } from '../engine/tick-runner.js';
 import type { Store } from '../store/store.js';
 import { poolFull } from './admission.js';

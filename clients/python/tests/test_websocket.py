@@ -177,6 +177,26 @@ async def test_detects_gaps_only_where_it_sees_every_offset(service: Service, ma
         await lobby.close()
 
 
+async def test_replaces_a_connection_silent_for_idle_timeout_and_follows_a_namespace(
+    service: Service, make_client
+) -> None:
+    api = make_client(service.grpc_address)
+    errors: list[Exception] = []
+    # The service's heartbeat comes every 15 s: with a 0.3 s idle timeout every quiet moment is a dead connection.
+    consumer = websocket_consumer(
+        service.base_url, queue_id="py.>", idle_timeout=0.3, reconnect=BackoffPolicy(0.01, 0.05), on_error=errors.append
+    )
+    try:
+        await consumer.ready()
+        await asyncio.sleep(1)
+        assert any("silent" in str(e) for e in errors)
+        ids = await removed(api, 1)
+        delivery = await next_delivery(consumer)
+        assert (delivery.outcome.queue_id, removed_ids(delivery)) == ("py.lobby", ids)
+    finally:
+        await consumer.close()
+
+
 async def test_ends_with_the_refusal_of_a_malformed_request(service: Service) -> None:
     consumer = websocket_consumer(service.base_url, queue_id="a..b")
     try:

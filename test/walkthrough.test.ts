@@ -30,11 +30,13 @@ describe('the README walkthrough', () => {
     if (service) removeDirs(service.dataDir, service.queueDir);
   });
 
+  // Six seconds of the README's sleeps and a dozen node and curl processes: tens of seconds on a loaded machine
+  // (CI once took past vitest's default 30 s).
   it('runs as written and ends with the matches the listener printed', async () => {
     const blocks = walkthroughBlocks();
     expect(blocks[0]).toContain(PORTS_LINE);
     const script = blocks.join('\n').replace(PORTS_LINE, `HTTP=127.0.0.1:${service.httpPort} GRPC=127.0.0.1:${service.grpcPort}`);
-    const { stdout } = await promisify(execFile)('bash', ['-e', '-c', script], { cwd: ROOT, timeout: 60_000 });
+    const { stdout } = await promisify(execFile)('bash', ['-e', '-c', script], { cwd: ROOT, timeout: 110_000 });
     const frames = stdout
       .split('\n')
       .filter((l) => l.startsWith('{"type"'))
@@ -44,5 +46,5 @@ describe('the README walkthrough', () => {
     expect(stdout).toContain('"code":"INVALID_ARGUMENT"');
     expect(stdout).toContain('{"ticketsCleared":"1","backfillRequestsCleared":"0"}');
     expect(stdout).toMatch(/"kind":"ticket.removed","queueId":"eu.ranked"/);
-  });
+  }, 120_000);
 });

@@ -41,6 +41,11 @@ export function errorHeaders(err: ServiceError): Record<string, string> {
   return headers;
 }
 
+/** The HTTP response headers of a ServiceError: `errorHeaders`, and for a 401 the scheme to use (RFC 6750). */
+export function httpErrorHeaders(err: ServiceError): Record<string, string> {
+  return { ...errorHeaders(err), ...(err.code === 'UNAUTHENTICATED' ? { 'www-authenticate': 'Bearer' } : {}) };
+}
+
 /** A ServiceError's HTTP status. */
 export function httpStatusOf(err: ServiceError): number {
   return (err.reason && HTTP_STATUS_BY_REASON[err.reason]) || ERROR_CODES[err.code].http;

@@ -3,7 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { JsonValue } from '@bufbuild/protobuf';
 import { clip, invalidArgument, type ServiceError } from '../errors.js';
-import { errorHeaders, httpStatusOf, messageOf } from './error-map.js';
+import { httpErrorHeaders, httpStatusOf, messageOf } from './error-map.js';
 
 export function decodePathSegment(segment: string, index: number): string {
   try {
@@ -35,9 +35,7 @@ export function sendError(res: ServerResponse, err: ServiceError): void {
     res.destroy();
     return;
   }
-  for (const [name, value] of Object.entries(errorHeaders(err))) res.setHeader(name, value);
-  // RFC 6750: a 401 names the scheme the caller must use.
-  if (err.code === 'UNAUTHENTICATED') res.setHeader('www-authenticate', 'Bearer');
+  for (const [name, value] of Object.entries(httpErrorHeaders(err))) res.setHeader(name, value);
   sendJson(res, httpStatusOf(err), { code: err.code, message: messageOf(err) });
 }
 

@@ -13,7 +13,7 @@ import type { Access, Principal } from '../core/access.js';
 import { consumerTaken, type OutcomeFeed } from '../core/outcome-feed.js';
 import { asServiceError, invalidArgument, notFound, quote, quotePath, ServiceError, unavailable } from '../errors.js';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { errorHeaders, httpStatusOf, messageOf } from './error-map.js';
+import { httpErrorHeaders, httpStatusOf, messageOf } from './error-map.js';
 import type { HttpGuard } from './http-guard.js';
 import type { DeliveryTelemetry } from '../core/telemetry.js';
 import { SentOutcomes } from './stream-delivery-lag.js';
@@ -56,7 +56,7 @@ export type ServerFrame =
 /** Answers an upgrade request with a plain HTTP error (the API's JSON error body) and closes the socket. */
 function refuse(socket: Duplex, err: ServiceError): void {
   const status = httpStatusOf(err);
-  const headers = { ...errorHeaders(err), ...(err.code === 'UNAUTHENTICATED' ? { 'www-authenticate': 'Bearer' } : {}) };
+  const headers = httpErrorHeaders(err);
   const body = JSON.stringify({ code: err.code, message: messageOf(err) });
   socket.on('error', () => undefined);
   socket.end(

@@ -45,15 +45,22 @@ const tokensFileSchema = z
     });
   });
 
-/** Reads and validates the tokens file: its entries, or a message naming the file and what is wrong. */
-export function readTokensFile(file: string): { entries: TokenEntry[] } | { message: string } {
+/** A file's text, or a message naming the file when it cannot be read. */
+export function readAccessFile(file: string): { text: string } | { message: string } {
+  try {
+    return { text: readFileSync(file, 'utf8') };
+  } catch (err) {
+    return { message: `${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}` };
+  }
+}
+
+/** Validates the tokens file's text: its entries, or a message naming the file and what is wrong. */
+export function parseTokensFile(file: string, text: string): { entries: TokenEntry[] } | { message: string } {
   let doc: unknown;
   try {
-    doc = parseYaml(readFileSync(file, 'utf8'));
+    doc = parseYaml(text);
   } catch (err) {
-    return {
-      message: `${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : `not valid YAML: ${(err as Error).message}`}`,
-    };
+    return { message: `${file}: not valid YAML: ${(err as Error).message}` };
   }
   const parsed = tokensFileSchema.safeParse(doc);
   if (!parsed.success) {
@@ -63,15 +70,13 @@ export function readTokensFile(file: string): { entries: TokenEntry[] } | { mess
   return { entries: parsed.data.tokens };
 }
 
-/** Reads the JWKS file (RFC 7517 JSON: `{"keys": [...]}`); the keys themselves are checked by the verifier. */
-export function readJwksFile(file: string): { jwks: { keys: Record<string, unknown>[] } } | { message: string } {
+/** Validates the JWKS file's text (RFC 7517 JSON: `{"keys": [...]}`); the keys themselves are checked by the verifier. */
+export function parseJwksFile(file: string, text: string): { jwks: { keys: Record<string, unknown>[] } } | { message: string } {
   let doc: unknown;
   try {
-    doc = JSON.parse(readFileSync(file, 'utf8'));
+    doc = JSON.parse(text);
   } catch (err) {
-    return {
-      message: `${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : `not valid JSON: ${(err as Error).message}`}`,
-    };
+    return { message: `${file}: not valid JSON: ${(err as Error).message}` };
   }
   const keys = (doc as { keys?: unknown } | null)?.keys;
   if (!Array.isArray(keys) || keys.length === 0 || !keys.every((k) => typeof k === 'object' && k !== null)) {

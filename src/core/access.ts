@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { JWK } from 'jose';
-import { readJwksFile, readTokensFile, type Scope, type TokenEntry } from '../config/access-files.js';
+import { parseJwksFile, parseTokensFile, readAccessFile, type Scope, type TokenEntry } from '../config/access-files.js';
 import { watchDirectories } from '../config/file-watch.js';
 import type { ServiceConfig } from '../config/service-config.js';
 import { permissionDenied, resourceExhausted, unauthenticated } from '../errors.js';
@@ -33,6 +33,9 @@ export class Access {
   private readonly limiter: RateLimiter | undefined;
   private refusals = { windowStartMs: 0, logged: 0, suppressed: 0 };
   private watcher: { close(): void } | undefined;
+  /** Each access file's text (or read error) as last handled: the poll re-reads unchanged files every few
+   *  seconds, and an unchanged file must neither drop the verified JWTs nor log its error again. */
+  private readonly lastRead = new Map<string, string>();
 
   constructor(
     private readonly log: Logger,
@@ -48,11 +51,12 @@ export class Access {
   static async open(config: ServiceConfig, log: Logger, onRefusal?: AccessOptions['onRefusal']): Promise<Access> {
     const tokensFile = config.auth_tokens_file;
     const jwksFile = config.auth_jwks_file;
-    const tokens = tokensFile === '' ? undefined : entriesOrThrow(tokensFile);
+    const lastRead = new Map<string, string>();
+    const tokens = tokensFile === '' ? undefined : orThrow(parseTokensFile(tokensFile, textOrThrow(tokensFile, lastRead))).entries;
     const jwt =
       jwksFile === ''
         ? undefined
-        : await JwtVerifier.create(jwksOrThrow(jwksFile), {
+        : await JwtVerifier.create(orThrow(parseJwksFile(jwksFile, textOrThrow(jwksFile, lastRead))).jwks as { keys: JWK[] }, {
             issuer: config.auth_jwt_issuer,
             audience: config.auth_jwt_audience,
             scopesClaim: config.auth_jwt_scopes_claim,
@@ -69,6 +73,7 @@ export class Access {
       log.warn('no AUTH_TOKENS_FILE or AUTH_JWKS_FILE: every call is allowed; restrict who reaches the ports (docs/security.md)');
       return access;
     }
+    for (const [file, text] of lastRead) access.lastRead.set(file, text);
     const files = [tokensFile, jwksFile].filter((f) => f !== '');
     access.watcher = watchDirectories(
       files.map((f) => dirname(f)),
@@ -133,8 +138,9 @@ export class Access {
   }
 
   private async reload(tokensFile: string, jwksFile: string): Promise<void> {
-    if (tokensFile !== '') {
-      const read = readTokensFile(tokensFile);
+    const tokensText = tokensFile === '' ? undefined : this.changedText(tokensFile);
+    if (tokensText !== undefined) {
+      const read = 'message' in tokensText ? tokensText : parseTokensFile(tokensFile, tokensText.text);
       if ('message' in read) this.log.error({ file: tokensFile }, `tokens file refused; the last good one stays in force: ${read.message}`);
       else if (!sameEntries(read.entries, this.tokens)) {
         this.setTokens(read.entries);
@@ -142,15 +148,26 @@ export class Access {
       }
     }
     const jwt = this.options.jwt;
-    if (jwt) {
-      const read = readJwksFile(jwksFile);
+    const jwksText = jwt ? this.changedText(jwksFile) : undefined;
+    if (jwt && jwksText !== undefined) {
       try {
+        const read = 'message' in jwksText ? jwksText : parseJwksFile(jwksFile, jwksText.text);
         if ('message' in read) throw new Error(read.message);
         await jwt.setKeys(read.jwks as { keys: JWK[] });
+        this.log.info({ file: jwksFile }, 'JWKS file reloaded');
       } catch (err) {
         this.log.error({ file: jwksFile }, `JWKS file refused; the last good keys stay in force: ${(err as Error).message}`);
       }
     }
+  }
+
+  /** The file's text or read error if it changed since it was last handled; undefined when it did not. */
+  private changedText(file: string): { text: string } | { message: string } | undefined {
+    const read = readAccessFile(file);
+    const seen = 'text' in read ? read.text : read.message;
+    if (this.lastRead.get(file) === seen) return undefined;
+    this.lastRead.set(file, seen);
+    return read;
   }
 
   /** Refusals are logged, at most AUDIT_REFUSALS_PER_WINDOW a window, so a flood cannot flood the log. */
@@ -172,16 +189,17 @@ export class Access {
   }
 }
 
-function entriesOrThrow(file: string): TokenEntry[] {
-  const read = readTokensFile(file);
+/** The file's text for the start (recorded in `lastRead`); a file that cannot be read stops the start. */
+function textOrThrow(file: string, lastRead: Map<string, string>): string {
+  const read = readAccessFile(file);
   if ('message' in read) throw new Error(read.message);
-  return read.entries;
+  lastRead.set(file, read.text);
+  return read.text;
 }
 
-function jwksOrThrow(file: string): { keys: JWK[] } {
-  const read = readJwksFile(file);
+function orThrow<T extends object>(read: T | { message: string }): T {
   if ('message' in read) throw new Error(read.message);
-  return read.jwks as { keys: JWK[] };
+  return read;
 }
 
 function sameEntries(entries: readonly TokenEntry[], table: ReadonlyMap<string, Principal> | undefined): boolean {

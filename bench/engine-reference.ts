@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { TickEngine, type MatchArrays, type PoolArrays, type QueueParams } from '../src/engine/native.js';
-import { referenceTick } from '../src/engine/reference-engine.js';
+import { referenceTick } from '../test/support/reference-engine/reference-engine.js';
 import { generatePool, generatedQueueParams, matchArrays } from './pool-generator.js';
 
 export interface EngineBenchRow {

@@ -35,10 +35,10 @@ import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jet
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
-import { encodeLogEntry } from '../src/queue/record-codec.js';
+import { encodeLogEntry } from '../src/replication/wire/record-codec.js';
 import type { QueueRecord } from '../src/queue/records.js';
-import { checkpointSequences } from '../src/store/replicated/checkpoints.js';
-import { replicationStreamName, replicationSubject } from '../src/store/replicated/names.js';
+import { checkpointSequences } from '../src/replication/jetstream/checkpoint-objects.js';
+import { replicationStreamName, replicationSubject } from '../src/replication/jetstream/names.js';
 import { machine, table } from './bench-report.js';
 import { assertBuildFresh } from './build-freshness.js';
 import type { Child } from './child-process.js';

@@ -9,7 +9,8 @@ import { EngineInputSchema } from './gen/matchmaker/engines/standard/v1/engine_p
 import { scanQueueDirectory } from './config/queue-files.js';
 import { loadServiceConfig } from './config/service-config.js';
 import { createLogger } from './log.js';
-import { startService, storeFailed } from './server.js';
+import { storeFailed } from './modes/embedded.js';
+import { startService } from './server.js';
 import { DataDirError } from './store/data-dir.js';
 import { commitFailureCause, isCommitFailure } from './store/lmdb-store.js';
 

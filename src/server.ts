@@ -16,13 +16,10 @@ import { engineVersion } from './engine/native.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { fanOut } from './queue/queue-telemetry.js';
 import { OutcomeDelivery } from './outcomes/delivery.js';
-import { storeConsumers, storeOutboxes, type Outboxes } from './outcomes/outbox.js';
-import { openReplicatedMode, type ReplicatedMode } from './replicated-mode.js';
+import { openEmbeddedMode } from './modes/embedded.js';
+import { openReplicatedMode } from './modes/replicated.js';
 import { BrokerConnection } from './outcomes/broker/connection.js';
 import { sinkFactory } from './outcomes/sinks/index.js';
-import { codeOf } from './store/data-dir.js';
-import { LmdbStore } from './store/lmdb-store.js';
-import type { Store } from './store/store.js';
 import { MatchmakerAdminService } from './gen/matchmaker/admin/v1/admin_pb.js';
 import { MatchmakerService } from './gen/matchmaker/core/v1/service_pb.js';
 
@@ -52,31 +49,20 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   const listeners = await openListeners(config, { core, operator, health, metrics, dashboard, feed, access, log });
   const { grpcPort, httpPort } = listeners;
 
-  const fatal = (err: unknown) => storeFailed(log, config.data_dir, err);
   let registry: QueueRegistry | undefined;
-  let files: ReadonlyMap<string, QueueFile> = new Map();
-  let store: Store;
-  let outboxes: Outboxes;
-  let replicated: ReplicatedMode | undefined;
-  if (config.pool_replication_backend === 'broker') {
-    // The queue files are read first: their streams are made sure of before anything is served.
-    files = scanQueueDirectory(config.queue_config_dir).queues;
-    replicated = await openReplicatedMode(
-      config,
-      log,
-      () => registry?.current ?? files,
-      (queueId) => registry?.get(queueId),
-    );
-    store = replicated.store;
-    outboxes = replicated.outboxes;
-    registry = new QueueRegistry(store, log, { backing: replicated.backing, telemetry });
-  } else {
-    const lmdb = new LmdbStore({ path: config.data_dir, onFatal: fatal });
-    await untilWritable(lmdb, { dataDir: config.data_dir, grpcPort, httpPort }, log);
-    store = lmdb;
-    outboxes = storeOutboxes(store);
-    registry = new QueueRegistry(store, log, { telemetry });
-  }
+  let files: ReadonlyMap<string, QueueFile> | undefined;
+  const mode =
+    config.pool_replication_backend === 'broker'
+      ? // The queue files are read first: their streams are made sure of before anything is served.
+        await openReplicatedMode(
+          config,
+          log,
+          () => registry?.current ?? (files ??= scanQueueDirectory(config.queue_config_dir).queues),
+          (queueId) => registry?.get(queueId),
+        )
+      : await openEmbeddedMode(config, log, { grpcPort, httpPort });
+  const { store, outboxes } = mode;
+  registry = new QueueRegistry(store, log, { ...(mode.backing ? { backing: mode.backing } : {}), telemetry });
   const queues = registry;
   const broker = new BrokerConnection(config, log);
   const delivery = new OutcomeDelivery(outboxes, sinkFactory({ broker, log }), log, config.outcome_retention_secs * 1000, metrics.delivery);
@@ -89,8 +75,8 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
     store,
     registry: queues,
     delivery,
-    consumers: replicated?.consumers ?? storeConsumers(store),
-    ...(replicated ? { configHashes: replicated.configHashes } : {}),
+    consumers: mode.consumers,
+    ...(mode.configHashes ? { configHashes: mode.configHashes } : {}),
   };
   await follow(scanQueueDirectory(config.queue_config_dir));
   const dormant = queues.dormantQueueIds();
@@ -122,7 +108,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       tls: listeners.tls,
       queues: [...queues.current.keys()],
       engine: engineVersion(),
-      ...(replicated ? { replica: config.replica_id, mode: 'replicated' } : { producerId: store.producerId }),
+      ...mode.describe,
     },
     'listening',
   );
@@ -155,8 +141,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       await delivery.stop();
       await broker.close();
       phases.mark('delivery');
-      await replicated?.stop();
-      await store.close();
+      await mode.stop();
       phases.mark('store');
       dashboard.stop();
       log.info({ phasesMs: phases.durations }, 'stopped');
@@ -164,40 +149,10 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
   return { grpcPort, httpPort, stop };
 }
 
-/** A commit to the embedded store failed: the durable state is behind memory, so the process stops. */
-export function storeFailed(log: Logger, dataDir: string, err: unknown): never {
-  log.fatal({ dataDir, code: codeOf(err), err }, 'store commit failed: stopping so that a restart reloads the durable state');
-  process.exit(1);
-}
-
 /** How often each queue's health status is brought up to date. */
 const QUEUE_HEALTH_EVERY_MS = 500;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-const PROBE_RETRY_FIRST_MS = 500;
-const PROBE_RETRY_MAX_MS = 5_000;
-
-/**
- * Start-up waits here until the store can commit (a full disk: lmdb opens and reads, then fails the first
- * write). Until then nothing is loaded, health stays NOT_SERVING, `/readyz` 503 and every call UNAVAILABLE;
- * the probe is retried with backoff, so the service turns ready on its own once space is back.
- */
-async function untilWritable(store: Store, where: { dataDir: string; grpcPort: number; httpPort: number }, log: Logger): Promise<void> {
-  for (let retryInMs = PROBE_RETRY_FIRST_MS, failures = 0; ; retryInMs = Math.min(retryInMs * 2, PROBE_RETRY_MAX_MS)) {
-    try {
-      await store.probeWrite();
-      if (failures > 0) log.info({ dataDir: where.dataDir, failures }, 'store can commit again: starting');
-      return;
-    } catch (err) {
-      failures++;
-      // The errno and lmdb's message (with the page it could not write), in place of its raw stderr line.
-      const reason = err instanceof Error ? err.message : String(err);
-      log.error({ ...where, code: codeOf(err), reason, retryInMs }, 'store cannot commit: not ready, retrying');
-      await sleep(retryInMs);
-    }
-  }
-}
 
 /** After the core has drained, how long the servers get to finish their answers before connections are cut. */
 const CLOSE_GRACE_MS = 500;

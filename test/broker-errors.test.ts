@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadServiceConfig } from '../src/config/service-config.js';
 import { OutcomeSchema, type Outcome } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { createLogger } from '../src/log.js';
-import { BrokerError, findCause, type BrokerErrorKind } from '../src/outcomes/broker/broker-error.js';
+import { BrokerError, findCause, type BrokerErrorKind } from '../src/nats/broker-error.js';
 import { BrokerConnection } from '../src/outcomes/broker/connection.js';
 import { BrokerSink } from '../src/outcomes/sinks/broker-sink.js';
 import { uuid } from './support/fixtures.js';

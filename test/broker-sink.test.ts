@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadServiceConfig } from '../src/config/service-config.js';
 import { OutcomeSchema, type Outcome } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { BrokerConnection } from '../src/outcomes/broker/connection.js';
-import { subjectCovers } from '../src/store/nats-subjects.js';
+import { subjectCovers } from '../src/nats/subjects.js';
 import { BrokerSink } from '../src/outcomes/sinks/broker-sink.js';
 import { party, uuid } from './support/fixtures.js';
 import {

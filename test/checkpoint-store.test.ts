@@ -1,4 +1,4 @@
-// Checkpoints in the JetStream object store (src/store/replicated/checkpoints.ts), on a real nats-server:
+// Checkpoints in the JetStream object store (src/replication/jetstream/checkpoint-objects.ts), on a real nats-server:
 // saved as `<queue_id>@<seq>` with a sha256, the newest that verifies is read back, a corrupt one is
 // skipped (with a log line) for the next older, other queues' objects are left alone, and pruning keeps
 // the newest. In process: no service.
@@ -7,7 +7,7 @@ import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { latestCheckpoint, pruneCheckpoints, saveCheckpoint } from '../src/store/replicated/checkpoints.js';
+import { latestCheckpoint, pruneCheckpoints, saveCheckpoint } from '../src/replication/jetstream/checkpoint-objects.js';
 import { natsClient, startNatsServer, type TestNatsServer } from './support/nats.js';
 
 let server: TestNatsServer;

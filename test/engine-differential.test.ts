@@ -1,5 +1,5 @@
 // Differential test: the native engine (crates/engine through the napi addon) and the TypeScript reference
-// engine (src/engine/reference-engine.ts) must produce bit-identical output for identical input: the same
+// engine (test/support/reference-engine/reference-engine.ts) must produce bit-identical output for identical input: the same
 // matches in the same order, the same ticket order and teams within each match, the same preferred and
 // acceptable hosts and the same accept intersections, the same rule diagnostics (ruleCounts) and the same
 // per-ticket refusal record (ticketRefusals).
@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { NO_HOST, TickEngine, type MatchArrays, type PoolArrays, type QueueParams, type RulesetParams } from '../src/engine/native.js';
-import { mix, referenceTick } from '../src/engine/reference-engine.js';
+import { mix, referenceTick } from './support/reference-engine/reference-engine.js';
 import { NO_EXPANSION } from '../src/engine/ruleset-bounds.js';
 import { emptyPoolArrays, generatePool, generatedQueueParams, matchArrays, prng } from '../bench/pool-generator.js';
 

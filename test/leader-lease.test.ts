@@ -5,8 +5,8 @@ import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
-import { LeaderLease } from '../src/store/replicated/leader-lease.js';
-import { LeadershipShare } from '../src/store/replicated/leadership-share.js';
+import { LeaderLease } from '../src/replication/jetstream/leader-lease.js';
+import { LeadershipShare } from '../src/replication/jetstream/leadership-share.js';
 import { natsClient, startNatsServer, type TestNatsServer } from './support/nats.js';
 
 const LEASE_MS = 1_000;

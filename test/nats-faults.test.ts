@@ -17,8 +17,8 @@
 // FAULT_TEST_LEASE_MS sets LEADER_LEASE_MS (default 6000, the service's default).
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { replicationStreamName } from '../src/store/replicated/names.js';
-import { LOG_REGRESSED } from '../src/store/replicated/replication-log.js';
+import { replicationStreamName } from '../src/replication/jetstream/names.js';
+import { LOG_REGRESSED } from '../src/replication/jetstream/replication-log.js';
 import { duelQueue, pollUntil } from './support/queues.js';
 import { ReplicaProbes } from './support/replica-probes.js';
 import { expectGapFree, expectNoTicketLost, logStoreTimes, matchesOf, useGroup, type Group } from './support/replicated-group.js';

@@ -2,7 +2,7 @@
 // buckets, per-minute rates, wait percentiles, the rule window and the recent matches.
 import { describe, expect, it } from 'vitest';
 import { BUCKET_MS, BUCKETS, QueueActivity } from '../src/api/dashboard/queue-activity.js';
-import type { MatchFacts } from '../src/core/telemetry.js';
+import type { MatchFacts } from '../src/queue/queue-telemetry.js';
 
 const match = (atMs: number, waitsMs: number[], skillSpread = 1): MatchFacts => ({
   queueId: 'q',

@@ -13,7 +13,7 @@ import {
   decodeCheckpoint,
   encodeCheckpoint,
   encodeCheckpointInSlices,
-} from '../src/queue/checkpoint-codec.js';
+} from '../src/replication/wire/checkpoint-codec.js';
 import { QueueState } from '../src/queue/queue-state.js';
 import { snapshotStoreChanges, type QueueSnapshotData } from '../src/queue/queue-snapshot.js';
 import type { QueueRecord } from '../src/queue/records.js';

@@ -1,4 +1,4 @@
-// The replicated log's wire form (src/queue/record-codec.ts, proto/matchmaker/replication/v1/log.proto):
+// The replicated log's wire form (src/replication/wire/record-codec.ts, proto/matchmaker/replication/v1/log.proto):
 // every record survives the trip exactly, records applied after the trip change a queue byte for byte as
 // the originals do, a corrupt entry is refused by name, and a batch of ticket creations costs about the
 // tickets' own bytes. In process: no service.
@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { BackfillRequestSchema, TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { RemovalReason } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { LogEntrySchema, type LogEntry as WireLogEntry } from '../src/gen/matchmaker/replication/v1/log_pb.js';
-import { decodeLogEntry, encodeLogEntry, LogDecodeError, LogEncodeError, type LogEntry } from '../src/queue/record-codec.js';
+import { decodeLogEntry, encodeLogEntry, LogDecodeError, LogEncodeError, type LogEntry } from '../src/replication/wire/record-codec.js';
 import type { QueueRecord } from '../src/queue/records.js';
 import { party } from './support/fixtures.js';
 import { entryArb, recordArbs } from './support/record-arbitraries.js';

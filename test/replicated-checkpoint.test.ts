@@ -16,13 +16,13 @@ import { BackfillRequestSchema } from '../src/gen/matchmaker/core/v1/resources_p
 import { OutcomeSchema } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { createLogger } from '../src/log.js';
 import type { QueueSnapshotData } from '../src/queue/queue-snapshot.js';
-import { CheckpointSchedule } from '../src/queue/replicated-checkpoints.js';
-import { ReplicatedHistory } from '../src/queue/replicated-history.js';
+import { CheckpointSchedule } from '../src/replication/queue-checkpoints.js';
+import { ReplicatedHistory } from '../src/replication/replicated-history.js';
 import { MemoryStore } from '../src/store/memory-store.js';
-import { checkpointSequences } from '../src/store/replicated/checkpoints.js';
-import { LogPositionError } from '../src/store/replicated/errors.js';
-import { LeaderLease } from '../src/store/replicated/leader-lease.js';
-import { ReplicationLog } from '../src/store/replicated/replication-log.js';
+import { checkpointSequences } from '../src/replication/jetstream/checkpoint-objects.js';
+import { LogPositionError } from '../src/replication/jetstream/errors.js';
+import { LeaderLease } from '../src/replication/jetstream/leader-lease.js';
+import { ReplicationLog } from '../src/replication/jetstream/replication-log.js';
 import { engineInput, uuid } from './support/fixtures.js';
 import { natsClient, startNatsServer, type TestNatsServer } from './support/nats.js';
 import { duelQueue } from './support/queues.js';
@@ -163,7 +163,7 @@ describe('checkpoints of a replicated queue', () => {
   it('lets a replica started later restore the leader’s checkpoint and read only the entries after it', async () => {
     const q = await newQueue();
     const a = await startReplica('a', q, { every: 25 });
-    await until('a leads', () => a.history.acting);
+    await until('a leads', () => a.history.leading);
     // b follows the whole log: the reference.
     const b = await startReplica('b', q);
     await tickets(30, [a, b]);
@@ -191,7 +191,7 @@ describe('checkpoints of a replicated queue', () => {
   it('purges the log below the older of two kept checkpoints, and a fresh replica still starts', async () => {
     const q = await newQueue();
     const a = await startReplica('a', q, { every: 10 });
-    await until('a leads', () => a.history.acting);
+    await until('a leads', () => a.history.leading);
     await tickets(36, [a]);
     let kept: number[] = [];
     await eventually('three checkpoints saved, two kept, the log purged below the older', async () => {
@@ -210,7 +210,7 @@ describe('checkpoints of a replicated queue', () => {
   it('keeps numbering outcomes after a restore with no gap and no repeat, and holds only those above the cursor', async () => {
     const q = await newQueue();
     const a = await startReplica('a', q, { every: 30 });
-    await until('a leads', () => a.history.acting);
+    await until('a leads', () => a.history.leading);
     const b = await startReplica('b', q);
     await tickets(10, [a, b]);
     await until('five matches on a', () => matchesOf(a).length === 5);
@@ -223,7 +223,7 @@ describe('checkpoints of a replicated queue', () => {
     expect(c.store.deliveryCursor(q.queueId)).toBe(2n);
     // The leader goes; b or c leads and matches the next tickets, which every replica numbers alike.
     await stopReplica(a);
-    await until('a new leader', () => b.history.acting || c.history.acting);
+    await until('a new leader', () => b.history.leading || c.history.leading);
     await tickets(10, [c, b]);
     // Twenty matches in all; c holds those above the cursor.
     await until('the last matches on c', () => matchesOf(c).length === 18);
@@ -239,7 +239,7 @@ describe('checkpoints of a replicated queue', () => {
   it('takes a checkpoint after the interval in time when fewer entries came, and none while nothing comes', async () => {
     const q = await newQueue();
     const a = await startReplica('a', q, { everyMs: 300 });
-    await until('a leads', () => a.history.acting);
+    await until('a leads', () => a.history.leading);
     await tickets(3, [a]);
     await until('a checkpoint saved', () => a.history.savedSeq !== undefined);
     expect(a.history.savedSeq).toBe(a.history.appliedSeq);
@@ -254,7 +254,7 @@ describe('checkpoints of a replicated queue', () => {
     const everyBytes = 4_096;
     // No matches: no entries after the checkpoint, so no second one, and no purge of the entries measured below.
     const a = await startReplica('a', q, { everyBytes, yaml: UNMATCHABLE });
-    await until('a leads', () => a.history.acting);
+    await until('a leads', () => a.history.leading);
     const grow = async () => {
       for (let i = 0; i < 200 && a.history.savedSeq === undefined; i++) await createTicket(a);
     };
@@ -277,7 +277,7 @@ describe('checkpoints of a replicated queue', () => {
     const q = await newQueue();
     // No matches: the log holds the claim and the requests' entries only.
     const a = await startReplica('a', q, { every: 20, yaml: UNMATCHABLE });
-    await until('a leads', () => a.history.acting);
+    await until('a leads', () => a.history.leading);
     // Forty requests in one event turn: one entry (group commit), or a few.
     await Promise.all(Array.from({ length: 40 }, () => createTicket(a)));
     await until('a checkpoint saved', () => a.history.savedSeq !== undefined);
@@ -289,7 +289,7 @@ describe('checkpoints of a replicated queue', () => {
   it('falls back to the older checkpoint when the newest is corrupt', async () => {
     const q = await newQueue();
     const a = await startReplica('a', q, { every: 10 });
-    await until('a leads', () => a.history.acting);
+    await until('a leads', () => a.history.leading);
     const b = await startReplica('b', q);
     await tickets(30, [a, b]);
     await eventually('two checkpoints kept', async () => (await checkpointSequences(q.objects, q.queueId)).length === 2);
@@ -322,11 +322,12 @@ describe('checkpoints of a replicated queue', () => {
         committed: () => undefined,
         snapshot: () => expect.fail('snapshot'),
         restore: () => undefined,
+        load: () => undefined,
       },
       {
         queueId: q.queueId,
         replicaId: 'late',
-        log: new ReplicationLog(
+        replicationLog: new ReplicationLog(
           (await import('@nats-io/jetstream')).jetstream(admin),
           await jetstreamManager(admin),
           q.stream,
@@ -335,7 +336,7 @@ describe('checkpoints of a replicated queue', () => {
         ),
         lease: new LeaderLease(await new Kvm(admin).open(BUCKET), `leader.${q.queueId}`, { leaseMs: LEASE_MS, replicaId: 'late', log }),
         store,
-        logger: log,
+        log,
         checkpoints: q.objects,
       },
     );

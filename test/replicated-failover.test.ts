@@ -5,7 +5,7 @@
 import { Kvm } from '@nats-io/kv';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadServiceConfig } from '../src/config/service-config.js';
-import { ensureReplicationResources, replicationSettings } from '../src/store/replicated/resources.js';
+import { ensureReplicationResources, replicationSettings } from '../src/replication/jetstream/resources.js';
 import { uuid } from './support/fixtures.js';
 import { clusterClient, startNatsCluster, type TestNatsCluster } from './support/nats-cluster.js';
 import { duelQueue } from './support/queues.js';
@@ -105,7 +105,7 @@ describe('failover of a replicated queue (three-node NATS cluster, R3)', () => {
     await Promise.all(ids.map((id, i) => createTicket(survivors[i % 2]!, id)));
     await until('the new leader matches them', () => survivors.every((r) => matchesOf(r).length === 3), 10_000);
     expectConsistentMatches(survivors);
-    expect(old.history.acting).toBe(false);
+    expect(old.history.leading).toBe(false);
   }, 60_000);
 
   it('keeps matching while a NATS node is down, and after it is back', async () => {

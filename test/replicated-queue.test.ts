@@ -8,7 +8,7 @@ import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '../src/errors.js';
-import { encodeLogEntry } from '../src/queue/record-codec.js';
+import { encodeLogEntry } from '../src/replication/wire/record-codec.js';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { parseTicketEngineInput } from '../src/engine/engine-input.js';
@@ -89,7 +89,7 @@ describe('a replicated queue', () => {
     const q = await newQueue();
     const group = await Promise.all(['a', 'b', 'c'].map((name) => startReplica(name, q, duelQueue(20))));
     await until('a leader', () => leaderOf(group) !== undefined);
-    expect(group.filter((r) => r.history.acting)).toHaveLength(1);
+    expect(group.filter((r) => r.history.leading)).toHaveLength(1);
     const ids = [uuid(), uuid()];
     await createTicket(group[0]!, ids[0]);
     await createTicket(group[2]!, ids[1]);
@@ -107,7 +107,7 @@ describe('a replicated queue', () => {
     const q = await newQueue();
     const group = await Promise.all(['a', 'b', 'c'].map((name) => startReplica(name, q, duelQueue(10))));
     await until('a leader', () => leaderOf(group) !== undefined);
-    const follower = group.find((r) => !r.history.acting)!;
+    const follower = group.find((r) => !r.history.leading)!;
     let cancelled = 0;
     let refused = 0;
     for (let round = 0; round < 15; round++) {
@@ -149,7 +149,7 @@ describe('a replicated queue', () => {
     await old.stop();
     replicas.splice(replicas.indexOf(old), 1);
     const successor = group.find((r) => r !== old)!;
-    await until('a new leader', () => successor.history.acting);
+    await until('a new leader', () => successor.history.leading);
     // A late record of the old term (a paused leader waking up): an expiry of the ticket.
     const late = encodeLogEntry({
       kind: 'records',
@@ -205,7 +205,7 @@ ${withSquad ? '    - { id: squad, teams: 4, team_size: 1 }' : ''}
   it('the leader\u2019s file governs: a replica taking the lead removes what its own file no longer admits, once for all', async () => {
     const q = await newQueue();
     const old = await startReplica('old', q, file(true));
-    await until('the old file leads', () => old.history.acting);
+    await until('the old file leads', () => old.history.leading);
     const newer = await startReplica('new', q, file(false));
     const squad = [uuid(), uuid(), uuid()];
     for (const id of squad) await createTicketFor(old, id, ['squad']);
@@ -218,7 +218,7 @@ ${withSquad ? '    - { id: squad, teams: 4, team_size: 1 }' : ''}
     // The old replica goes (rollout); the new one leads and its file governs from its term on.
     await old.stop();
     replicas.splice(replicas.indexOf(old), 1);
-    await until('the new file leads', () => newer.history.acting, 10_000);
+    await until('the new file leads', () => newer.history.leading, 10_000);
     await until('the squad tickets gone', () => newer.runtime.activeTicketCount === 1, 10_000);
     const orphaned = newer.store.queueOutcomes(q.queueId, 0n, 100).filter((o) => o.kind === 'ticket.orphaned');
     expect(orphaned.map((o) => (o.payload.case === 'ticketOrphaned' ? o.payload.value.ticket!.id : '')).sort()).toEqual([...squad].sort());

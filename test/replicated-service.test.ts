@@ -7,7 +7,7 @@ import { jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstre
 import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import { describe, expect, it } from 'vitest';
-import { replicationStreamName } from '../src/store/replicated/names.js';
+import { replicationStreamName } from '../src/replication/jetstream/names.js';
 import { party, uuid } from './support/fixtures.js';
 import { adminTicket, duelQueue, pollUntil } from './support/queues.js';
 import {

@@ -7,7 +7,7 @@ import { jetstream, jetstreamManager, type ConsumerMessages, type JetStreamClien
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
-import { LOG_REGRESSED, ReplicationLog, type LogReader } from '../src/store/replicated/replication-log.js';
+import { LOG_REGRESSED, ReplicationLog, type LogReader } from '../src/replication/jetstream/replication-log.js';
 import { natsClient, startNatsServer, type TestNatsServer } from './support/nats.js';
 import { until } from './support/replicas.js';
 

@@ -7,8 +7,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { QUEUE_ID_PATTERN, queueFileSchema } from '../src/config/queue-config.js';
 import { loadServiceConfig } from '../src/config/service-config.js';
-import { brokerTarget } from '../src/outcomes/broker/auth.js';
-import { ReplicationResourceError } from '../src/store/replicated/errors.js';
+import { brokerTarget } from '../src/nats/auth.js';
+import { ReplicationResourceError } from '../src/replication/jetstream/errors.js';
 import {
   checkpointObjectName,
   isLegalStreamName,
@@ -19,10 +19,10 @@ import {
   replicationFilter,
   replicationStreamName,
   replicationSubject,
-} from '../src/store/replicated/names.js';
-import { planQueueLogs, replicationSettings, type ReplicatedQueue } from '../src/store/replicated/resources.js';
-import { logStreamProblems } from '../src/store/replicated/stream-checks.js';
-import { subjectCovers, subjectsOverlap } from '../src/store/nats-subjects.js';
+} from '../src/replication/jetstream/names.js';
+import { planQueueLogs, replicationSettings, type ReplicatedQueue } from '../src/replication/jetstream/resources.js';
+import { logStreamProblems } from '../src/replication/jetstream/stream-checks.js';
+import { subjectCovers, subjectsOverlap } from '../src/nats/subjects.js';
 
 const PREFIX = 'svc.match.replication';
 const STREAM_PREFIX = 'SVC_MATCH_REPLICATION';

@@ -8,16 +8,16 @@ import { Objm } from '@nats-io/obj';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadServiceConfig } from '../src/config/service-config.js';
-import { brokerTarget } from '../src/outcomes/broker/auth.js';
-import { ReplicationResourceError } from '../src/store/replicated/errors.js';
-import { leaderLeaseKey, replicationStreamName } from '../src/store/replicated/names.js';
+import { brokerTarget } from '../src/nats/auth.js';
+import { ReplicationResourceError } from '../src/replication/jetstream/errors.js';
+import { leaderLeaseKey, replicationStreamName } from '../src/replication/jetstream/names.js';
 import {
   ensureReplicationResources,
   REPLICATION_DUPLICATE_WINDOW_MS,
   replicationSettings,
   type ReplicatedQueue,
   type ReplicationSettings,
-} from '../src/store/replicated/resources.js';
+} from '../src/replication/jetstream/resources.js';
 import { clusterClient, startNatsCluster, type TestNatsCluster } from './support/nats-cluster.js';
 
 let cluster: TestNatsCluster;

@@ -15,7 +15,7 @@ import { asServiceError, invalidArgument, notFound, quote, quotePath, ServiceErr
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { httpErrorHeaders, httpStatusOf, messageOf } from './error-map.js';
 import type { HttpGuard } from './http-guard.js';
-import type { DeliveryTelemetry } from '../core/telemetry.js';
+import type { DeliveryTelemetry } from '../outcomes/delivery-telemetry.js';
 import { SentOutcomes } from './stream-delivery-lag.js';
 import { OFFSET_PATTERN, parseQuery, type StreamQuery } from './outcome-stream-query.js';
 

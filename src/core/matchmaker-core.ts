@@ -208,13 +208,13 @@ export class MatchmakerCore {
     if (this.state === 'stopping') throw unavailable('service is shutting down; retry with backoff');
     const queue = this.registry.get(queueId);
     if (!queue) throw new ServiceError(unknownCode, `queue ${quote(queueId)} does not exist`);
-    if (queue.state === 'retiring' || queue.state === 'retired') {
+    if (queue.lifecycle === 'retiring' || queue.lifecycle === 'retired') {
       throw failedPrecondition(
         `queue ${quote(queueId)} is retiring: its configuration was removed; do not retry against it`,
         'QUEUE_RETIRING',
       );
     }
-    if (queue.state !== 'running') throw unavailable(`queue ${quote(queueId)} is ${queue.state}; retry with backoff`);
+    if (queue.lifecycle !== 'running') throw unavailable(`queue ${quote(queueId)} is ${queue.lifecycle}; retry with backoff`);
     if (!queue.serving) throw unavailable(`queue ${quote(queueId)}: its replication log is unreachable; retry with backoff`);
     return queue;
   }

@@ -79,7 +79,7 @@ export class Operator {
     const queue = opened.registry.get(queueId);
     if (!queue) throw notFound(`queue ${quote(queueId)} does not exist`);
     if (queue.serving) return { ready: true, status: 'ok' };
-    return { ready: false, status: queue.state === 'running' ? 'unreachable' : queue.state };
+    return { ready: false, status: queue.lifecycle === 'running' ? 'unreachable' : queue.lifecycle };
   }
 
   lookupTicket(queueId: string, ticketId: string): TicketLookup {
@@ -149,7 +149,7 @@ export class Operator {
 function summaries(opened: OpenedService): QueueSummary[] {
   return opened.registry.all().map((q) => ({
     queueId: q.queueId,
-    state: q.state,
+    state: q.lifecycle,
     activeTickets: q.activeTicketCount,
     resolvedTickets: q.resolvedTicketCount,
     backfillRequests: q.backfillRequestCount,

@@ -45,7 +45,7 @@ export class PoolRebuild {
   async fill(tickets: readonly TicketAt[], done: string, admitWanted: boolean): Promise<void> {
     const { q } = this;
     // Evictions are a leader's records: a replica that does not act for the queue builds rows only.
-    const admit = admitWanted && q.acting;
+    const admit = admitWanted && q.leading;
     const pool = q.columns.replace(layoutOf(q.config), Math.max(1024, tickets.length));
     const startedMs = Date.now();
     let evictions: TicketEviction[] = [];
@@ -102,7 +102,7 @@ export class PoolRebuild {
     await timeSliced(
       tickets.length,
       (i) => {
-        if (!q.running || !q.acting) return false;
+        if (!q.running || !q.leading) return false;
         const { ticketId, position } = tickets[i]!;
         if (!q.state.isActiveAt(tickets[i]!)) return;
         const ticket = fromBinary(TicketSchema, q.ticketBytes(ticketId, position));
@@ -128,7 +128,7 @@ export class PoolRebuild {
       const fate = backfillFate(q.config, request);
       if (fate.kind !== 'keep') evictions.push({ backfillId, version, eviction: fate });
     }
-    if (evictions.length === 0 || !q.acting) return undefined;
+    if (evictions.length === 0 || !q.leading) return undefined;
     const proposed = q.propose([
       { type: 'backfills.evict', evictions, atMs: Date.now(), operationId: randomUUID(), chunkSize: q.config.outcomes.batch_chunk_size },
     ]);

@@ -20,7 +20,7 @@ export interface QueueContext {
   /** Whether the queue takes requests and ticks (not starting, retiring or stopped). */
   readonly running: boolean;
   /** Whether this copy of the queue may propose a leader's records: tick, expire, evict (always, embedded). */
-  readonly acting: boolean;
+  readonly leading: boolean;
   /**
    * Proposes records for the queue's history. Each is applied in order by QueueState.apply, the pool's rows
    * follow, and the promise resolves with what each applied once their changes are durable. In the

@@ -1,8 +1,8 @@
 // Where a queue's records go: its history. The embedded history applies a record at once and commits its
-// changes to the local store; a replicated history (replicated-history.ts) appends it to the queue's
-// replication log and applies it when the log delivers it, as every replica does. The queue runtime is the
-// same over both: it proposes records and is told what each applied.
-import type { Store } from '../store/store.js';
+// changes to the local store; a replicated history (src/replication/replicated-history.ts) appends it to the
+// queue's replication log and applies it when the log delivers it, as every replica does. The queue runtime
+// is the same over both: it starts the history, proposes records and is told what each applied.
+import type { QueueSnapshot, Store } from '../store/store.js';
 import type { QueueSnapshotData } from './queue-snapshot.js';
 import type { Applied } from './queue-state.js';
 import type { QueueRecord, RecordOf } from './records.js';
@@ -26,21 +26,28 @@ export interface QueueApplier {
    * already answer for its tickets (snapshotStoreChanges committed).
    */
   restore(data: QueueSnapshotData): void;
+  /** Loads the queue as the local store holds it, before the first record is applied. */
+  load(stored: QueueSnapshot): void;
 }
 
 export interface QueueHistory {
-  /** Whether the queue's state comes from a replicated log (else from the local store, at start). */
-  readonly replicated: boolean;
-  /** Whether this copy of the queue may append a leader's records (ticks, expiry, evictions) now. */
-  readonly acting: boolean;
+  /**
+   * Whether this copy leads the queue now: it appends a leader's records (ticks, expiry, evictions) and
+   * delivers outcomes. The only copy always leads.
+   */
+  readonly leading: boolean;
   /** Calls `listener` each time this copy starts to act for the queue (absent: it always acts). */
   onLeading?(listener: () => void): void;
   /** False while the history cannot take records (the replicated log's broker unreachable); absent: always can. */
   readonly reachable?: boolean;
   /** The replicated log's position of the last entry this copy applied; absent for the embedded history. */
   readonly appliedSeq?: number;
-  /** Resolves once the copy has caught up with the history and may answer requests. */
-  start(): Promise<void>;
+  /**
+   * Brings the queue's state up to date and calls `caughtUp` once the copy may answer requests: the
+   * embedded history within this call (it loads the store), a replicated one once it has applied its log
+   * so far. A history that cannot catch up says why in the log and never calls it.
+   */
+  begin(caughtUp: () => void): void;
   /** Proposes records; answers what each applied once they are durable. */
   propose<R extends QueueRecord>(records: readonly R[]): Promise<Applied<R['type']>[]>;
   stop(): Promise<void>;
@@ -52,18 +59,21 @@ export type HistoryFactory = (queueId: string, applier: QueueApplier) => QueueHi
 /**
  * The single-process history on the embedded store: records are applied here, in order, and their changes
  * committed together; the store applies commits in call order, so a record is durable only after every
- * record before it. This process is the only copy, so it always acts.
+ * record before it. This process is the only copy, so it always leads.
  */
 export class EmbeddedHistory implements QueueHistory {
-  readonly replicated = false;
-  readonly acting = true;
+  readonly leading = true;
 
   constructor(
+    private readonly queueId: string,
     private readonly applier: QueueApplier,
     private readonly store: Store,
   ) {}
 
-  async start(): Promise<void> {}
+  begin(caughtUp: () => void): void {
+    this.applier.load(this.store.loadQueue(this.queueId));
+    caughtUp();
+  }
 
   propose<R extends QueueRecord>(records: readonly R[]): Promise<Applied<R['type']>[]> {
     const applied = records.map((record) => this.applier.apply(record));

@@ -127,7 +127,7 @@ export class QueueInsight {
   explain(ticketId: string, nowMs: number): TicketExplanation | undefined {
     const found = this.lookup(ticketId);
     if (!found) return undefined;
-    const { config, columns, acting: leading } = this.q;
+    const { config, columns, leading } = this.q;
     const pool = columns.pool;
     const row = found.state === 'active' ? pool.rowOf(ticketId) : undefined;
     const createdMs = row === undefined ? createdAtMs(found.ticket) : pool.arrivalMs[row]!;
@@ -159,7 +159,7 @@ export class QueueInsight {
   }
 
   statistics(nowMs: number): QueueStatistics {
-    const { config, columns, acting: leading } = this.q;
+    const { config, columns, leading } = this.q;
     const pool = columns.pool;
     const windowMs = Math.max(0, Math.min(HISTORY_WINDOW_MS, nowMs - this.sinceMs));
     const perMinute = (matches: number) => (windowMs > 0 ? (matches * 60_000) / windowMs : 0);

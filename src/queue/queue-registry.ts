@@ -58,8 +58,8 @@ export class QueueRegistry {
 
     for (const [queueId, file] of scan.queues) {
       const runtime = this.runtimes.get(queueId);
-      if (!runtime || runtime.state === 'retired' || runtime.state === 'retiring') {
-        if (runtime?.state === 'retiring') continue; // re-added while its pool is being removed: next scan starts it
+      if (!runtime || runtime.lifecycle === 'retired' || runtime.lifecycle === 'retiring') {
+        if (runtime?.lifecycle === 'retiring') continue; // re-added while its pool is being removed: next scan starts it
         // A retired replicated queue may still hold its lease (to deliver its last outcomes): let it go.
         if (runtime) void runtime.stop();
         let backing: QueueBacking;
@@ -79,7 +79,7 @@ export class QueueRegistry {
       }
     }
     for (const [queueId, runtime] of this.runtimes) {
-      if (!scan.queues.has(queueId) && (runtime.state === 'running' || runtime.state === 'starting')) {
+      if (!scan.queues.has(queueId) && (runtime.lifecycle === 'running' || runtime.lifecycle === 'starting')) {
         this.log.warn({ queue: queueId }, 'queue file removed: retiring the queue');
         void runtime.retire();
       }

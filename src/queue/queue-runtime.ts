@@ -16,7 +16,7 @@ import { RemovalReason } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { parseTicketEngineInput, type ParsedEngineInput } from '../engine/engine-input.js';
 import type { PoolRow } from '../engine/ticket-pool.js';
 import { engineParams, TickRunner } from '../engine/tick-runner.js';
-import type { Store } from '../store/store.js';
+import type { QueueSnapshot, Store } from '../store/store.js';
 import { poolFull } from './admission.js';
 import { PoolColumns } from './pool-columns.js';
 import { PoolRebuild } from './pool-rebuild.js';
@@ -39,11 +39,14 @@ export interface ClearResult {
 }
 
 export class QueueRuntime {
-  state: QueueLifecycle = 'starting';
-  /** Replaced once, before the queue runs, when a replicated history restores a checkpoint. */
+  lifecycle: QueueLifecycle = 'starting';
+  /** Replaced once, before the queue runs, when a history restores a checkpoint. */
   private queue: QueueState;
-  /** A checkpoint was restored: the pool's rows are built once the log is caught up. */
-  private restoredFromCheckpoint = false;
+  /**
+   * The state was restored whole (from the store, or a checkpoint) rather than built record by record: the
+   * pool's rows are built once the history has caught up, and this is the log line that says they are.
+   */
+  private rowsToBuild: string | undefined;
   private readonly columns: PoolColumns;
   /** Ticket bytes whose store commit is still in flight (the store only answers for committed records). */
   private readonly pending = new Map<string, Uint8Array>();
@@ -82,10 +85,10 @@ export class QueueRuntime {
         return runtime.configValue;
       },
       get running() {
-        return runtime.state === 'running';
+        return runtime.lifecycle === 'running';
       },
-      get acting() {
-        return runtime.history.acting;
+      get leading() {
+        return runtime.history.leading;
       },
       propose: (records) => this.history.propose(records),
       telemetry,
@@ -99,13 +102,14 @@ export class QueueRuntime {
       committed: (records) => this.forgetPending(records),
       snapshot: () => this.queue.snapshotInSlices(),
       restore: (data) => this.restoreSnapshot(data),
+      load: (stored) => this.load(stored),
     };
-    this.history = history ? history(queueId, applier) : new EmbeddedHistory(applier, store);
+    this.history = history ? history(queueId, applier) : new EmbeddedHistory(queueId, applier, store);
     // A replica taking the lead runs its own version of the queue file from its term on: what that file no
     // longer admits leaves (the leader before it may have run another version, during a rollout).
     this.history.onLeading?.(() =>
       setImmediate(() => {
-        if (this.state === 'running' && this.history.acting) this.checkAdmissionAsLeader();
+        if (this.lifecycle === 'running' && this.history.leading) this.checkAdmissionAsLeader();
       }),
     );
   }
@@ -121,7 +125,7 @@ export class QueueRuntime {
 
   /** Whether the queue can take requests now: running, and its history reachable. */
   get serving(): boolean {
-    return this.state === 'running' && (this.history.reachable ?? true);
+    return this.lifecycle === 'running' && (this.history.reachable ?? true);
   }
 
   /** The replicated mode: the log position of the last entry this replica applied (undefined, embedded). */
@@ -131,7 +135,7 @@ export class QueueRuntime {
 
   /** Whether this copy of the queue leads it (always, embedded): it ticks, expires, and delivers outcomes. */
   get leading(): boolean {
-    return this.history.acting;
+    return this.history.leading;
   }
 
   /**
@@ -155,39 +159,30 @@ export class QueueRuntime {
   }
 
   /**
-   * Restores the queue from the store and takes requests at once. The stored tickets are known (ids,
-   * positions) before this returns, so duplicates and cancels are right from the first request; their pool
-   * rows are built in time slices, each checked against the configuration (the queue's file may have
-   * changed while the service was down: what it no longer admits leaves with its outcome, as on a hot
-   * reload, rather than staying in a pool it can never match in), and the engine runs once that is done.
+   * Starts the queue's history, and takes requests once it has caught up: the embedded history loads the
+   * stored queue (known at once: ids and positions, so duplicates and cancels are right from the first
+   * request); a replicated one applies its log so far. A state restored whole has its pool rows built then,
+   * in time slices, each checked against the configuration (the queue's file may have changed while the
+   * service was down: what it no longer admits leaves with its outcome, as on a hot reload, rather than
+   * staying in a pool it can never match in), and the engine runs once that is done. A copy taking the lead
+   * checks the rest (checkAdmissionAsLeader).
    */
   start(): void {
-    if (this.history.replicated) {
-      // A replicated queue's state is its log's: it takes requests once it has applied the log so far.
-      this.history.start().then(
-        () => {
-          if (this.state !== 'starting') return;
-          this.state = 'running';
-          this.log.info({ queue: this.queueId, tickets: this.queue.active.size }, 'queue caught up with its replication log');
-          if (this.history.acting) this.checkAdmissionAsLeader();
-          // Rows of a restored pool, as a follower's rebuild builds them: evictions are the leader's to propose.
-          if (this.restoredFromCheckpoint)
-            void this.rebuild.fill(this.queue.activeInArrivalOrder(), 'pool restored from a checkpoint', false);
-          this.schedule();
-        },
-        (err: unknown) => this.log.error({ queue: this.queueId, err }, 'queue could not follow its replication log'),
-      );
-      return;
-    }
-    const active = this.queue.restore(this.store.loadQueue(this.queueId));
-    this.state = 'running';
-    this.log.info(
-      { queue: this.queueId, tickets: this.queue.active.size, resolved: this.queue.resolved.size, backfills: this.queue.backfills.size },
-      'queue started',
-    );
-    void this.rebuild.evictMisfitBackfills();
-    void this.rebuild.fill(active, 'pool restored', true);
-    this.schedule();
+    this.history.begin(() => {
+      if (this.lifecycle !== 'starting') return;
+      this.lifecycle = 'running';
+      const { active, resolved, backfills } = this.queue;
+      this.log.info({ queue: this.queueId, tickets: active.size, resolved: resolved.size, backfills: backfills.size }, 'queue started');
+      const rowsToBuild = this.rowsToBuild;
+      this.rowsToBuild = undefined;
+      if (rowsToBuild === undefined) {
+        if (this.history.leading) this.checkAdmissionAsLeader();
+      } else {
+        void this.rebuild.evictMisfitBackfills();
+        void this.rebuild.fill(this.queue.activeInArrivalOrder(), rowsToBuild, true);
+      }
+      this.schedule();
+    });
   }
 
   /**
@@ -292,27 +287,27 @@ export class QueueRuntime {
 
   /** The queue file was deleted: refuse new writes, then remove the pool with QUEUE_RETIRED. */
   async retire(): Promise<void> {
-    this.state = 'retiring';
+    this.lifecycle = 'retiring';
     this.stopTicking();
     await this.currentTick;
-    if (this.history.replicated && !this.history.acting) {
+    if (!this.history.leading) {
       // Another replica leads the queue and its file governs removals (docs/replication.md, queue files in
       // a cluster): this copy only stops. The last replica to drop the file leads by then and clears it.
       await this.history.stop();
-      this.state = 'retired';
+      this.lifecycle = 'retired';
       this.log.info({ queue: this.queueId }, 'queue file removed: this replica stopped serving the queue');
       return;
     }
     // A leader keeps its history (and its lease) after the clear, so that it still delivers the removal
     // outcomes; it stops with the process, or when the queue's file returns.
     const result = await this.clear(RemovalReason.QUEUE_RETIRED);
-    this.state = 'retired';
+    this.lifecycle = 'retired';
     this.log.info({ queue: this.queueId, ...result }, 'queue retired');
   }
 
   /** Stops ticking; resolves once a tick in progress has committed its matches. */
   async stop(): Promise<void> {
-    this.state = 'stopped';
+    this.lifecycle = 'stopped';
     this.stopTicking();
     await this.currentTick;
     await this.history.stop();
@@ -330,7 +325,7 @@ export class QueueRuntime {
     if (record.type === 'ticket.create' && (applied as Applied<'ticket.create'>).result.created)
       this.pending.set(record.ticketId, record.ticket);
     for (const at of applied.activated) this.insertActivated(at);
-    if (this.history.acting) reportExits(this.queueId, record, applied, this.telemetry);
+    if (this.history.leading) reportExits(this.queueId, record, applied, this.telemetry);
     return applied;
   }
 
@@ -340,10 +335,17 @@ export class QueueRuntime {
    * into the current columns, which that rebuild replaces with rows for every ticket then active.
    */
   private restoreSnapshot(data: QueueSnapshotData): void {
-    if (this.state !== 'starting') throw new Error(`queue ${this.queueId} cannot restore a checkpoint once it runs`);
+    if (this.lifecycle !== 'starting') throw new Error(`queue ${this.queueId} cannot restore a checkpoint once it runs`);
     this.queue = QueueState.fromSnapshot(this.queueId, (ticketId, position) => this.ticketBytes(ticketId, position), data);
     this.pending.clear();
-    this.restoredFromCheckpoint = true;
+    this.rowsToBuild = 'pool restored from a checkpoint';
+  }
+
+  /** Loads the queue as the store holds it, before the first record is applied. */
+  private load(stored: QueueSnapshot): void {
+    if (this.lifecycle !== 'starting') throw new Error(`queue ${this.queueId} cannot load its stored state once it runs`);
+    this.queue.restore(stored);
+    this.rowsToBuild = 'pool restored';
   }
 
   /** The store now answers for these records' new tickets: their bytes need not be kept here any longer. */
@@ -389,7 +391,7 @@ export class QueueRuntime {
   }
 
   private schedule(): void {
-    if (this.state !== 'running' || this.timer) return;
+    if (this.lifecycle !== 'running' || this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.currentTick = this.ticker.tick().finally(() => this.schedule());

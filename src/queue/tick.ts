@@ -76,7 +76,7 @@ export class Ticker {
 
   /** One tick, by the copy of the queue that acts for it (the leader); a failed proposal is logged, not thrown. */
   async tick(): Promise<void> {
-    if (!this.q.acting) return;
+    if (!this.q.leading) return;
     try {
       await this.run();
     } catch (err) {

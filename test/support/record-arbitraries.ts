@@ -4,7 +4,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import fc from 'fast-check';
 import { BackfillRequestSchema, TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
 import { RemovalReason } from '../../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { LEADER_RECORD_TYPES, type LogEntry } from '../../src/queue/record-codec.js';
+import { LEADER_RECORD_TYPES, type LogEntry } from '../../src/replication/wire/record-codec.js';
 import type { Eviction, QueueRecord } from '../../src/queue/records.js';
 import { ticketArb } from './fixtures.js';
 

@@ -13,10 +13,10 @@ import { TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
 import type { Outcome } from '../../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { createLogger } from '../../src/log.js';
 import { QueueRuntime } from '../../src/queue/queue-runtime.js';
-import { ReplicatedHistory } from '../../src/queue/replicated-history.js';
+import { ReplicatedHistory } from '../../src/replication/replicated-history.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import { LeaderLease } from '../../src/store/replicated/leader-lease.js';
-import { ReplicationLog, type LogSubjects } from '../../src/store/replicated/replication-log.js';
+import { LeaderLease } from '../../src/replication/jetstream/leader-lease.js';
+import { ReplicationLog, type LogSubjects } from '../../src/replication/jetstream/replication-log.js';
 import { engineInput, uuid } from './fixtures.js';
 
 const log = createLogger('silent');
@@ -67,10 +67,10 @@ export async function startReplica(options: ReplicaOptions): Promise<Replica> {
     history = new ReplicatedHistory(applier, {
       queueId,
       replicaId: name,
-      log: replicationLog,
+      replicationLog: replicationLog,
       lease,
       store,
-      logger: log,
+      log,
       applyTimeoutMs: options.applyTimeoutMs,
       checkpoints: options.checkpoints?.objects,
       checkpointIntervalRecords: options.checkpoints?.intervalRecords,
@@ -80,7 +80,7 @@ export async function startReplica(options: ReplicaOptions): Promise<Replica> {
     return history;
   });
   runtime.start();
-  await until(`${name} caught up`, () => runtime.state === 'running', 20_000);
+  await until(`${name} caught up`, () => runtime.lifecycle === 'running', 20_000);
   return {
     name,
     runtime,
@@ -122,4 +122,4 @@ export const matchesOf = (replica: Replica): Outcome[] =>
   replica.store.queueOutcomes(replica.runtime.queueId, 0n, 100_000).filter((o) => o.kind === 'match.created');
 export const matchedIds = (o: Outcome): string[] =>
   o.payload.case === 'matchCreated' ? o.payload.value.match!.tickets.map((t) => t.id) : [];
-export const leaderOf = (group: readonly Replica[]): Replica | undefined => group.find((r) => r.history.acting);
+export const leaderOf = (group: readonly Replica[]): Replica | undefined => group.find((r) => r.history.leading);

@@ -4,7 +4,7 @@
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
-import { decodeLogEntry } from '../../src/queue/record-codec.js';
+import { decodeLogEntry } from '../../src/replication/wire/record-codec.js';
 import { startNatsCluster, type TestNatsCluster } from './nats-cluster.js';
 import { adminTicket, pollUntil } from './queues.js';
 import { OutcomeLog, startServiceCluster, type ServiceCluster, type StreamedOutcome } from './service-cluster.js';

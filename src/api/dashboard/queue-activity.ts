@@ -2,7 +2,7 @@
 // matches, waits, match quality and the rules that refused candidates, in 10-second buckets over the last
 // 15 minutes, and the last matches formed. Kept in memory by the replica that leads the queue; a restart
 // starts it afresh (Prometheus keeps the long history).
-import type { MatchFacts, QueueTelemetry, TickFacts } from '../../core/telemetry.js';
+import type { MatchFacts, QueueTelemetry, TickFacts } from '../../queue/queue-telemetry.js';
 
 export const BUCKET_MS = 10_000;
 export const BUCKETS = 90;

@@ -1,7 +1,7 @@
 // What queues report (src/queue/queue-telemetry.ts) as Prometheus counters and histograms, labelled by
 // queue and, where a match or a rule is concerned, by ruleset.
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { QueueTelemetry } from '../../core/telemetry.js';
+import type { QueueTelemetry } from '../../queue/queue-telemetry.js';
 
 /** Waits from a quick fill to the default ticket_ttl_secs (600). */
 const WAIT_BUCKETS_SECONDS = [0.5, 1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600];

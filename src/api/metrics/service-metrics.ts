@@ -3,7 +3,8 @@
 // delivery, and gauges read from the operator's snapshot at each scrape. docs/metrics.md lists them.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MetricsSnapshot } from '../../core/operator.js';
-import type { DeliveryTelemetry, QueueTelemetry } from '../../core/telemetry.js';
+import type { DeliveryTelemetry } from '../../outcomes/delivery-telemetry.js';
+import type { QueueTelemetry } from '../../queue/queue-telemetry.js';
 import { queueMetrics } from './queue-metrics.js';
 
 export type Transport = 'grpc' | 'http';

@@ -15,8 +15,8 @@ import {
 import type { Logger } from 'pino';
 import type { ServiceConfig } from '../../config/service-config.js';
 import { redactSecrets } from '../../log.js';
-import { brokerTarget, leastRecentlyDialed } from './auth.js';
-import { BrokerError, describeError, findCause } from './broker-error.js';
+import { brokerTarget, leastRecentlyDialed } from '../../nats/auth.js';
+import { BrokerError, describeError, findCause } from '../../nats/broker-error.js';
 import { ensureOutcomeStream } from './stream.js';
 
 /** How long one publish waits for its PubAck, and one JetStream API request for its answer. */

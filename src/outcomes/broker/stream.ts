@@ -13,8 +13,8 @@ import {
 } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { subjectCovers } from '../../store/nats-subjects.js';
-import { BrokerError, findCause } from './broker-error.js';
+import { subjectCovers } from '../../nats/subjects.js';
+import { BrokerError, findCause } from '../../nats/broker-error.js';
 
 /** JetStream dedupe window of a stream created by the service (create mode). */
 export const DUPLICATE_WINDOW_MS = 2 * 60_000;

@@ -19,7 +19,7 @@ import type { PubAck } from '@nats-io/jetstream';
 import { headers, NoRespondersError, TimeoutError } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { OutcomeSchema, type Outcome } from '../../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { BrokerError, findCause } from '../broker/broker-error.js';
+import { BrokerError, findCause } from '../../nats/broker-error.js';
 import { REQUEST_TIMEOUT_MS, type BrokerConnection } from '../broker/connection.js';
 import type { OutcomeSink, RetryPolicy } from '../sink.js';
 

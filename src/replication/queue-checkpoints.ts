@@ -1,19 +1,19 @@
-// A replicated queue's checkpoints (checkpoint-codec.ts) in the object store (store/replicated/checkpoints.ts):
+// A replicated queue's checkpoints (checkpoint-codec.ts) in the object store (replication/jetstream/checkpoint-objects.ts):
 // the newest usable one to start from, saving a new one with what follows it, and when the next one is due
 // (CheckpointSchedule). After a save only the two newest are kept, and the log's entries below the older kept
 // one's position + 1 are purged: a replica that finds the newest corrupt and restores the older one can still
 // read on from there.
 import type { ObjectStore } from '@nats-io/obj';
 import type { Logger } from 'pino';
-import { checkpointSequences, latestDecodedCheckpoint, pruneCheckpoints, saveCheckpoint } from '../store/replicated/checkpoints.js';
-import type { ReplicationLog } from '../store/replicated/replication-log.js';
-import { type Checkpoint, CheckpointDecodeError, decodeCheckpointInSlices, encodeCheckpointInSlices } from './checkpoint-codec.js';
+import { checkpointSequences, latestDecodedCheckpoint, pruneCheckpoints, saveCheckpoint } from './jetstream/checkpoint-objects.js';
+import type { ReplicationLog } from './jetstream/replication-log.js';
+import { type Checkpoint, CheckpointDecodeError, decodeCheckpointInSlices, encodeCheckpointInSlices } from './wire/checkpoint-codec.js';
 
 /** How many checkpoints of a queue are kept. */
 const KEEP = 2;
 
 /**
- * When the acting leader takes its queue's next checkpoint: once the log entries applied since the last one
+ * When the leader takes its queue's next checkpoint: once the log entries applied since the last one
  * hold `records` records (an entry of records counts each, a claim one) or `bytes` bytes, or `ms` after it if
  * any entry came since; whichever comes first. These bound what a replica that restarts must replay after the
  * newest checkpoint, whatever the ingest rate.
@@ -41,7 +41,7 @@ const RETRY_AFTER_FAILURE_MS = 10_000;
 
 /**
  * Counts what the queue's log brought since the last checkpoint and says when the next is due. Counting runs on
- * every replica (a follower that becomes leader knows how far behind its last checkpoint is); only the acting
+ * every replica (a follower that becomes leader knows how far behind its last checkpoint is); only the
  * leader takes one. Counted from the start of the log, or from the checkpoint restored.
  */
 export class CheckpointSchedule {
@@ -129,8 +129,8 @@ export class QueueCheckpoints {
   constructor(
     private readonly queueId: string,
     private readonly objects: ObjectStore,
-    private readonly log: ReplicationLog,
-    private readonly logger: Logger,
+    private readonly replicationLog: ReplicationLog,
+    private readonly log: Logger,
     intervals: CheckpointIntervals = DEFAULT_CHECKPOINT_INTERVALS,
   ) {
     this.schedule = new CheckpointSchedule(intervals);
@@ -141,7 +141,7 @@ export class QueueCheckpoints {
    * schedule counts from it: the caller restores it before it applies any entry.
    */
   async latest(): Promise<Checkpoint | undefined> {
-    const found = await latestDecodedCheckpoint(this.objects, this.queueId, this.logger, async (bytes, seq) => {
+    const found = await latestDecodedCheckpoint(this.objects, this.queueId, this.log, async (bytes, seq) => {
       // In slices: other queues, requests and probes are served while a large one decodes.
       const checkpoint = await decodeCheckpointInSlices(bytes, this.queueId);
       if (checkpoint.appliedSeq !== seq) throw new CheckpointDecodeError('applied_seq', `is ${checkpoint.appliedSeq}, not ${seq} as named`);
@@ -176,7 +176,7 @@ export class QueueCheckpoints {
     const kept = await checkpointSequences(this.objects, this.queueId);
     // With one checkpoint only, the log is kept whole: a replica that cannot read it starts from the log.
     const older = kept.length >= KEEP ? kept[KEEP - 1]! : undefined;
-    const purged = older === undefined ? 0 : await this.log.purgeBefore(older + 1);
+    const purged = older === undefined ? 0 : await this.replicationLog.purgeBefore(older + 1);
     return { bytes: bytes.length, purged, encodeMs };
   }
 }

@@ -11,15 +11,15 @@ import type { QueueFile } from '../config/queue-files.js';
 import type { ConsumerPositions, Outboxes, QueueOutbox } from '../outcomes/outbox.js';
 import { derivedUuid } from '../outcomes/outcome-factory.js';
 import { MemoryStore } from '../store/memory-store.js';
-import { LeaderLease } from '../store/replicated/leader-lease.js';
-import { LeadershipShare } from '../store/replicated/leadership-share.js';
-import { leaderLeaseKey } from '../store/replicated/names.js';
-import { ReplicationLog } from '../store/replicated/replication-log.js';
-import { ensureQueueLog, planQueueLogs, type ReplicationResources, type ReplicationSettings } from '../store/replicated/resources.js';
+import { LeaderLease } from './jetstream/leader-lease.js';
+import { LeadershipShare } from './jetstream/leadership-share.js';
+import { leaderLeaseKey } from './jetstream/names.js';
+import { ReplicationLog } from './jetstream/replication-log.js';
+import { ensureQueueLog, planQueueLogs, type ReplicationResources, type ReplicationSettings } from './jetstream/resources.js';
 import type { Store } from '../store/store.js';
-import type { QueueApplier } from './queue-history.js';
-import type { QueueBacking } from './queue-registry.js';
-import type { QueueRuntime } from './queue-runtime.js';
+import type { QueueApplier } from '../queue/queue-history.js';
+import type { QueueBacking } from '../queue/queue-registry.js';
+import type { QueueRuntime } from '../queue/queue-runtime.js';
 import { ReplicatedHistory } from './replicated-history.js';
 
 export interface ReplicatedQueuesOptions {
@@ -130,10 +130,10 @@ export class ReplicatedQueues {
         new ReplicatedHistory(applier, {
           queueId: id,
           replicaId,
-          log: replicationLog,
+          replicationLog: replicationLog,
           lease,
           store,
-          logger: log,
+          log,
           checkpoints: resources.checkpoints,
           checkpointIntervalRecords: this.options.checkpointIntervalRecords,
           checkpointIntervalBytes: this.options.checkpointIntervalBytes,

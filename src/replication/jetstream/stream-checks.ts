@@ -6,7 +6,7 @@
 import { RetentionPolicy, StorageType, type StreamConfig } from '@nats-io/jetstream';
 import { millis } from '@nats-io/transport-node';
 import type { ReplicationErrorKind } from './errors.js';
-import { subjectCovers, subjectsOverlap } from '../nats-subjects.js';
+import { subjectCovers, subjectsOverlap } from '../../nats/subjects.js';
 
 export interface StreamProblem {
   kind: Extract<ReplicationErrorKind, 'subjects' | 'limits' | 'retention' | 'mismatch'>;

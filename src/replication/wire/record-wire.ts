@@ -3,9 +3,9 @@
 // exactly, the decoder refuses a missing, out-of-range or unknown field, naming it by its path in the entry.
 import { create, type Message, type MessageInitShape } from '@bufbuild/protobuf';
 import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
-import { quote } from '../errors.js';
-import { TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
-import { RemovalReason, RemovalReasonSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { quote } from '../../errors.js';
+import { TicketSchema } from '../../gen/matchmaker/core/v1/resources_pb.js';
+import { RemovalReason, RemovalReasonSchema } from '../../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import {
   BackfillAtSchema,
   EvictionSchema,
@@ -15,8 +15,8 @@ import {
   type Eviction as WireEviction,
   type QueueRecord as WireRecord,
   type TicketAt as WireTicketAt,
-} from '../gen/matchmaker/replication/v1/log_pb.js';
-import type { BackfillAt, Eviction, QueueRecord, TicketAt } from './records.js';
+} from '../../gen/matchmaker/replication/v1/log_pb.js';
+import type { BackfillAt, Eviction, QueueRecord, TicketAt } from '../../queue/records.js';
 
 /** A log entry that is not what log.proto says: the replica reading it must stop. `field` is its path in the entry. */
 export class LogDecodeError extends Error {

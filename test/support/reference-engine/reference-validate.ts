@@ -1,6 +1,6 @@
 // The reference engine's (reference-engine.ts) input checks: those of crates/engine/src/validate.rs, so it
 // refuses what the native engine refuses, before writing anything.
-import type { MatchArrays, PoolArrays, QueueParams } from './native.js';
+import type { MatchArrays, PoolArrays, QueueParams } from '../../../src/engine/native.js';
 
 const MAX_RULESETS = 32;
 const MAX_HOSTS = 64;

@@ -2,7 +2,7 @@
 // error underneath as its cause; its message names the problem (and the setting or stream to look at) and
 // ends with the cause's message, because the dispatcher logs only the message. Messages never hold
 // credentials: URLs in them are redacted.
-import { redactSecrets } from '../../log.js';
+import { redactSecrets } from '../log.js';
 
 export type BrokerErrorKind =
   /** A broker setting is invalid (the message names it). */

@@ -1,7 +1,7 @@
 // The reference engine's (reference-engine.ts) candidate cost: what crates/engine/src/tick/search.rs `cost`
 // computes to compare the candidates grown around one seed, in the same floating-point order.
 import { range } from './reference-numbers.js';
-import type { Bounds } from './ruleset-bounds.js';
+import type { Bounds } from '../../../src/engine/ruleset-bounds.js';
 
 /** `x / bound`, or 0 for an unbounded (or zero) bound. */
 const share = (x: number, bound: number): number => (bound > 0 && bound < Infinity ? x / bound : 0);

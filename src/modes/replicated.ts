@@ -5,28 +5,16 @@
 import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import type { QueueFile } from './config/queue-files.js';
-import type { ServiceConfig } from './config/service-config.js';
-import { brokerTarget, leastRecentlyDialed } from './outcomes/broker/auth.js';
-import { describeError } from './outcomes/broker/broker-error.js';
-import type { ConsumerPositions, Outboxes } from './outcomes/outbox.js';
-import type { QueueBackingFactory } from './queue/queue-registry.js';
-import type { QueueRuntime } from './queue/queue-runtime.js';
-import { ReplicatedQueues } from './queue/replicated-queues.js';
-import { QueueStores } from './store/queue-stores.js';
-import { ReplicationResourceError } from './store/replicated/errors.js';
-import { ensureReplicationResources, replicationSettings, type ReplicationResources } from './store/replicated/resources.js';
-
-export interface ReplicatedMode {
-  /** Every queue's local copy, as one store for the operator routes, /metrics and the outcome stream. */
-  store: QueueStores;
-  backing: QueueBackingFactory;
-  outboxes: Outboxes;
-  consumers: ConsumerPositions;
-  /** The queue file's hash on each replica present. */
-  configHashes(queueId: string): Record<string, string | null>;
-  stop(): Promise<void>;
-}
+import type { QueueFile } from '../config/queue-files.js';
+import type { ServiceConfig } from '../config/service-config.js';
+import { brokerTarget, leastRecentlyDialed } from '../nats/auth.js';
+import { describeError } from '../nats/broker-error.js';
+import type { QueueRuntime } from '../queue/queue-runtime.js';
+import { ReplicatedQueues } from '../replication/replicated-queues.js';
+import { QueueStores } from '../store/queue-stores.js';
+import type { ServiceMode } from './service-mode.js';
+import { ReplicationResourceError } from '../replication/jetstream/errors.js';
+import { ensureReplicationResources, replicationSettings, type ReplicationResources } from '../replication/jetstream/resources.js';
 
 const RETRY_FIRST_MS = 500;
 const RETRY_MAX_MS = 5_000;
@@ -42,7 +30,7 @@ export async function openReplicatedMode(
   log: Logger,
   files: () => ReadonlyMap<string, QueueFile>,
   runtime: (queueId: string) => QueueRuntime | undefined,
-): Promise<ReplicatedMode> {
+): Promise<ServiceMode> {
   const link = new Link();
   const nc = await connectUntilReachable(config, log, link);
   const settings = replicationSettings(config, REQUEST_TIMEOUT_MS);
@@ -74,16 +62,19 @@ export async function openReplicatedMode(
     checkpointIntervalMs: config.checkpoint_interval_secs * 1000,
   });
   log.info({ replica: config.replica_id, queues: resources.queues.size }, 'replicated mode: resources ready');
+  const store = new QueueStores(() => queues.currentStores());
   return {
-    store: new QueueStores(() => queues.currentStores()),
+    store,
     backing: (queueId, file) => queues.backing(queueId, file),
     outboxes: queues.outboxes(),
     consumers: queues.consumers(),
     configHashes: (queueId) => queues.configHashes(queueId),
+    describe: { replica: config.replica_id, mode: 'replicated' },
     async stop() {
       link.stop();
       await queues.stop();
       await nc.drain().catch(() => undefined);
+      await store.close();
     },
   };
 }

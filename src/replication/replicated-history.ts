@@ -8,45 +8,45 @@
 // only a leader appends carry its term, and an entry whose term is not the latest claim's is skipped by
 // every replica, so a deposed leader's late records take no effect anywhere.
 //
-// Checkpoints (replicated-checkpoints.ts): a replica starts from the newest usable checkpoint and reads the
-// log after it; the acting leader takes one when its CheckpointSchedule says so (records, bytes or time since
+// Checkpoints (queue-checkpoints.ts): a replica starts from the newest usable checkpoint and reads the
+// log after it; the leader takes one when its CheckpointSchedule says so (records, bytes or time since
 // the last one, whichever comes first).
 import { randomUUID } from 'node:crypto';
 import type { ObjectStore } from '@nats-io/obj';
 import type { Logger } from 'pino';
 import { unavailable } from '../errors.js';
-import { LogPositionError } from '../store/replicated/errors.js';
-import type { LeaderLease } from '../store/replicated/leader-lease.js';
-import type { LogReader, ReplicationLog } from '../store/replicated/replication-log.js';
+import { LogPositionError } from './jetstream/errors.js';
+import type { LeaderLease } from './jetstream/leader-lease.js';
+import type { LogReader, ReplicationLog } from './jetstream/replication-log.js';
 import type { OutboxStore } from '../store/store.js';
-import type { Checkpoint } from './checkpoint-codec.js';
-import type { QueueApplier, QueueHistory } from './queue-history.js';
-import { snapshotStoreChanges } from './queue-snapshot.js';
-import type { Applied } from './queue-state.js';
-import { decodeLogEntry, encodeLogEntry, LEADER_RECORD_TYPES } from './record-codec.js';
-import type { QueueRecord } from './records.js';
-import { DEFAULT_CHECKPOINT_INTERVALS, QueueCheckpoints } from './replicated-checkpoints.js';
-import { RequestBatcher } from './request-batcher.js';
+import type { Checkpoint } from './wire/checkpoint-codec.js';
+import type { QueueApplier, QueueHistory } from '../queue/queue-history.js';
+import { snapshotStoreChanges } from '../queue/queue-snapshot.js';
+import type { Applied } from '../queue/queue-state.js';
+import { decodeLogEntry, encodeLogEntry, LEADER_RECORD_TYPES } from './wire/record-codec.js';
+import type { QueueRecord } from '../queue/records.js';
+import { DEFAULT_CHECKPOINT_INTERVALS, QueueCheckpoints } from './queue-checkpoints.js';
+import { RequestBatcher } from '../queue/request-batcher.js';
 
 export interface ReplicatedHistoryOptions {
   queueId: string;
   /** This replica's id (in the entries it appends, and its lease). */
   replicaId: string;
-  log: ReplicationLog;
+  replicationLog: ReplicationLog;
   lease: LeaderLease;
   /** The replica's own copy of the queue's stored state and outbox, written in log order. */
   store: OutboxStore;
-  logger: Logger;
+  log: Logger;
   /** How long to wait to apply an entry this replica appended before answering UNAVAILABLE (default 10 s). */
   applyTimeoutMs?: number;
   /** The checkpoint object store; without it the replica reads the whole log and takes no checkpoints. */
   checkpoints?: ObjectStore;
-  /** The acting leader takes a checkpoint after this many records since the last (default 50 000)... */
+  /** The leader takes a checkpoint after this many records since the last (default 50 000)... */
   checkpointIntervalRecords?: number;
   /** ...or this many bytes of log entries (default 16 MiB)... */
   checkpointIntervalBytes?: number;
   /** ...or this long after the last, if any entry came since (default 60 s), whichever comes first; all three
-   *  stretched for a large pool (replicated-checkpoints.ts, CheckpointSchedule). */
+   *  stretched for a large pool (queue-checkpoints.ts, CheckpointSchedule). */
   checkpointIntervalMs?: number;
   /** Runs first at start, retried like the other start-up steps: making sure of the queue's stream. */
   prepare?: () => Promise<void>;
@@ -62,7 +62,6 @@ const START_RETRY_MAX_MS = 5_000;
 const APPLY_TIMEOUT_MS = 10_000;
 
 export class ReplicatedHistory implements QueueHistory {
-  readonly replicated = true;
   /** Log position of the last entry applied. */
   private applied = 0;
   /** The current term: the position of the last claim applied (0 before any). */
@@ -93,10 +92,10 @@ export class ReplicatedHistory implements QueueHistory {
     private readonly applier: QueueApplier,
     private readonly options: ReplicatedHistoryOptions,
   ) {
-    const { checkpoints, queueId, log, logger, replicaId } = options;
+    const { checkpoints, queueId, replicationLog, log, replicaId } = options;
     if (checkpoints) {
       const d = DEFAULT_CHECKPOINT_INTERVALS;
-      this.checkpoints = new QueueCheckpoints(queueId, checkpoints, log, logger, {
+      this.checkpoints = new QueueCheckpoints(queueId, checkpoints, replicationLog, log, {
         records: options.checkpointIntervalRecords ?? d.records,
         bytes: options.checkpointIntervalBytes ?? d.bytes,
         ms: options.checkpointIntervalMs ?? d.ms,
@@ -132,8 +131,14 @@ export class ReplicatedHistory implements QueueHistory {
     return this.options.reachable?.() ?? true;
   }
 
-  get acting(): boolean {
+  get leading(): boolean {
     return this.ownTerm !== 0 && this.ownTerm === this.term && this.options.lease.leading;
+  }
+
+  begin(caughtUp: () => void): void {
+    this.start().then(caughtUp, (err: unknown) =>
+      this.options.log.error({ queue: this.options.queueId, err }, 'queue could not follow its replication log'),
+    );
   }
 
   /**
@@ -142,7 +147,7 @@ export class ReplicatedHistory implements QueueHistory {
    * when the log no longer holds that entry.
    */
   async start(): Promise<void> {
-    const { log, lease, queueId } = this.options;
+    const { replicationLog, lease, queueId } = this.options;
     // Where to start: nothing changes until both are known, so a broker that does not answer yet (a cluster
     // still forming, a stream electing its leader) is waited out rather than leaving the queue starting.
     const { prepare } = this.options;
@@ -150,17 +155,17 @@ export class ReplicatedHistory implements QueueHistory {
     if (prepare) await this.untilAnswered('make sure of its replication stream', prepare);
     const { checkpoint, caughtUp, from } = await this.untilAnswered('locate the log and its checkpoint', async () => {
       const checkpoint = await this.checkpoints?.latest();
-      const caughtUp = await log.lastSeq();
+      const caughtUp = await replicationLog.lastSeq();
       const from = (checkpoint?.appliedSeq ?? 0) + 1;
-      const first = await log.firstSeq();
+      const first = await replicationLog.firstSeq();
       if (first > from || from > caughtUp + 1) {
-        throw new LogPositionError(queueId, log.stream, from, { first, last: caughtUp }, checkpoint?.appliedSeq);
+        throw new LogPositionError(queueId, replicationLog.stream, from, { first, last: caughtUp }, checkpoint?.appliedSeq);
       }
       return { checkpoint, caughtUp, from };
     });
     if (checkpoint) await this.restore(checkpoint);
     this.reader = await this.untilAnswered('open the log reader', () =>
-      log.read(from, (seq, bytes, msgId) => this.onEntry(seq, bytes, msgId)),
+      replicationLog.read(from, (seq, bytes, msgId) => this.onEntry(seq, bytes, msgId)),
     );
     await this.appliedThrough(caughtUp);
     lease.onChange((leading) => {
@@ -192,7 +197,7 @@ export class ReplicatedHistory implements QueueHistory {
         return await step();
       } catch (err) {
         if (err instanceof LogPositionError || this.stopped) throw err;
-        this.options.logger.warn({ queue: this.options.queueId, err, retryInMs }, `could not ${what}; retrying`);
+        this.options.log.warn({ queue: this.options.queueId, err, retryInMs }, `could not ${what}; retrying`);
         await new Promise((resolve) => setTimeout(resolve, retryInMs));
       }
     }
@@ -216,7 +221,7 @@ export class ReplicatedHistory implements QueueHistory {
   propose<R extends QueueRecord>(records: readonly R[]): Promise<Applied<R['type']>[]> {
     if (this.stopped) return Promise.reject(unavailable(`queue "${this.options.queueId}" is stopping; retry with backoff`));
     if (records.some((r) => LEADER_RECORD_TYPES.has(r.type))) {
-      if (!this.acting) return Promise.reject(unavailable(`this replica no longer leads queue "${this.options.queueId}"`));
+      if (!this.leading) return Promise.reject(unavailable(`this replica no longer leads queue "${this.options.queueId}"`));
       const entry = encodeLogEntry({ kind: 'records', replicaId: this.options.replicaId, term: this.ownTerm, records });
       return this.append('lead', entry) as Promise<Applied<R['type']>[]>;
     }
@@ -227,7 +232,7 @@ export class ReplicatedHistory implements QueueHistory {
   private async append(kind: 'req' | 'lead', entry: Uint8Array, msgId = randomUUID()): Promise<Applied[]> {
     const applied = new Promise<Applied[]>((resolve) => this.waiting.set(msgId, resolve));
     try {
-      await this.options.log.append(kind, entry, msgId);
+      await this.options.replicationLog.append(kind, entry, msgId);
     } catch (err) {
       this.waiting.delete(msgId);
       // Not stored, or not known to be: the caller retries (a CreateTicket retry is idempotent by its id).
@@ -258,14 +263,14 @@ export class ReplicatedHistory implements QueueHistory {
    * restored tickets' bytes can be read) and its outbox (so numbering goes on where every replica's does).
    */
   private async restore(checkpoint: Checkpoint): Promise<void> {
-    const { store, queueId, logger } = this.options;
+    const { store, queueId, log } = this.options;
     await store.commit(snapshotStoreChanges(queueId, checkpoint.state));
     store.restoreOutbox(queueId, checkpoint.outbox);
     this.applier.restore(checkpoint.state);
     this.applied = checkpoint.appliedSeq;
     this.term = checkpoint.term;
     this.restoredSeqValue = checkpoint.appliedSeq;
-    logger.info(
+    log.info(
       { queue: queueId, seq: checkpoint.appliedSeq, term: checkpoint.term, tickets: checkpoint.state.active.length },
       'queue restored from a checkpoint',
     );
@@ -284,7 +289,7 @@ export class ReplicatedHistory implements QueueHistory {
       this.term = seq;
       const own = entry.replicaId === this.options.replicaId && entry.incarnation === this.incarnation;
       this.ownTerm = own && this.options.lease.leading ? seq : 0;
-      if (own) this.options.logger.info({ queue: this.options.queueId, term: seq }, 'leading the queue');
+      if (own) this.options.log.info({ queue: this.options.queueId, term: seq }, 'leading the queue');
       if (this.ownTerm !== 0) for (const listener of this.leadingListeners) listener();
     } else if (entry.term === 0 || entry.term === this.term) {
       applied = entry.records.map((record) => this.applier.apply(record));
@@ -295,7 +300,7 @@ export class ReplicatedHistory implements QueueHistory {
         void this.options.store.commit(changes).then(() => this.applier.committed(records));
       }
     } else {
-      this.options.logger.debug(
+      this.options.log.debug(
         { queue: this.options.queueId, seq, term: entry.term, current: this.term },
         'entry of an earlier term skipped',
       );
@@ -311,7 +316,7 @@ export class ReplicatedHistory implements QueueHistory {
     const { schedule } = this.checkpoints;
     schedule.applied(bytes.length, entry.kind === 'claim' ? 1 : entry.records.length);
     // The reader waits for this before the next entry, so the checkpoint is of exactly this one.
-    if (schedule.dueBySize && this.acting && !this.saving) return this.checkpoint();
+    if (schedule.dueBySize && this.leading && !this.saving) return this.checkpoint();
     return undefined;
   }
 
@@ -324,7 +329,7 @@ export class ReplicatedHistory implements QueueHistory {
    * again (or leaves it to the next interval).
    */
   private async checkpoint(): Promise<void> {
-    if (!this.checkpoints || this.saving || !this.acting) return;
+    if (!this.checkpoints || this.saving || !this.leading) return;
     let release!: () => void;
     this.saving = new Promise<void>((resolve) => (release = resolve));
     try {
@@ -332,16 +337,16 @@ export class ReplicatedHistory implements QueueHistory {
       for (let tries = 0; tries < 3 && !captured; tries++) {
         const at = this.applied;
         await this.options.store.whenDurable();
-        if (this.applied !== at || !this.acting) continue;
+        if (this.applied !== at || !this.leading) continue;
         const checkpoint = await this.capture();
-        if (this.applied === at && this.acting) captured = checkpoint;
+        if (this.applied === at && this.leading) captured = checkpoint;
       }
       if (!captured) return release();
       // Counting starts again from it (a failed save counts it back and retries after a while).
       this.checkpoints.schedule.taken();
       void this.save(captured).finally(release);
     } catch (err) {
-      this.options.logger.error({ queue: this.options.queueId, err }, 'checkpoint not taken');
+      this.options.log.error({ queue: this.options.queueId, err }, 'checkpoint not taken');
       release();
     } finally {
       void this.saving.then(() => (this.saving = undefined));
@@ -350,27 +355,27 @@ export class ReplicatedHistory implements QueueHistory {
 
   /** The queue at `applied`: the outbox at once, the state in slices (valid if no entry came meanwhile). */
   private async capture(): Promise<Checkpoint> {
-    const { queueId, store, logger } = this.options;
+    const { queueId, store, log } = this.options;
     const started = performance.now();
     const [appliedSeq, term, outbox] = [this.applied, this.term, store.outboxSnapshot(queueId)];
     const state = await this.applier.snapshot();
-    logger.debug({ queue: queueId, seq: appliedSeq, ms: Math.round(performance.now() - started) }, 'checkpoint taken');
+    log.debug({ queue: queueId, seq: appliedSeq, ms: Math.round(performance.now() - started) }, 'checkpoint taken');
     return { queueId, appliedSeq, term, state, outbox };
   }
 
   private async save(checkpoint: Checkpoint): Promise<void> {
-    const { queueId, logger } = this.options;
+    const { queueId, log } = this.options;
     // Encoding is not held against the reader: the entry that triggered the checkpoint has been answered.
     await new Promise((resolve) => setImmediate(resolve));
     try {
       const saved = await this.checkpoints!.save(checkpoint);
       this.savedSeqValue = checkpoint.appliedSeq;
-      logger.info(
+      log.info(
         { queue: queueId, seq: checkpoint.appliedSeq, bytes: saved.bytes, encodeMs: Math.round(saved.encodeMs), purged: saved.purged },
         'checkpoint saved',
       );
     } catch (err) {
-      logger.warn({ queue: queueId, seq: checkpoint.appliedSeq, err }, 'checkpoint not saved; retrying in 10 s or more');
+      log.warn({ queue: queueId, seq: checkpoint.appliedSeq, err }, 'checkpoint not saved; retrying in 10 s or more');
     }
   }
 
@@ -387,18 +392,18 @@ export class ReplicatedHistory implements QueueHistory {
    * replica applied; on losing that race it catches up and tries again, while it still holds the lease.
    */
   private async claim(): Promise<void> {
-    const { log, lease, replicaId } = this.options;
+    const { replicationLog, lease, replicaId } = this.options;
     while (lease.leading && !this.stopped && this.ownTerm === 0) {
       try {
-        const claimed = await log.claim(
+        const claimed = await replicationLog.claim(
           encodeLogEntry({ kind: 'claim', replicaId, incarnation: this.incarnation }),
           this.term,
           randomUUID(),
         );
-        await this.appliedThrough(claimed ?? (await log.lastSeq()));
+        await this.appliedThrough(claimed ?? (await replicationLog.lastSeq()));
         if (claimed !== undefined) return;
       } catch (err) {
-        this.options.logger.warn({ queue: this.options.queueId, err }, 'leadership claim not appended; retrying');
+        this.options.log.warn({ queue: this.options.queueId, err }, 'leadership claim not appended; retrying');
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
     }

@@ -1,7 +1,7 @@
 // The reference engine's (reference-engine.ts) team balancing, as tick/balance.rs: a full candidate's
 // tickets are repacked greedily, then improved by swaps, and the match holds only if the imbalance bound
 // does. Pure: it reads the tickets' skill and party size and rewrites `team` in place.
-import type { RulesetParams } from './native.js';
+import type { RulesetParams } from '../../../src/engine/native.js';
 import { range, totalCmp } from './reference-numbers.js';
 
 /** As MIN_SWAP_GAIN in tick/balance.rs: a balancing swap must shrink the team gap, not mirror it. */

@@ -12,7 +12,7 @@
 // - What the Rust code does only for speed (copying columns into skill order, prefetching, path halving
 //   in the union-find) is either kept because it is short or replaced by the obvious equivalent; none of it
 //   changes the result.
-import type { MatchArrays, PoolArrays, QueueParams, RulesetParams } from './native.js';
+import type { MatchArrays, PoolArrays, QueueParams, RulesetParams } from '../../../src/engine/native.js';
 import { balanceTeams } from './reference-balance.js';
 import { candidateCost } from './reference-cost.js';
 import { placeTwoTeams } from './reference-packing.js';
@@ -29,7 +29,7 @@ import {
   TEAM_IMBALANCE,
 } from './reference-diagnostics.js';
 import { RULE_COLUMNS, validate } from './reference-validate.js';
-import { type Bounds, boundsForWait, widestLatencyMs } from './ruleset-bounds.js';
+import { type Bounds, boundsForWait, widestLatencyMs } from '../../../src/engine/ruleset-bounds.js';
 
 export { mix };
 

@@ -6,10 +6,10 @@
 // Decoding throws LogDecodeError for anything malformed: the replica must stop, not skip the entry and
 // diverge. The records' own conversions are in record-wire.ts.
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
-import { clip } from '../errors.js';
-import { LogEntrySchema, QueueRecordSchema, type LogEntry as WireLogEntry } from '../gen/matchmaker/replication/v1/log_pb.js';
+import { clip } from '../../errors.js';
+import { LogEntrySchema, QueueRecordSchema, type LogEntry as WireLogEntry } from '../../gen/matchmaker/replication/v1/log_pb.js';
 import { known, LogDecodeError, LogEncodeError, num, recordFromWire, recordToWire, text, whole } from './record-wire.js';
-import type { QueueRecord, RecordType } from './records.js';
+import type { QueueRecord, RecordType } from '../../queue/records.js';
 
 export { LogDecodeError, LogEncodeError } from './record-wire.js';
 

@@ -10,8 +10,8 @@ import {
   type NodeConnectionOptions,
   type Server,
 } from '@nats-io/transport-node';
-import type { ServiceConfig } from '../../config/service-config.js';
-import { redactSecrets } from '../../log.js';
+import type { ServiceConfig } from '../config/service-config.js';
+import { redactSecrets } from '../log.js';
 import { BrokerError } from './broker-error.js';
 
 // scheme://userinfo@rest; the userinfo runs to the last @ (a password may hold an unencoded @).

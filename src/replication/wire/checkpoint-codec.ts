@@ -12,8 +12,8 @@
 import { create, fromBinary, type Message, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
 import type { GenMessage } from '@bufbuild/protobuf/codegenv2';
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
-import { clip, quote } from '../errors.js';
-import { OutcomeSchema } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { clip, quote } from '../../errors.js';
+import { OutcomeSchema } from '../../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import {
   ActiveTicketSchema,
   QueueCheckpointSchema,
@@ -21,9 +21,9 @@ import {
   ResolvedTicketSchema,
   type QueueCheckpoint as WireCheckpoint,
   type QueueStateSnapshot,
-} from '../gen/matchmaker/replication/v1/checkpoint_pb.js';
-import type { OutboxSnapshot } from '../store/store.js';
-import type { QueueSnapshotData, SnapshotBackfill, SnapshotResolvedTicket, SnapshotTicket } from './queue-snapshot.js';
+} from '../../gen/matchmaker/replication/v1/checkpoint_pb.js';
+import type { OutboxSnapshot } from '../../store/store.js';
+import type { QueueSnapshotData, SnapshotBackfill, SnapshotResolvedTicket, SnapshotTicket } from '../../queue/queue-snapshot.js';
 import { copy, known as knownFields, ticketIdOf } from './record-wire.js';
 
 /** A queue's state at a log position. */

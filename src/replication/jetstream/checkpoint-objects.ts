@@ -1,6 +1,6 @@
 // Checkpoints of a queue's state in the JetStream object store: one object per checkpoint, named
 // `<queue_id>@<seq>` (names.ts), `seq` being the log position of the last entry it includes. The bytes are
-// opaque here (the codec is src/queue/checkpoint-codec.ts). Each object's metadata carries its sequence and
+// opaque here (the codec is src/replication/wire/checkpoint-codec.ts). Each object's metadata carries its sequence and
 // a sha256 of its bytes, checked on reading: a checkpoint that does not verify is skipped for the next older
 // one, since a replica can always fall back further, down to the log's start.
 import { createHash } from 'node:crypto';

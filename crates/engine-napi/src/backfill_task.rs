@@ -7,8 +7,8 @@ use napi::bindgen_prelude::{Env, Result, Task};
 use napi_derive::napi;
 
 use crate::convert::{backfill_buffers, backfill_columns, pool_columns};
-use crate::engine::{lock, EngineState};
 use crate::error::BindingError;
+use crate::state::{lock, EngineState};
 use crate::types::{BackfillArrays, BackfillOutput, PoolArrays};
 
 /// Fills the requests from the pool into `out`; resolves with how many requests got tickets.

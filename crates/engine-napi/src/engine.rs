@@ -2,7 +2,7 @@
 //! parameters and the engine's scratch memory, reused from run to run, behind one lock that the
 //! tasks take on the libuv thread pool.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use matchmaker_engine::{BackfillWorkspace, Workspace};
 use napi::bindgen_prelude::{AsyncTask, Result};
@@ -10,20 +10,9 @@ use napi_derive::napi;
 
 use crate::backfill_task::BackfillTask;
 use crate::convert::OwnedParams;
-use crate::error::BindingError;
+use crate::state::{lock, EngineState};
 use crate::tick_task::TickTask;
 use crate::types::{BackfillArrays, BackfillOutput, MatchArrays, PoolArrays, QueueParams};
-
-pub struct EngineState {
-    pub params: OwnedParams,
-    pub workspace: Workspace,
-    pub backfill_workspace: BackfillWorkspace,
-}
-
-/// The state, or `Busy` when a run holds it (runs never wait for each other).
-pub fn lock(state: &Mutex<EngineState>) -> std::result::Result<MutexGuard<'_, EngineState>, BindingError> {
-    state.try_lock().map_err(|_| BindingError::Busy)
-}
 
 /// One queue's engine: its parameters and the scratch memory reused from tick to tick.
 #[napi]

@@ -5,6 +5,7 @@
 //! - `types.rs`: the objects JavaScript passes in (`#[napi(object)]`)
 //! - `convert.rs`: those objects to engine params, columns and buffers
 //! - `error.rs`: the binding's errors and their one mapping to JavaScript errors
+//! - `state.rs`: one queue's params and scratch memory, and the lock its runs take them by
 //! - `engine.rs`: the `TickEngine` class: one queue's params and scratch memory behind a lock
 //! - `tick_task.rs`, `backfill_task.rs`: one libuv task each, for `run` and `backfill`
 
@@ -12,6 +13,7 @@ mod backfill_task;
 mod convert;
 mod engine;
 mod error;
+mod state;
 mod tick_task;
 mod types;
 

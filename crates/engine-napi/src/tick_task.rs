@@ -7,8 +7,8 @@ use napi::bindgen_prelude::{Env, Result, Task};
 use napi_derive::napi;
 
 use crate::convert::{check_rule_counts, match_buffers, pool_columns, write_rule_counts};
-use crate::engine::{lock, EngineState};
 use crate::error::BindingError;
+use crate::state::{lock, EngineState};
 use crate::types::{MatchArrays, PoolArrays};
 
 /// Matches the pool once into `out`; resolves with the number of matches.

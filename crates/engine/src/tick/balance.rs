@@ -1,7 +1,7 @@
 //! Team balancing of a full candidate match: a greedy packing, then improving swaps, so that the
 //! spread of team skill sums shrinks while every team keeps exactly `team_size` players.
 
-use super::search::Scratch;
+use super::scratch::Scratch;
 use crate::Ruleset;
 
 /// A balancing swap must shrink the team gap by at least this factor. A swap that merely mirrors the two
@@ -189,18 +189,6 @@ struct BalanceBufs<'a> {
     sums: &'a mut [f64],
     alt_sums: &'a mut [f64],
     room: &'a mut [u32],
-}
-
-/// Storage for matches too large for `balance`'s stack arrays.
-#[derive(Debug, Default)]
-pub(super) struct BigBalance {
-    weight: Vec<f64>,
-    order: Vec<u128>,
-    alt_team: Vec<u32>,
-    members: Vec<u32>,
-    sums: Vec<f64>,
-    alt_sums: Vec<f64>,
-    room: Vec<u32>,
 }
 
 fn balance_with(

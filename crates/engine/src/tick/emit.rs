@@ -3,7 +3,7 @@
 
 use super::lanes::{host_words, lanes_max, lat_words, HostMask, LatBound};
 use super::layout::Ctx;
-use super::search::Scratch;
+use super::scratch::Scratch;
 use crate::{MatchBuffers, MAX_HOSTS, NO_HOST};
 
 /// Of the hosts in `choices`, the one with the lowest worst latency over the tickets at live positions

@@ -6,7 +6,6 @@
 use super::classes::{FilterBits, Interner};
 use super::lanes::{lat_words, row_words};
 use super::sort::{fix_prefix_runs, from_order_key, mix, order_key, sort_by_prefix};
-use super::valid_rulesets;
 use crate::{PoolColumns, Rejection, RuleDiagnostics, TickParams};
 
 /// The fields every examined candidate needs, in skill order: one 16-byte load per candidate.
@@ -391,6 +390,16 @@ fn set_aside(diagnostics: &mut [RuleDiagnostics], mut mask: u32) {
     while mask != 0 {
         diagnostics[mask.trailing_zeros() as usize].fail(Rejection::NoAcceptableHost);
         mask &= mask - 1;
+    }
+}
+
+/// One bit per ruleset of the queue: a ticket's ruleset mask is read through it. Here rather than in
+/// `mod.rs`, which uses it too, so that the seed loop imports layout and not the other way round.
+pub(super) fn valid_rulesets(params: &TickParams<'_>) -> u32 {
+    if params.rulesets.len() >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << params.rulesets.len()) - 1
     }
 }
 

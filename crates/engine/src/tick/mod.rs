@@ -4,7 +4,8 @@
 //! A tick by module: [`layout`] re-lays the pool out in skill order and builds the seed order (with
 //! [`sort`]'s radix sort and [`classes`]' attribute classes); this file's seed loop takes the seeds
 //! oldest first and asks [`search`] to grow a match around each (latency tests in [`lanes`], teams
-//! evened out by [`balance`]); [`emit`] writes each formed match to the caller's buffers.
+//! evened out by [`balance`], the candidate held in [`scratch`]); [`emit`] writes each formed match to
+//! the caller's buffers.
 
 mod balance;
 mod classes;
@@ -13,17 +14,18 @@ mod lanes;
 mod layout;
 mod packing;
 mod refusals;
+mod scratch;
 mod search;
 mod sort;
 
 pub(crate) use lanes::host_words;
 pub(crate) use layout::{Links, Sorted};
-pub(crate) use search::Scratch;
+pub(crate) use scratch::Scratch;
 
 use crate::{MatchBuffers, PoolColumns, RuleDiagnostics, TickParams, Workspace};
 use emit::emit;
 use lanes::{lat_words, HostMask, WideHosts};
-use layout::{prefetch, prefetch_range, prepare, Ctx};
+use layout::{prefetch, prefetch_range, prepare, valid_rulesets, Ctx};
 use refusals::Refusals;
 use search::try_form;
 
@@ -158,15 +160,6 @@ fn seed_loop<M: HostMask>(
         }
     }
     matches
-}
-
-/// One bit per ruleset of the queue: a ticket's ruleset mask is read through it.
-fn valid_rulesets(params: &TickParams<'_>) -> u32 {
-    if params.rulesets.len() >= 32 {
-        u32::MAX
-    } else {
-        (1u32 << params.rulesets.len()) - 1
-    }
 }
 
 #[cfg(test)]

@@ -3,88 +3,13 @@
 //! attributes, a common host), and balance the teams once they are full. A candidate that fails
 //! adds the rule decisions against it to the ruleset's diagnostics.
 
-use super::balance::{balance, range, BigBalance};
+use super::balance::{balance, range};
 use super::classes::FilterBits;
 use super::emit::cheapest_host;
 use super::lanes::{lat_words, HostMask, LatBound};
 use super::layout::{find, Ctx, Links};
-use super::packing::TwoTeams;
-use crate::input::filter_groups;
-use crate::{Bounds, FilterMode, Rejection, RuleDiagnostics, Ruleset};
-
-/// Per-candidate scratch; all indices are live positions or indices into `sel`.
-#[derive(Debug, Default)]
-pub(crate) struct Scratch {
-    pub(super) sel: Vec<u32>,
-    pub(super) sel_team: Vec<u32>,
-    /// Per selected ticket: party size and effective skill, copied so `balance` does not chase
-    /// positions.
-    pub(super) sel_party: Vec<u32>,
-    pub(super) sel_eff: Vec<f64>,
-    /// The best candidate so far while `try_form` compares candidates: sel, sel_team, sel_party, sel_eff.
-    best: (Vec<u32>, Vec<u32>, Vec<u32>, Vec<f64>),
-    /// Room left per team during the scan.
-    room: Vec<u32>,
-    /// Exact placement into two teams, for a party the scan's placement has no room for.
-    two_teams: TwoTeams,
-    pub(super) big: BigBalance,
-    /// Per filter column: a one-column overlap filter (else containment, or a column of a `wide` one).
-    overlap: Vec<bool>,
-    /// Overlap filters of more than one column: (first column, columns).
-    wide: Vec<(usize, usize)>,
-    agg: Vec<Agg>,
-    /// Distinct (filter, values) of the selected tickets' overlap values other than `u64::MAX`.
-    overlap_values: Vec<(usize, u64)>,
-    /// The same for `wide` filters: (index in `wide`, offset of the values in `wide_words`), other
-    /// than all `u64::MAX`.
-    wide_values: Vec<(usize, usize)>,
-    wide_words: Vec<u64>,
-}
-
-impl Scratch {
-    /// Sets the filter columns' rules from the tick's modes.
-    pub(super) fn set_filters(&mut self, modes: &[FilterMode]) {
-        self.overlap.clear();
-        self.wide.clear();
-        for (k, w, mode) in filter_groups(modes) {
-            let one = mode == FilterMode::Overlap && w == 1;
-            self.overlap.extend(std::iter::repeat_n(one, w));
-            if mode == FilterMode::Overlap && w > 1 {
-                self.wide.push((k, w));
-            }
-        }
-    }
-
-    /// Keeps the selected candidate as the best so far.
-    fn keep_best(&mut self) {
-        let (sel, team, party, eff) = &mut self.best;
-        sel.clone_from(&self.sel);
-        team.clone_from(&self.sel_team);
-        party.clone_from(&self.sel_party);
-        eff.clone_from(&self.sel_eff);
-    }
-
-    /// Makes the best candidate kept the selected one.
-    fn restore_best(&mut self) {
-        let (sel, team, party, eff) = &mut self.best;
-        std::mem::swap(&mut self.sel, sel);
-        std::mem::swap(&mut self.sel_team, team);
-        std::mem::swap(&mut self.sel_party, party);
-        std::mem::swap(&mut self.sel_eff, eff);
-    }
-}
-
-/// Per filter, over the selected tickets: AND of accepts and OR of values (containment filters;
-/// neutral for overlap), and `u64::MAX` for overlap filters (whose values must be non-zero).
-/// See `try_form`.
-#[derive(Clone, Copy, Debug, Default)]
-struct Agg {
-    and_accepts: u64,
-    or_values: u64,
-    nonzero: u64,
-    /// A column of a `wide` overlap filter: neutral here, checked over the filter's columns.
-    wide: bool,
-}
+use super::scratch::{Agg, Scratch};
+use crate::{Bounds, Rejection, RuleDiagnostics, Ruleset};
 
 /// Bit offsets of the per-candidate rejection counts packed in one u64 (see `try_form`).
 const LANE_PARTY: u32 = 0;

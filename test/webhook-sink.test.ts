@@ -9,7 +9,9 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutcomeSchema, type Outcome } from '../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { resolveWebhookSecret, WebhookSink } from '../src/outcomes/sinks/webhook-sink.js';
-import { checkWebhookSignature, signWebhook, verifyWebhookSignature, webhookSigningInput } from '../src/outcomes/webhook-signature.js';
+// The service signs; the client package verifies (what a receiver runs), so the two are checked against each other.
+import { checkWebhookSignature, verifyWebhookSignature } from '@matchmaker/client';
+import { signWebhook, webhookSigningInput } from '../src/outcomes/webhook-signature.js';
 import { party, uuid } from './support/fixtures.js';
 import { duelQueue, pollUntil } from './support/queues.js';
 import { removeDirs, startService, type TestService } from './support/service.js';
@@ -102,7 +104,7 @@ function expectInOrder(requests: readonly ReceivedRequest[], recorded: readonly 
 const eventually = async (attempt: () => Promise<boolean>, timeoutMs?: number) =>
   expect(await pollUntil(attempt, Boolean, timeoutMs)).toBe(true);
 
-describe('webhook signature helper', () => {
+describe('webhook signature: the service signs, the client verifies', () => {
   const body = Buffer.from('{"id":"4f2d","kind":"ticket.removed"}');
 
   it('matches the worked example of docs/outcomes-webhook.md', () => {

@@ -6,7 +6,7 @@ import { fromBinary, fromJson, type JsonValue } from '@bufbuild/protobuf';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { OutcomeListSchema, OutcomeSchema, type Outcome } from '../../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { checkWebhookSignature, type WebhookVerification } from '../../src/outcomes/webhook-signature.js';
+import { checkWebhookSignature, type WebhookCheck } from '@matchmaker/client';
 import { pollUntil } from './queues.js';
 
 /** How the receiver answers one request. */
@@ -22,7 +22,7 @@ export interface ReceivedRequest {
   body: Buffer;
   /** The receiver's clock (epoch seconds) when the request arrived. */
   receivedAtSecs: number;
-  verification: WebhookVerification;
+  verification: WebhookCheck;
   /** The body decoded per Content-Type and X-SVC-Message-Type; empty when it did not decode. */
   outcomes: Outcome[];
   decodeError?: string;

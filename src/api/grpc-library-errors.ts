@@ -4,7 +4,7 @@
 // grpc-js sends them from its base call object (server-interceptors.js, BaseServerInterceptingCall:
 // handleTimeoutHeader and decompressAndMaybePush call this.sendStatus), below every interceptor's
 // responder; an interceptor can still reach that object and rewrite those two statuses on their way out.
-// test/grpc-library-errors.test.ts fails if a grpc-js upgrade changes this.
+// test/api/grpc-library-errors.test.ts fails if a grpc-js upgrade changes this.
 import { ServerInterceptingCall, type ServerInterceptor, type StatusObject, status as GrpcStatus } from '@grpc/grpc-js';
 import { quote } from '../errors.js';
 

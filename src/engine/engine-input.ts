@@ -7,7 +7,7 @@
 // makes the same BinaryReader calls in the same order as @bufbuild/protobuf's decoder does for this schema
 // (last value wins for a scalar, repeated entries of one map key replace the earlier one, a message value
 // repeated within one map entry merges, unknown fields are skipped with the same recursion budget), so it
-// accepts and refuses exactly what decoding accepts and refuses; test/create-ticket.test.ts checks that
+// accepts and refuses exactly what decoding accepts and refuses; test/operations/create-ticket.test.ts checks that
 // against fromBinary on generated, merged and corrupted inputs.
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { AttributeSchema, EngineInputSchema, PlayerSchema } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';

@@ -1,7 +1,7 @@
 """examples/python-game-backend against the real service serving the repository's queues/ (as ``npm start`` does):
 it queues players, provisions a server for each match.created, and when provisioning fails (every second one
 here, PROVISION_FAIL_EVERY=2) reactivates the match's tickets, which then play in a later match. The example stops
-by itself after two provisioned matches (as test/client-example.test.ts checks the TypeScript one)."""
+by itself after two provisioned matches (as test/client/client-example.test.ts checks the TypeScript one)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """MatchmakerClient against the real service over gRPC: the six operations, the two admin calls, and the engine
-input builder (as test/client-operations.test.ts does for the TypeScript client)."""
+input builder (as test/client/client-operations.test.ts does for the TypeScript client)."""
 
 from __future__ import annotations
 

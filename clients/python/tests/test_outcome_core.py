@@ -1,4 +1,4 @@
-"""The OutcomeCore fed directly (as test/client-outcome-core.test.ts): dedupe by Outcome.id, a copy joining the
+"""The OutcomeCore fed directly (as test/client/client-outcome-core.test.ts): dedupe by Outcome.id, a copy joining the
 delivery in flight, batch reassembly in chunk order, an incomplete batch given up, gap detection per producer, and a
 sink that cannot confirm an ack."""
 

@@ -1,6 +1,6 @@
 """The WebSocket outcome consumer against the real service: a match.created made through the client, handed out
 and acknowledged (the service stores the position); a resume after lost connections that loses nothing; a removal
-split into chunks handed out as one delivery (as test/client-outcomes.test.ts does for the TypeScript client)."""
+split into chunks handed out as one delivery (as test/client/client-outcomes.test.ts does for the TypeScript client)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 // Reference implementation of the standard matching engine's tick, in plain TypeScript. It ports
 // `run_tick` (crates/engine/src/validate.rs + crates/engine/src/tick/) one step at a time and is
 // meant to be READ: it documents the algorithm of docs/engine.md and is the oracle of the differential
-// test (test/engine-differential.test.ts), which requires bit-identical output from the native engine.
+// test (test/engine/engine-differential.test.ts), which requires bit-identical output from the native engine.
 //
 // It takes the same inputs as the napi binding (PoolArrays, QueueParams, nowMs, seed) and writes the same
 // MatchArrays layout, rule diagnostics (`ruleCounts`, docs/rule-diagnostics.md) and the per-ticket refusal

@@ -1,7 +1,7 @@
 // Where outcome delivery finds a queue's outcomes and records how far it got. In the embedded mode every
 // queue's outbox is the one local store, and this process always delivers. In the replicated mode each
 // queue's outbox is that queue's local copy, identical on every replica; only the queue's leader delivers,
-// and it records its progress in the queue's log (src/queue/replicated-outboxes.ts), so the next leader
+// and it records its progress in the queue's log (src/replication/replicated-queues.ts, `outboxes()`), so the next leader
 // resumes from it.
 import type { ParkedDelivery, Store } from '../store/store.js';
 

@@ -3,7 +3,7 @@
 // value its application needs that is not in the state: times, the ids of what it creates, positions, the
 // chunk size of its outcomes. So applying the same records in the same order gives the same state, the
 // same store changes and the same outcomes, whether the records come from this process's requests and
-// ticks (the embedded mode) or, later, from a replicated log.
+// ticks (the embedded mode) or from a queue's replicated log (src/replication/replicated-history.ts).
 import type { BackfillRequest } from '../gen/matchmaker/core/v1/resources_pb.js';
 import type { RemovalReason } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import type { ParkedDelivery } from '../store/store.js';

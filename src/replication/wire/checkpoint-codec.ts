@@ -24,7 +24,7 @@ import {
 } from '../../gen/matchmaker/replication/v1/checkpoint_pb.js';
 import type { OutboxSnapshot } from '../../store/store.js';
 import type { QueueSnapshotData, SnapshotBackfill, SnapshotResolvedTicket, SnapshotTicket } from '../../queue/queue-snapshot.js';
-import { copy, known as knownFields, ticketIdOf } from './record-wire.js';
+import { copy, known as knownFields, ticketIdOf } from './field-checks.js';
 
 /** A queue's state at a log position. */
 export interface Checkpoint {

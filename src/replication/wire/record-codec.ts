@@ -8,10 +8,11 @@
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { clip } from '../../errors.js';
 import { LogEntrySchema, QueueRecordSchema, type LogEntry as WireLogEntry } from '../../gen/matchmaker/replication/v1/log_pb.js';
-import { known, LogDecodeError, LogEncodeError, num, recordFromWire, recordToWire, text, whole } from './record-wire.js';
+import { known, LogDecodeError, LogEncodeError, num, text, whole } from './field-checks.js';
+import { recordFromWire, recordToWire } from './record-wire.js';
 import type { QueueRecord, RecordType } from '../../queue/records.js';
 
-export { LogDecodeError, LogEncodeError } from './record-wire.js';
+export { LogDecodeError, LogEncodeError } from './field-checks.js';
 
 /** A log entry: records in apply order, or a replica's claim to lead. */
 export type LogEntry =

@@ -7,7 +7,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { QueueFile } from '../config/queue-files.js';
 import type { ServiceConfig } from '../config/service-config.js';
-import { brokerTarget, leastRecentlyDialed } from '../nats/auth.js';
+import { connectionOptions } from '../nats/connection-options.js';
 import { describeError } from '../nats/broker-error.js';
 import type { QueueRuntime } from '../queue/queue-runtime.js';
 import { ReplicatedQueues } from '../replication/replicated-queues.js';
@@ -80,23 +80,14 @@ export async function openReplicatedMode(
 }
 
 async function connectUntilReachable(config: ServiceConfig, log: Logger, link: Link): Promise<NatsConnection> {
-  const target = brokerTarget(config);
+  const target = connectionOptions(config, {
+    name: `matchmaker-replica-${config.replica_id}`,
+    reconnectTimeWaitMs: 500,
+    requestTimeoutMs: REQUEST_TIMEOUT_MS,
+  });
   for (let retryInMs = RETRY_FIRST_MS; ; retryInMs = Math.min(retryInMs * 2, RETRY_MAX_MS)) {
     try {
-      const nc = await connect({
-        ...target.auth,
-        servers: target.servers,
-        name: `matchmaker-replica-${config.replica_id}`,
-        maxReconnectAttempts: -1,
-        reconnectTimeWait: 500,
-        timeout: REQUEST_TIMEOUT_MS,
-        pingInterval: 5_000,
-        maxPingOut: 2,
-        // nats.js captures a stack trace (three Error objects) per request unless told not to: with an append
-        // per few requests that was a measurable share of a replica's CPU. Our errors carry their own context.
-        noAsyncTraces: true,
-        reconnectToServer: leastRecentlyDialed,
-      });
+      const nc = await connect(target.options);
       log.info({ url: target.display, server: nc.getServer() }, 'connected to the NATS cluster of the replicated mode');
       link.watch(nc, log);
       return nc;

@@ -26,7 +26,7 @@ import type { Applied } from '../queue/queue-state.js';
 import { decodeLogEntry, encodeLogEntry, LEADER_RECORD_TYPES } from './wire/record-codec.js';
 import type { QueueRecord } from '../queue/records.js';
 import { DEFAULT_CHECKPOINT_INTERVALS, QueueCheckpoints } from './queue-checkpoints.js';
-import { RequestBatcher } from '../queue/request-batcher.js';
+import { RequestBatcher } from './request-batcher.js';
 
 export interface ReplicatedHistoryOptions {
   queueId: string;

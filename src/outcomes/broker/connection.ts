@@ -4,18 +4,11 @@
 // every reconnect. Nothing here throws out of a callback, so the process never crashes on a broker problem.
 // BROKER_URL is logged and put in errors only redacted (the target's `display`).
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
-import {
-  AuthorizationError,
-  connect,
-  deadline,
-  UserAuthenticationExpiredError,
-  type NatsConnection,
-  type NodeConnectionOptions,
-} from '@nats-io/transport-node';
+import { AuthorizationError, connect, deadline, UserAuthenticationExpiredError, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { ServiceConfig } from '../../config/service-config.js';
 import { redactSecrets } from '../../log.js';
-import { brokerTarget, leastRecentlyDialed } from '../../nats/auth.js';
+import { connectionOptions } from '../../nats/connection-options.js';
 import { BrokerError, describeError, findCause } from '../../nats/broker-error.js';
 import { ensureOutcomeStream } from './stream.js';
 
@@ -154,22 +147,11 @@ export class BrokerConnection {
   }
 
   private async open(): Promise<NatsConnection> {
-    const target = brokerTarget(this.config);
-    const options: NodeConnectionOptions = {
-      ...target.auth,
-      servers: target.servers,
+    const { options } = connectionOptions(this.config, {
       name: 'matchmaker',
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 1000,
-      timeout: REQUEST_TIMEOUT_MS,
-      // A lost server is noticed within 10 to 15 s by pings; a hung one sooner (suspectSilence).
-      pingInterval: 5_000,
-      maxPingOut: 2,
-      reconnectToServer: leastRecentlyDialed,
-      // No stack trace captured per publish (three Error objects each): the broker sink publishes every
-      // outcome as a request, and BrokerError names the outcome and subject itself.
-      noAsyncTraces: true,
-    };
+      reconnectTimeWaitMs: 1000,
+      requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    });
     let nc: NatsConnection;
     try {
       nc = await connect(options);

@@ -6,8 +6,8 @@
 //
 // An entry stays under MAX_ENTRY_BYTES (NATS refuses a message over its max_payload, 1 MiB by default): a
 // batch that encodes larger is appended as two halves, each checked again.
-import type { Applied } from './queue-state.js';
-import type { QueueRecord } from './records.js';
+import type { Applied } from '../queue/queue-state.js';
+import type { QueueRecord } from '../queue/records.js';
 
 /** Request entries of one queue in flight at once from one replica. */
 export const REQUEST_APPENDS_IN_FLIGHT = 2;

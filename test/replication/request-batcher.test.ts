@@ -1,9 +1,9 @@
-// The replicated mode's group commit of request records (src/queue/request-batcher.ts): how many entries
+// The replicated mode's group commit of request records (src/replication/request-batcher.ts): how many entries
 // requests go out in, and what each request is answered.
 import { describe, expect, it } from 'vitest';
 import type { Applied } from '../../src/queue/queue-state.js';
 import type { QueueRecord } from '../../src/queue/records.js';
-import { MAX_ENTRY_BYTES, REQUEST_APPENDS_IN_FLIGHT, RequestBatcher } from '../../src/queue/request-batcher.js';
+import { MAX_ENTRY_BYTES, REQUEST_APPENDS_IN_FLIGHT, RequestBatcher } from '../../src/replication/request-batcher.js';
 
 const cancel = (ticketId: string): QueueRecord => ({ type: 'ticket.cancel', ticketId });
 const turn = () => new Promise((resolve) => setImmediate(resolve));

@@ -6,6 +6,8 @@ import { createInterface } from 'node:readline';
 export interface Child {
   name: string;
   port: number;
+  /** The HTTP port, when the server has one (the service: /metrics). */
+  httpPort?: number;
   process: ChildProcess;
   /** Its parsed log lines (the first 10,000). */
   lines: Record<string, unknown>[];
@@ -58,6 +60,7 @@ export function spawnServer(name: string, args: string[], env: Record<string, st
         resolveChild({
           name,
           port: line.grpcPort,
+          ...(typeof line.httpPort === 'number' ? { httpPort: line.httpPort } : {}),
           process: child,
           lines,
           stderr: () => stderr,

@@ -20,6 +20,7 @@ import { assertBuildFresh } from './build-freshness.js';
 import { spawnServer } from './child-process.js';
 import { formatResult, realisticEngineInput, runLoad, type LoadResult } from './create-ticket-load.js';
 import { runNativeLoad } from './native-load.js';
+import { formatPauses, type ServicePauses, watchServicePauses } from './service-pauses.js';
 import { GENERATED_QUEUE, generatePool, prng } from './pool-generator.js';
 
 const CLI = resolve(import.meta.dirname, '../src/cli.js');
@@ -104,6 +105,8 @@ export interface ServiceUnderTick {
   startMs: number;
   /** From spawning the service to its `pool restored` line (the pool's rows built; ticking starts). */
   restoredMs: number;
+  /** The service's event-loop pauses and GC during the load. */
+  pauses: ServicePauses;
 }
 
 /** Fixed-rate CreateTicket against a service whose pool holds `poolTickets` unmatchable tickets, ticking. */
@@ -112,13 +115,14 @@ export async function createTicketsWhileTicking(
   durationSecs: number,
   client: 'native' | 'node',
   rate = 3000,
+  tickIntervalMs = 250,
 ): Promise<ServiceUnderTick> {
   const queueDir = mkdtempSync(join(tmpdir(), 'mm-tickbench-queues-'));
   const dataDir = mkdtempSync(join(tmpdir(), 'mm-tickbench-data-'));
-  // eu.ranked-like queue (the load's inputs are built for it), ticking every 1000 ms (the default).
+  // eu.ranked-like queue (the load's inputs are built for it).
   writeFileSync(
     join(queueDir, 'eu.ranked.yaml'),
-    `config:\n  tick_interval_ms: 1000\n  ticket_ttl_secs: 3600\n  engine:\n    attribute_filters:\n      - name: game_mode\n      - name: language\n        mode: containment\n  rulesets:\n    - id: 5v5\n      teams: 2\n      team_size: 5\n      require_host: true\n      max_latency_ms: 80\n`,
+    `config:\n  tick_interval_ms: ${tickIntervalMs}\n  ticket_ttl_secs: 3600\n  engine:\n    attribute_filters:\n      - name: game_mode\n      - name: language\n        mode: containment\n  rulesets:\n    - id: 5v5\n      teams: 2\n      team_size: 5\n      require_host: true\n      max_latency_ms: 80\n`,
   );
   try {
     if (poolTickets > 0) await seed(dataDir, 'eu.ranked', poolTickets);
@@ -137,6 +141,7 @@ export async function createTicketsWhileTicking(
     const ticks = () => service.lines.filter((l) => l.msg === 'tick' && typeof l.ms === 'number').map((l) => l.ms as number);
     try {
       const before = ticks().length;
+      const watch = watchServicePauses(service.httpPort!);
       const generate = client === 'native' ? runNativeLoad : runLoad;
       const load = await generate({
         target: `127.0.0.1:${service.port}`,
@@ -146,6 +151,7 @@ export async function createTicketsWhileTicking(
         durationSecs,
         inputs: 'unmatchable',
       });
+      const pauses = await watch.stop();
       const during = ticks()
         .slice(before)
         .sort((a, b) => a - b);
@@ -153,6 +159,7 @@ export async function createTicketsWhileTicking(
         poolTickets,
         startMs,
         restoredMs,
+        pauses,
         load,
         ticksDuringLoad: { count: during.length, medianMs: during[during.length >> 1] ?? 0, maxMs: during[during.length - 1] ?? 0 },
       };
@@ -173,6 +180,7 @@ async function main(): Promise<void> {
       'service-pool': { type: 'string', default: '1000000' },
       'duration-secs': { type: 'string', default: '20' },
       client: { type: 'string', default: 'native' },
+      'tick-interval-ms': { type: 'string', default: '250' },
     },
   });
   console.log(`# Tick time through the host path (TicketPool + TickRunner, native engine), 2x5, parties 1..5, 3 filters, 8 hosts`);
@@ -186,12 +194,16 @@ async function main(): Promise<void> {
   const duration = Number(values['duration-secs']);
   const poolSize = Number(values['service-pool']);
   const client = values.client === 'node' ? 'node' : 'native';
+  const tickIntervalMs = Number(values['tick-interval-ms']);
   console.log(
-    `\n# CreateTicket at a fixed 3,000/s for ${duration} s: empty pool, then a ${poolSize}-ticket pool ticking every 1000 ms (the default), ${client} load generator`,
+    `\n# CreateTicket at a fixed 3,000/s for ${duration} s: empty pool, then a ${poolSize}-ticket pool ticking every ${tickIntervalMs} ms, ${client} load generator`,
   );
+  const p99s: number[] = [];
   for (const size of [0, poolSize]) {
-    const r = await createTicketsWhileTicking(size, duration, client);
+    const r = await createTicketsWhileTicking(size, duration, client, 3000, tickIntervalMs);
+    p99s.push(r.load.latencyMs.p99);
     console.log(formatResult(`pool ${size}`, r.load));
+    console.log(formatPauses(r.pauses));
     console.log(
       `  ticks during the load: ${r.ticksDuringLoad.count}, median ${r.ticksDuringLoad.medianMs} ms, max ${r.ticksDuringLoad.maxMs} ms`,
     );
@@ -199,6 +211,7 @@ async function main(): Promise<void> {
       `  service start to serving: ${(r.startMs / 1000).toFixed(1)} s; to its pool of ${r.poolTickets} restored: ${(r.restoredMs / 1000).toFixed(1)} s`,
     );
   }
+  console.log(`CreateTicket p99 with the ${poolSize}-ticket pool / with an empty pool: ${(p99s[1]! / p99s[0]!).toFixed(2)}x`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -17,6 +17,16 @@ import { timeSliced } from './time-slices.js';
 
 type TicketEviction = TicketAt & { eviction: Eviction };
 
+/**
+ * Rows a rebuilt pool has room for: a quarter more than it holds. A pool built exactly full doubled its
+ * columns at the first CreateTicket after a restart, copying every row on the event loop: a 107 ms pause at
+ * 1M tickets (bench/RESULTS.md, thirteenth session). The spare quarter costs its columns' bytes
+ * (about 22 MB at 1M tickets) and is used as the pool grows.
+ */
+export function rebuiltCapacity(tickets: number): number {
+  return Math.max(1024, Math.ceil(tickets * 1.25));
+}
+
 export class PoolRebuild {
   /** A hot reload changed what the queue admits, and no rebuild has checked every ticket since. */
   private admissionPending = false;
@@ -46,7 +56,7 @@ export class PoolRebuild {
     const { q } = this;
     // Evictions are a leader's records: a replica that does not act for the queue builds rows only.
     const admit = admitWanted && q.leading;
-    const pool = q.columns.replace(layoutOf(q.config), Math.max(1024, tickets.length));
+    const pool = q.columns.replace(layoutOf(q.config), rebuiltCapacity(tickets.length));
     const startedMs = Date.now();
     let evictions: TicketEviction[] = [];
     let evicted = 0;

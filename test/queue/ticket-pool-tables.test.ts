@@ -14,6 +14,7 @@ import { MAX_FILTER_VALUES, MAX_HOST_KEYS, type PoolRow, TicketPool } from '../.
 import { allMatches, engineParams, TickRunner } from '../../src/engine/tick-runner.js';
 import { keysOf } from '../../src/engine/value-table.js';
 import { ServiceError } from '../../src/errors.js';
+import { rebuiltCapacity } from '../../src/queue/pool-rebuild.js';
 
 const NOW = 1_700_000_000_000;
 const DEFAULT_MS = 150;
@@ -373,5 +374,25 @@ describe('the tables against a model', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('a rebuilt pool', () => {
+  it('has room for a quarter more tickets before its columns move', () => {
+    // A restart's rebuild sized the pool exactly full, so the first CreateTicket after it copied every
+    // column on the event loop (107 ms at 1M tickets). The columns keep their buffers while the pool grows
+    // into its spare quarter, and move (double) only past it.
+    const pool = new TicketPool(
+      { filters: config.engine.attribute_filters, rulesetIds: config.rulesets.map((r) => r.id), defaultLatencyMs: DEFAULT_MS },
+      rebuiltCapacity(1000),
+    );
+    for (let i = 0; i < 1000; i++) add(pool, `t${i}`, { map: ['a'], hosts: { 'eu-1': 40 } });
+    const restored = pool.columns().mmrMean;
+    for (let i = 1000; i < 1250; i++) add(pool, `t${i}`, { map: ['a'], hosts: { 'eu-1': 40 } });
+    expect(pool.columns().mmrMean).toBe(restored);
+    add(pool, 't1250', { map: ['a'] });
+    expect(pool.columns().mmrMean).not.toBe(restored);
+    expect(pool.count).toBe(1251);
+    expect(rebuiltCapacity(0)).toBe(1024);
   });
 });

@@ -14,8 +14,8 @@ import {
   isLegalStreamName,
   leaderLeaseKey,
   parseCheckpointObjectName,
-  parseReplicationSubject,
   REPLICATION_KINDS,
+  type ReplicationKind,
   replicationFilter,
   replicationStreamName,
   replicationSubject,
@@ -23,6 +23,21 @@ import {
 import { planQueueLogs, replicationSettings, type ReplicatedQueue } from '../../src/replication/jetstream/resources.js';
 import { logStreamProblems } from '../../src/replication/jetstream/stream-checks.js';
 import { subjectCovers, subjectsOverlap } from '../../src/nats/subjects.js';
+
+/**
+ * A replication subject read back into its kind and queue (undefined if it is not one under `prefix`): the
+ * service never parses its subjects, but that one can be is what shows a subject names one queue only.
+ */
+function parseReplicationSubject(prefix: string, subject: string): { kind: ReplicationKind; queueId: string } | undefined {
+  if (!subject.startsWith(`${prefix}.`)) return undefined;
+  const rest = subject.slice(prefix.length + 1);
+  const dot = rest.indexOf('.');
+  if (dot < 0) return undefined;
+  const kind = rest.slice(0, dot) as ReplicationKind;
+  const queueId = rest.slice(dot + 1);
+  if (!REPLICATION_KINDS.includes(kind) || !QUEUE_ID_PATTERN.test(queueId)) return undefined;
+  return { kind, queueId };
+}
 
 const PREFIX = 'svc.match.replication';
 const STREAM_PREFIX = 'SVC_MATCH_REPLICATION';

@@ -48,18 +48,6 @@ export function replicationFilter(prefix: string, queueId: string): string {
   return `${prefix}.*.${queueId}`;
 }
 
-/** The kind and queue of a replication subject, or undefined if it is not one under `prefix`. */
-export function parseReplicationSubject(prefix: string, subject: string): { kind: ReplicationKind; queueId: string } | undefined {
-  if (!subject.startsWith(`${prefix}.`)) return undefined;
-  const rest = subject.slice(prefix.length + 1);
-  const dot = rest.indexOf('.');
-  if (dot < 0) return undefined;
-  const kind = rest.slice(0, dot) as ReplicationKind;
-  const queueId = rest.slice(dot + 1);
-  if (!REPLICATION_KINDS.includes(kind) || !QUEUE_ID_PATTERN.test(queueId)) return undefined;
-  return { kind, queueId };
-}
-
 /** The key of a queue's leader lease in the coordination bucket (KV keys allow `[-/_=.a-zA-Z0-9]`). */
 export function leaderLeaseKey(queueId: string): string {
   assertQueueId(queueId);

@@ -4,9 +4,7 @@
 // pool that the same run over an empty pool lacks comes from the pool: its ticks' host side, or GC of its heap.
 
 export interface ServicePauses {
-  /** One sample a second: the longest event-loop delay of that second, ms. */
-  samples: number;
-  /** The samples in order. */
+  /** One sample a second, in order: the longest event-loop delay of that second, ms. */
   perSecondMaxMs: number[];
   maxMs: number;
   /** The 99th percentile of the per-second maxima, ms. */
@@ -69,7 +67,6 @@ export function watchServicePauses(httpPort: number): { stop(): Promise<ServiceP
         gc[kind] = { count, over10Ms: count - (end.under10Ms - start.under10Ms), totalMs: Math.round((end.sumS - start.sumS) * 1000) };
       }
       return {
-        samples: sorted.length,
         perSecondMaxMs: maxima.map((ms) => Math.round(ms)),
         maxMs: sorted.at(-1) ?? 0,
         p99OfMaxMs: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0,
@@ -85,5 +82,5 @@ export function formatPauses(p: ServicePauses): string {
     .filter(([, g]) => g.count > 0)
     .map(([kind, g]) => `${kind} ${g.count} (${g.over10Ms} over 10 ms, ${g.totalMs} ms)`)
     .join(', ');
-  return `  service event loop: longest pause ${p.maxMs.toFixed(1)} ms, p99 of per-second maxima ${p.p99OfMaxMs.toFixed(1)} ms, ${p.secondsOver20Ms} of ${p.samples} s over 20 ms; GC: ${gc}`;
+  return `  service event loop: longest pause ${p.maxMs.toFixed(1)} ms, p99 of per-second maxima ${p.p99OfMaxMs.toFixed(1)} ms, ${p.secondsOver20Ms} of ${p.perSecondMaxMs.length} s over 20 ms; GC: ${gc}`;
 }

@@ -44,9 +44,10 @@ export class QueueRuntime {
   private queue: QueueState;
   /**
    * The state was restored whole (from the store, or a checkpoint) rather than built record by record: the
-   * pool's rows are built once the history has caught up, and this is the log line that says they are.
+   * pool's rows are built once the history has caught up. `done` is the log line that says they are;
+   * `tickets`, the active tickets in arrival order when the restore listed them already (the store's).
    */
-  private rowsToBuild: string | undefined;
+  private rowsToBuild: { done: string; tickets?: TicketAt[] } | undefined;
   private readonly columns: PoolColumns;
   /** Ticket bytes whose store commit is still in flight (the store only answers for committed records). */
   private readonly pending = new Map<string, Uint8Array>();
@@ -179,7 +180,7 @@ export class QueueRuntime {
         if (this.history.leading) this.checkAdmissionAsLeader();
       } else {
         void this.rebuild.evictMisfitBackfills();
-        void this.rebuild.fill(this.queue.activeInArrivalOrder(), rowsToBuild, true);
+        void this.rebuild.fill(rowsToBuild.tickets ?? this.queue.activeInArrivalOrder(), rowsToBuild.done, true);
       }
       this.schedule();
     });
@@ -338,14 +339,13 @@ export class QueueRuntime {
     if (this.lifecycle !== 'starting') throw new Error(`queue ${this.queueId} cannot restore a checkpoint once it runs`);
     this.queue = QueueState.fromSnapshot(this.queueId, (ticketId, position) => this.ticketBytes(ticketId, position), data);
     this.pending.clear();
-    this.rowsToBuild = 'pool restored from a checkpoint';
+    this.rowsToBuild = { done: 'pool restored from a checkpoint' };
   }
 
   /** Loads the queue as the store holds it, before the first record is applied. */
   private load(stored: QueueSnapshot): void {
     if (this.lifecycle !== 'starting') throw new Error(`queue ${this.queueId} cannot load its stored state once it runs`);
-    this.queue.restore(stored);
-    this.rowsToBuild = 'pool restored';
+    this.rowsToBuild = { done: 'pool restored', tickets: this.queue.restore(stored) };
   }
 
   /** The store now answers for these records' new tickets: their bytes need not be kept here any longer. */

@@ -52,12 +52,10 @@ function missingPaths(file: string): string[] {
   const lines = readFileSync(join(ROOT, file), 'utf8').split('\n');
   return lines.flatMap((line, i) =>
     [...line.matchAll(PATH)]
-      .map((m) => m[0].replace(/[.]+$/, ''))
-      .filter(
-        (path) =>
-          !/^(?:\w+\/)*(?:dist|target|node_modules)\//.test(path) &&
-          !/[*<{]/.test(line.slice(line.indexOf(path) + path.length, line.indexOf(path) + path.length + 1)),
-      )
+      .map((m) => ({ path: m[0].replace(/[.]+$/, ''), at: m.index }))
+      // Built paths, and a glob or a placeholder that goes on past the match, are not files to find.
+      .filter(({ path, at }) => !/^(?:\w+\/)*(?:dist|target|node_modules)\//.test(path) && !/[*<{]/.test(line.charAt(at + path.length)))
+      .map(({ path }) => path)
       // A crate's manifest names its files from its own folder.
       .filter((path) => !existsSync(join(ROOT, path)) && !existsSync(join(ROOT, dirname(file), path)))
       .map((path) => `${file}:${i + 1}: ${path}`),

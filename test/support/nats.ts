@@ -4,7 +4,7 @@
 // consumer with explicit acknowledgements.
 import { freePort } from '../../bench/nats-cluster.js';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, writeFileSync } from 'node:fs';
+import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fromBinary } from '@bufbuild/protobuf';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
@@ -102,12 +102,29 @@ export function natsProcess(args: readonly string[], what: string): NatsProcess 
       await exited;
     },
     pause() {
-      if (running()) child!.kill('SIGSTOP');
+      if (!running()) return;
+      child!.kill('SIGSTOP');
+      untilStopped(child!.pid!);
     },
     resume() {
       if (running()) child!.kill('SIGCONT');
     },
   };
+}
+
+/**
+ * Waits (up to a second) until the kernel shows process `pid` stopped. kill() only sends SIGSTOP: a test that
+ * then expects the node silent must not race the signal (a broker-sink fault test once stored an outcome
+ * through a node 2 ms after it was "stopped", and stayed connected to it).
+ */
+function untilStopped(pid: number): void {
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  for (let waited = 0; waited < 1000; waited++) {
+    // The state is the field after the command's closing parenthesis: T (stopped) or t (traced).
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    if (/^[Tt]$/.test(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3))) return;
+    Atomics.wait(nap, 0, 0, 1);
+  }
 }
 
 export async function startNatsServer(options: NatsServerOptions = {}): Promise<TestNatsServer> {

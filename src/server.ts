@@ -12,7 +12,7 @@ import { MatchmakerCore } from './core/matchmaker-core.js';
 import { Operator } from './core/operator.js';
 import type { OpenedService } from './core/service-parts.js';
 import { OutcomeFeed } from './core/outcome-feed.js';
-import { engineVersion } from './engine/native.js';
+import { engineVersion, useEngineThreads } from './engine/native.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { fanOut } from './queue/queue-telemetry.js';
 import { OutcomeDelivery } from './outcomes/delivery.js';
@@ -32,6 +32,8 @@ export interface RunningService {
 const HEALTH_SERVICES = ['', MatchmakerService.typeName, MatchmakerAdminService.typeName];
 
 export async function startService(config: ServiceConfig, log: Logger): Promise<RunningService> {
+  // Before any queue makes its engine, which takes the threads in force then.
+  const engineThreads = useEngineThreads(config.engine_threads);
   const core = new MatchmakerCore();
   const health = new HealthImplementation();
   const setHealth = (status: 'SERVING' | 'NOT_SERVING') => {
@@ -108,6 +110,7 @@ export async function startService(config: ServiceConfig, log: Logger): Promise<
       tls: listeners.tls,
       queues: [...queues.current.keys()],
       engine: engineVersion(),
+      engineThreads,
       ...mode.describe,
     },
     'listening',

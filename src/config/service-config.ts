@@ -160,6 +160,9 @@ export const serviceConfigSchema = z.object({
   /** Host header values (host or host:port, comma-separated) the HTTP port answers; empty: any (the health
    *  probes always). Env HTTP_ALLOWED_HOSTS. */
   http_allowed_hosts: z.string().default(''),
+  /** Threads every queue's engine spreads its seed loop over (docs/engine.md, "Threads"); 1: the tick's own
+   *  thread alone. Env ENGINE_THREADS. */
+  engine_threads: z.coerce.number().int().min(1).max(256).default(1),
   /** pino log level. Env LOG_LEVEL. */
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -214,6 +217,7 @@ export const serviceConfigEnv: Record<keyof ServiceConfig, string> = {
   auth_rate_limit_burst: 'AUTH_RATE_LIMIT_BURST',
   http_allowed_origins: 'HTTP_ALLOWED_ORIGINS',
   http_allowed_hosts: 'HTTP_ALLOWED_HOSTS',
+  engine_threads: 'ENGINE_THREADS',
   log_level: 'LOG_LEVEL',
 };
 

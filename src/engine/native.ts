@@ -12,6 +12,8 @@ const packageRoot = resolve(here, here.includes(`${sep}dist${sep}`) ? '../../..'
 const addon = createRequire(import.meta.url)(resolve(packageRoot, 'native/index.cjs')) as typeof Addon;
 
 export const engineVersion = (): string => addon.engineVersion();
+/** Sets the threads every engine shares (only the first call counts); answers the count in force. */
+export const useEngineThreads = (threads: number): number => addon.useEngineThreads(threads);
 export const TickEngine = addon.TickEngine;
 export type TickEngine = Addon.TickEngine;
 /** The engine's "no host" marker in matchPreferredHost. */

@@ -4,13 +4,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use matchmaker_engine::{BackfillWorkspace, Workspace};
+use matchmaker_engine::BackfillWorkspace;
 use napi::bindgen_prelude::{AsyncTask, Result};
 use napi_derive::napi;
 
 use crate::backfill_task::BackfillTask;
 use crate::convert::OwnedParams;
 use crate::state::{lock, EngineState};
+use crate::threads;
 use crate::tick_task::TickTask;
 use crate::types::{BackfillArrays, BackfillOutput, MatchArrays, PoolArrays, QueueParams};
 
@@ -26,7 +27,7 @@ impl TickEngine {
     pub fn new(params: QueueParams) -> Result<Self> {
         let state = EngineState {
             params: OwnedParams::try_from(params)?,
-            workspace: Workspace::new(),
+            workspace: threads::workspace(),
             backfill_workspace: BackfillWorkspace::new(),
         };
         Ok(TickEngine { state: Arc::new(Mutex::new(state)) })

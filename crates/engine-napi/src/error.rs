@@ -15,6 +15,8 @@ pub enum BindingError {
     UnknownCurve(String),
     /// The queue's engine is already running a tick or a backfill.
     Busy,
+    /// The engine's threads could not be started.
+    Threads(String),
 }
 
 /// The one mapping from binding errors to JavaScript errors: bad input is `InvalidArg`.
@@ -31,6 +33,7 @@ pub fn to_napi_error(err: BindingError) -> Error {
             Error::new(Status::InvalidArg, format!("unknown expansion curve \"{curve}\""))
         }
         BindingError::Busy => Error::new(Status::GenericFailure, "a tick is already running"),
+        BindingError::Threads(err) => Error::new(Status::GenericFailure, format!("engine threads: {err}")),
     }
 }
 

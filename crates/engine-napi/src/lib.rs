@@ -8,12 +8,14 @@
 //! - `state.rs`: one queue's params and scratch memory, and the lock its runs take them by
 //! - `engine.rs`: the `TickEngine` class: one queue's params and scratch memory behind a lock
 //! - `tick_task.rs`, `backfill_task.rs`: one libuv task each, for `run` and `backfill`
+//! - `threads.rs`: the threads every queue's engine shares (`useEngineThreads`)
 
 mod backfill_task;
 mod convert;
 mod engine;
 mod error;
 mod state;
+pub mod threads;
 mod tick_task;
 mod types;
 

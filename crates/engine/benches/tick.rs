@@ -9,7 +9,9 @@
 //! a filter past 64 values costs; and the same pool with 56 and 64 more hosts that no ticket reaches (64 hosts on
 //! one-word host sets, 72 on two-word ones); `TICK_BENCH_WIDE=0` skips those. Each size also times a plain sort of the pool's skill keys, `(f64, u32)`
 //! pairs with `sort_unstable_by`, and prints the tick's best over the sort's best: the baseline the engine's
-//! speed is read against, from the same run on the same machine.
+//! speed is read against, from the same run on the same machine. Each size also ticks on several threads
+//! (`TICK_BENCH_THREADS`, default every core), in turn with one thread, and prints how much faster and
+//! whether the output is the same.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -20,6 +22,7 @@ use matchmaker_engine::{
     TickParams, Workspace,
 };
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::Instant;
 
 const F: usize = 3;
@@ -142,6 +145,14 @@ fn main() {
     let refusals = std::env::var("TICK_BENCH_REFUSALS").unwrap_or_default();
     let iters_scale: usize =
         std::env::var("TICK_BENCH_REPEAT").ok().map_or(1, |v| v.parse().expect("TICK_BENCH_REPEAT: a number"));
+    // TICK_BENCH_THREADS=2,4 (comma-separated) also ticks each pool on that many threads; by default on
+    // every core, when there are several.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let thread_counts: Vec<usize> = match std::env::var("TICK_BENCH_THREADS") {
+        Ok(v) => v.split(',').map(|x| x.trim().parse().expect("TICK_BENCH_THREADS: numbers")).collect(),
+        Err(_) if cores > 1 => vec![cores],
+        Err(_) => vec![],
+    };
     for &(n, iters) in &[(10_000usize, 50usize), (100_000, 20), (1_000_000, 5)] {
         if only.as_ref().is_some_and(|sizes| !sizes.contains(&n)) {
             continue;
@@ -241,6 +252,30 @@ fn main() {
             "  sort of {n} (f64, u32) keys: best {sort_ms:.2} ms; tick best / sort best {:.1}x",
             best[0] / sort_ms
         );
+        for &threads in &thread_counts {
+            // One thread and `threads` ticks in turn, so both meet the same machine.
+            let pool_of = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool");
+            let mut spread_ws = Workspace::with_capacity(n, F, H).with_threads(Arc::new(pool_of));
+            let mut spread_out = MatchOutput::with_capacity(OutputCapacity::for_pool(n, F, H));
+            let spread_matches =
+                run_tick(&pool, &params, &mut spread_ws, &mut spread_out.buffers()).expect("valid input");
+            let same = spread_matches == matches && spread_out == plain;
+            let (mut one, mut many) = (f64::INFINITY, f64::INFINITY);
+            for _ in 0..iters {
+                let t0 = Instant::now();
+                black_box(run_tick(black_box(&pool), &params, &mut ws, &mut plain.buffers()).expect("valid input"));
+                one = one.min(t0.elapsed().as_secs_f64() * 1e3);
+                let t0 = Instant::now();
+                let m = run_tick(black_box(&pool), &params, &mut spread_ws, &mut spread_out.buffers());
+                black_box(m.expect("valid input"));
+                many = many.min(t0.elapsed().as_secs_f64() * 1e3);
+            }
+            println!(
+                "  {threads} threads: best {many:.2} ms against {one:.2} ms on one ({:.2}x faster); tick best / sort best {:.1}x; same output: {same}",
+                one / many,
+                many / sort_ms
+            );
+        }
         if modes.len() == 2 {
             println!(
                 "  recording the refusals: mean {:+.2}%, best {:+.2}%",

@@ -75,6 +75,15 @@ impl RuleDiagnostics {
     }
 
     /// A candidate failed at once, for `reason`, before any ticket was examined.
+    /// Adds `other`'s counts (a seed's tries, counted apart and committed later).
+    pub(crate) fn add(&mut self, other: &RuleDiagnostics) {
+        for (t, &x) in self.rejections.iter_mut().zip(&other.rejections) {
+            *t += x;
+        }
+        self.failed += other.failed;
+        self.examined += other.examined;
+    }
+
     #[inline]
     pub(crate) fn fail(&mut self, reason: Rejection) {
         self.rejections[reason as usize] += 1;

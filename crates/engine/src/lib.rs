@@ -50,6 +50,10 @@ pub struct Workspace {
     pub(crate) links: tick::Links,
     pub(crate) scratch: tick::Scratch,
     pub(crate) diagnostics: Vec<RuleDiagnostics>,
+    /// One seed's rule decisions per ruleset, and its tries' records (tick/seed.rs).
+    pub(crate) local: Vec<RuleDiagnostics>,
+    pub(crate) tried: Vec<RuleDiagnostics>,
+    pub(crate) threads: Option<tick::Threads>,
 }
 
 impl Workspace {
@@ -64,6 +68,28 @@ impl Workspace {
         ws.sorted.reserve(tickets, filter_count, host_count);
         ws.links.reserve(tickets);
         ws
+    }
+
+    /// Runs the ticks' seed loops on `pool`'s threads as well as the caller's (docs/engine.md,
+    /// "Threads"). The output is the same, bit for bit, as on one thread. Several workspaces may share
+    /// one pool; a pool of one thread is the same as none.
+    pub fn with_threads(mut self, pool: std::sync::Arc<rayon::ThreadPool>) -> Self {
+        self.threads = Some(tick::Threads::new(pool));
+        self
+    }
+
+    /// Spreads the seed loop over the threads from `live` tickets that could be in a match (default
+    /// 50,000; smaller pools tick on the caller's thread alone). Without `with_threads`, nothing.
+    pub fn spread_from(mut self, live: usize) -> Self {
+        if let Some(threads) = &mut self.threads {
+            threads.min_live = live;
+        }
+        self
+    }
+
+    /// The threads the seed loop may use: 1 without a pool.
+    pub fn threads(&self) -> usize {
+        self.threads.as_ref().map_or(1, tick::Threads::count)
     }
 
     /// The last successful tick's rule diagnostics, one record per ruleset of its params

@@ -55,7 +55,7 @@ pub struct MatchBuffers<'a> {
 }
 
 /// Owned output vectors sized for a pool; convenient for tests, benches and Rust callers.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct MatchOutput {
     pub match_ruleset: Vec<u32>,
     pub match_offsets: Vec<u32>,

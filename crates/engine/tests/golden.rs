@@ -56,6 +56,14 @@ fn run_hash(pool: &Pool, params: &TickParams<'_>) -> (usize, u64) {
     // A reused workspace must give the same result.
     let again = run_tick(&pool.columns(), params, &mut ws, &mut out.buffers()).expect("valid input");
     assert_eq!(count, again);
+    // So must the seed loop on several threads (tick/speculate.rs), in batches of every size.
+    for threads in [2, 3] {
+        let mut spread = common::threaded(threads);
+        let mut other = MatchOutput::with_capacity(OutputCapacity::for_pool(pool.len(), f, pool.host_count));
+        assert_eq!(run_tick(&pool.columns(), params, &mut spread, &mut other.buffers()), Ok(count));
+        assert_eq!(other, out, "{threads} threads");
+        assert_eq!(spread.rule_diagnostics(), ws.rule_diagnostics(), "{threads} threads");
+    }
 
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut eat = |bytes: &[u8]| {

@@ -2,7 +2,7 @@
 //! diagnostics are consistent with the matches.
 mod common;
 
-use common::{check_invariants, run, run_diagnosed, run_recorded, Pool};
+use common::{check_invariants, run, run_diagnosed, run_recorded, run_recorded_in, threaded, Pool};
 use matchmaker_engine::{
     Curve, Expansion, FilterMode, RelaxationStep, RuleDiagnostics, Ruleset, TickParams, TicketRefusal,
 };
@@ -275,6 +275,15 @@ proptest! {
                 }
             }
         }
+    }
+
+    #[test]
+    fn threads_change_nothing(c in case(), threads in 2usize..=4) {
+        let pool = build(&c);
+        let rs = rulesets(&c);
+        let p = params(&c, &rs);
+        // The matches, the counts and the per-ticket record, bit for bit.
+        prop_assert_eq!(run_recorded_in(&pool, &p, threaded(threads)), run_recorded(&pool, &p));
     }
 
     #[test]

@@ -3,7 +3,6 @@
 
 use super::lanes::{host_words, lanes_max, lat_words, HostMask, LatBound};
 use super::layout::Ctx;
-use super::scratch::Scratch;
 use crate::{MatchBuffers, MAX_HOSTS, NO_HOST};
 
 /// Of the hosts in `choices`, the one with the lowest worst latency over the tickets at live positions
@@ -42,7 +41,8 @@ pub(super) fn cheapest_host<M: HostMask>(ctx: &Ctx<'_>, sel: &[u32], choices: M)
 #[allow(clippy::too_many_arguments)]
 pub(super) fn emit<M: HostMask>(
     ctx: &Ctx<'_>,
-    ws: &Scratch,
+    sel: &[u32],
+    sel_team: &[u32],
     out: &mut MatchBuffers<'_>,
     m: usize,
     written: usize,
@@ -52,10 +52,10 @@ pub(super) fn emit<M: HostMask>(
     lat: &LatBound,
 ) {
     let s = ctx.s;
-    let len = ws.sel.len();
+    let len = sel.len();
     out.match_ruleset[m] = r as u32;
     let dst = out.match_tickets[written..written + len].iter_mut().zip(&mut out.ticket_team[written..written + len]);
-    for ((ticket, team), (&p, &t)) in dst.zip(ws.sel.iter().zip(&ws.sel_team)) {
+    for ((ticket, team), (&p, &t)) in dst.zip(sel.iter().zip(sel_team)) {
         *ticket = ctx.ticket(p as usize);
         *team = t;
     }
@@ -65,13 +65,13 @@ pub(super) fn emit<M: HostMask>(
     let mut acc = acceptable;
     if !host_filtered {
         acc = M::all(ctx.h);
-        for &t in &ws.sel {
+        for &t in sel {
             acc = acc.and(lat.host_mask(ctx.lat(t as usize)));
         }
     }
     // The preferred host minimises the worst latency: among the acceptable hosts, or, when none is
     // (a match formed without a common host), among all of them.
-    let (preferred, _) = cheapest_host(ctx, &ws.sel, if acc != M::EMPTY { acc } else { M::all(ctx.h) });
+    let (preferred, _) = cheapest_host(ctx, sel, if acc != M::EMPTY { acc } else { M::all(ctx.h) });
     out.match_preferred_host[m] = preferred;
     let hw = host_words(ctx.h);
     acc.write(&mut out.match_acceptable_hosts[m * hw..(m + 1) * hw]);
@@ -79,10 +79,10 @@ pub(super) fn emit<M: HostMask>(
     let f = ctx.f;
     let inter = &mut out.match_accepts[m * f..(m + 1) * f];
     let attrs_of = |t: u32| ctx.attrs(t, s.hot[t as usize + 1].meta).chunks_exact(2);
-    for (dst, va) in inter.iter_mut().zip(attrs_of(ws.sel[0])) {
+    for (dst, va) in inter.iter_mut().zip(attrs_of(sel[0])) {
         *dst = va[1];
     }
-    for &t in &ws.sel[1..] {
+    for &t in &sel[1..] {
         for (dst, va) in inter.iter_mut().zip(attrs_of(t)) {
             *dst &= va[1];
         }
@@ -93,6 +93,7 @@ pub(super) fn emit<M: HostMask>(
 mod tests {
     use super::super::layout::test_pool::TestPool;
     use super::super::layout::{prepare, Sorted};
+    use super::super::scratch::Scratch;
     use super::*;
     use crate::{Expansion, FilterMode, MatchOutput, OutputCapacity, Ruleset, TickParams};
 
@@ -132,7 +133,7 @@ mod tests {
         let lat = LatBound::new(100, 3);
 
         // Without `require_host` the acceptable hosts are computed here: costs 80, 90, 120.
-        emit(&ctx, &sc, &mut out.buffers(), 0, 0, 2, false, 0, &lat);
+        emit(&ctx, &sc.sel, &sc.sel_team, &mut out.buffers(), 0, 0, 2, false, 0, &lat);
         assert_eq!(out.match_ruleset[0], 2);
         assert_eq!(out.match_tickets[..2], [1, 0]);
         assert_eq!(out.ticket_team[..2], [0, 1]);
@@ -143,7 +144,7 @@ mod tests {
         assert_eq!(out.match_accepts[..2], [0b111, 0b010]);
 
         // With `require_host` the scan's mask is kept; the cheapest of it is preferred.
-        emit(&ctx, &sc, &mut out.buffers(), 1, 2, 0, true, 0b010, &lat);
+        emit(&ctx, &sc.sel, &sc.sel_team, &mut out.buffers(), 1, 2, 0, true, 0b010, &lat);
         assert_eq!(out.match_offsets[2], 4);
         assert_eq!(out.match_tickets[2..4], [1, 0]);
         assert_eq!((out.match_acceptable_hosts[1], out.match_preferred_host[1]), (0b010, 1));
@@ -151,7 +152,7 @@ mod tests {
 
         // No host within the bound: none acceptable, and the one with the lowest worst latency
         // (80, 90, 120) preferred.
-        emit(&ctx, &sc, &mut out.buffers(), 2, 4, 0, false, 0, &LatBound::new(20, 3));
+        emit(&ctx, &sc.sel, &sc.sel_team, &mut out.buffers(), 2, 4, 0, false, 0, &LatBound::new(20, 3));
         assert_eq!((out.match_acceptable_hosts[2], out.match_preferred_host[2]), (0, 0));
     }
 }

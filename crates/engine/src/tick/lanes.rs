@@ -31,7 +31,7 @@ fn lanes_lt(x: u64, t: u64) -> u64 {
 }
 
 /// Host test for one latency bound: `host_mask` is then a few word operations.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub(super) struct LatBound {
     /// `bound + 1` in every lane, when the bound is below 65535.
     lanes: u64,

@@ -7,6 +7,7 @@ use super::classes::{FilterBits, Interner};
 use super::lanes::{lat_words, row_words};
 use super::sort::{fix_prefix_runs, from_order_key, mix, order_key, sort_by_prefix};
 use crate::{PoolColumns, Rejection, RuleDiagnostics, TickParams};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// The fields every examined candidate needs, in skill order: one 16-byte load per candidate.
 #[derive(Clone, Copy, Debug, Default)]
@@ -140,10 +141,13 @@ impl Sorted {
 
 /// Which live positions are still unused, with O(α) skipping of used runs. Slot `p + 1` is live
 /// position p; slots 0 and n + 1 are sentinels. `next[slot][0]` leads left, `[1]` right (both
-/// directions in one cache line); an unused slot points to itself.
+/// directions in one cache line); an unused slot points to itself. Atomic (relaxed; plain loads and
+/// stores on x86) so that the threads trying seeds at once shorten the paths they walk too
+/// (tick/speculate.rs): no slot turns unused while they do, so every shortcut any of them writes
+/// holds.
 #[derive(Debug, Default)]
 pub(crate) struct Links {
-    pub(super) next: Vec<[u32; 2]>,
+    pub(super) next: Vec<[AtomicU32; 2]>,
 }
 
 impl Links {
@@ -153,18 +157,18 @@ impl Links {
 
     #[inline]
     pub(super) fn is_used(&self, pos: u32) -> bool {
-        self.next[pos as usize + 1][1] != pos + 1
+        self.next[pos as usize + 1][1].load(Relaxed) != pos + 1
     }
 
     /// All of `n` positions unused.
     pub(super) fn reset(&mut self, n: usize) {
         self.next.clear();
-        self.next.extend((0..(n as u32 + 2)).map(|x| [x, x]));
+        self.next.extend((0..(n as u32 + 2)).map(|x| [AtomicU32::new(x), AtomicU32::new(x)]));
     }
 
     pub(super) fn mark_used(&mut self, pos: u32) {
         let slot = pos + 1;
-        self.next[slot as usize] = [slot - 1, slot + 1];
+        self.next[slot as usize] = [AtomicU32::new(slot - 1), AtomicU32::new(slot + 1)];
     }
 }
 
@@ -212,16 +216,54 @@ fn copy_words(dst: &mut [u64], src: &[u64]) {
     }
 }
 
+/// How a scan finds the next unused slot towards `side` (0 left, 1 right): through `Links`, or
+/// through a `Span` of them, which also notes the outermost slots it found, so that a try made while
+/// other threads try theirs can be checked against the tickets matched since (tick/speculate.rs).
+pub(super) trait Skip {
+    fn find(&mut self, x: u32, side: usize) -> u32;
+}
+
+impl Skip for Links {
+    #[inline]
+    fn find(&mut self, x: u32, side: usize) -> u32 {
+        find(&self.next, x, side)
+    }
+}
+
+/// A walk of the links, shared with other threads, that keeps the lowest and highest slot it answered.
+pub(super) struct Span<'a> {
+    next: &'a [[AtomicU32; 2]],
+    pub(super) lo: u32,
+    pub(super) hi: u32,
+}
+
+impl<'a> Span<'a> {
+    /// A walk that has read only `slot` so far.
+    pub(super) fn new(links: &'a Links, slot: u32) -> Self {
+        Span { next: &links.next, lo: slot, hi: slot }
+    }
+}
+
+impl Skip for Span<'_> {
+    #[inline]
+    fn find(&mut self, x: u32, side: usize) -> u32 {
+        let x = find(self.next, x, side);
+        self.lo = self.lo.min(x);
+        self.hi = self.hi.max(x);
+        x
+    }
+}
+
 /// Union-find "next unused slot" towards `side` (0 left, 1 right) with path halving.
 #[inline]
-pub(super) fn find(next: &mut [[u32; 2]], mut x: u32, side: usize) -> u32 {
+fn find(next: &[[AtomicU32; 2]], mut x: u32, side: usize) -> u32 {
     loop {
-        let p = next[x as usize][side];
+        let p = next[x as usize][side].load(Relaxed);
         if p == x {
             return x;
         }
-        let gp = next[p as usize][side];
-        next[x as usize][side] = gp;
+        let gp = next[p as usize][side].load(Relaxed);
+        next[x as usize][side].store(gp, Relaxed);
         x = gp;
     }
 }
@@ -576,15 +618,15 @@ mod tests {
         links.mark_used(3);
         assert!(links.is_used(2) && links.is_used(3) && !links.is_used(1) && !links.is_used(4));
         // Slots are positions + 1: from position 3, left skips 2 to position 1, right finds 4.
-        assert_eq!(find(&mut links.next, 4, 0), 2);
-        assert_eq!(find(&mut links.next, 4, 1), 5);
-        assert_eq!(find(&mut links.next, 3, 1), 5);
+        assert_eq!(find(&links.next, 4, 0), 2);
+        assert_eq!(find(&links.next, 4, 1), 5);
+        assert_eq!(find(&links.next, 3, 1), 5);
         for p in [0, 1, 4, 5] {
             links.mark_used(p);
         }
         // Every position used: the scans end at the sentinels.
-        assert_eq!(find(&mut links.next, 3, 0), 0);
-        assert_eq!(find(&mut links.next, 3, 1), 7);
+        assert_eq!(find(&links.next, 3, 0), 0);
+        assert_eq!(find(&links.next, 3, 1), 7);
     }
 
     #[test]

@@ -16,18 +16,20 @@ mod packing;
 mod refusals;
 mod scratch;
 mod search;
+mod seed;
 mod sort;
+mod speculate;
 
 pub(crate) use lanes::host_words;
 pub(crate) use layout::{Links, Sorted};
 pub(crate) use scratch::Scratch;
+pub(crate) use speculate::Threads;
 
 use crate::{MatchBuffers, PoolColumns, RuleDiagnostics, TickParams, Workspace};
-use emit::emit;
 use lanes::{lat_words, HostMask, WideHosts};
-use layout::{prefetch, prefetch_range, prepare, valid_rulesets, Ctx};
+use layout::{prefetch, prefetch_range, prepare, valid_rulesets};
 use refusals::Refusals;
-use search::try_form;
+use seed::{drain, try_seed, Commit};
 
 /// The seed loop: every ticket that could be in a match seeds once, oldest first, and the first of its
 /// rulesets (by index) to form a match around it wins. Returns the number of matches written to `out`.
@@ -55,111 +57,80 @@ pub(crate) fn run(
 }
 
 /// `M` holds a set of the queue's hosts: u64 up to 64 hosts, so such queues pay nothing for wider ones.
-fn seed_loop<M: HostMask>(
+fn seed_loop<'o, M: HostMask + Send + Sync>(
     pool: &PoolColumns<'_>,
     params: &TickParams<'_>,
     ws: &mut Workspace,
-    out: &mut MatchBuffers<'_>,
-    refusals: &mut Refusals<'_>,
+    out: &mut MatchBuffers<'o>,
+    refusals: &mut Refusals<'o>,
 ) -> usize {
     prepare(pool, params, &mut ws.sorted, &mut ws.diagnostics);
-    let Workspace { sorted, links, scratch, diagnostics } = ws;
-    // Every ticket that could be in a match is a seed, in age order.
-    let seeds = sorted.by_age.len();
+    let Workspace { sorted, links, scratch, diagnostics, local, tried, threads } = ws;
     scratch.set_filters(params.filters);
     links.reset(sorted.live);
-
-    let valid_rulesets = valid_rulesets(params);
-    let mut matches = 0usize;
-    let mut written = 0usize;
+    local.clear();
+    local.resize(params.rulesets.len(), RuleDiagnostics::default());
     let (f, h) = (pool.filter_count, pool.host_count);
-    let w = lat_words(h);
-    let mut used_since_compact = 0;
+    let mut commit = Commit::new(params, out, refusals, diagnostics, (f, h, lat_words(h) + 1));
+    match threads {
+        Some(threads) if threads.worth_it(sorted.live) => {
+            threads.seed_loop::<M>(sorted, links, scratch, local, tried, &mut commit);
+        }
+        _ => one_by_one::<M>(sorted, links, scratch, local, tried, &mut commit),
+    }
+    commit.matches
+}
 
-    // Seeds jump around in skill order, so their data is cold. Two-stage prefetch: the live
-    // position of a far seed, then, if it is still unused, its neighbourhood in every stream.
-    const FAR: usize = 16;
-    const NEAR: usize = 6;
-    const SPAN: usize = 16;
-    for k in 0..seeds {
-        if let Some(&e) = sorted.by_age.get(k + FAR) {
-            if !sorted.is_used(e as u32 as usize) {
-                prefetch(&sorted.cur, e as u32 as usize);
-                prefetch(&sorted.arrival, e as u32 as usize);
-            }
-        }
-        if let Some(&e) = sorted.by_age.get(k + NEAR) {
-            if !sorted.is_used(e as u32 as usize) {
-                let q = sorted.cur[e as u32 as usize];
-                let q = q as usize;
-                let (a, b) = (q.saturating_sub(SPAN), q + SPAN);
-                prefetch_range(&links.next, a, b + 2);
-                prefetch_range(&sorted.hot, a, b + 2);
-                if !sorted.interned {
-                    prefetch_range(&sorted.attrs, a * 2 * f, b * 2 * f);
-                }
-                prefetch_range(&sorted.rows, a * (w + 1), b * (w + 1));
-            }
-        }
+/// The seed loop on the calling thread: each seed tries and commits in turn.
+fn one_by_one<M: HostMask>(
+    sorted: &mut Sorted,
+    links: &mut Links,
+    scratch: &mut Scratch,
+    local: &mut [RuleDiagnostics],
+    tried: &mut Vec<RuleDiagnostics>,
+    commit: &mut Commit<'_, '_>,
+) {
+    let valid = valid_rulesets(commit.params);
+    for k in 0..sorted.by_age.len() {
+        prefetch_seeds(sorted, links, commit.f, commit.row, &sorted.by_age, k);
         let q = sorted.by_age[k] as u32 as usize;
         if sorted.is_used(q) {
             continue;
         }
-        let sp = sorted.cur[q];
-        let ctx = Ctx { s: sorted, f, h, norm: params.mmr_normalization_ref };
-        let mut mask = sorted.hot[sp as usize + 1].mask & valid_rulesets;
-        let mut formed = false;
-        refusals.seed();
-        while mask != 0 {
-            let r = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            let rs = &params.rulesets[r];
-            let bounds = rs.bounds_for_wait(params.now_ms - sorted.arrival[q]);
-            let before = refusals.before(&diagnostics[r]);
-            // Latency is a filter first, with or without `require_host`: a seed looks for a match with
-            // a common acceptable host, and only a ruleset that does not require one may then, once
-            // `bounds.any_host`, form a match without (its host then only minimises latency).
-            let mut formed_with = None;
-            let filtered = rs.require_host || h > 0;
-            if filtered {
-                formed_with = try_form::<M>(&ctx, links, scratch, sp, &bounds, true, r, rs, &mut diagnostics[r])
-                    .map(|x| (x, true));
-            }
-            if formed_with.is_none() && (bounds.any_host || !filtered) {
-                // A seed fails at most once per ruleset in the diagnostics: after a filtered attempt,
-                // only that attempt's rule decisions count.
-                let mut second = RuleDiagnostics::default();
-                let diag = if filtered { &mut second } else { &mut diagnostics[r] };
-                formed_with = try_form::<M>(&ctx, links, scratch, sp, &bounds, false, r, rs, diag).map(|x| (x, false));
-            }
-            if let Some(((acceptable, lat), host_filtered)) = formed_with {
-                emit(&ctx, scratch, out, matches, written, r, host_filtered, acceptable, &lat);
-                written += scratch.sel.len();
-                matches += 1;
-                formed = true;
-                break;
-            }
-            refusals.failed(&diagnostics[r], before);
-        }
-        if !formed {
-            refusals.unmatched(sorted.rows[sp as usize * (w + 1)] as u32 as usize);
-        } else {
-            for &p in &scratch.sel {
-                links.mark_used(p);
-                refusals.matched(sorted.rows[p as usize * (w + 1)] as u32 as usize);
-                let q = (sorted.rows[p as usize * (w + 1)] >> 32) as usize;
-                sorted.used[q / 64] |= 1 << (q % 64);
-            }
-            used_since_compact += scratch.sel.len();
-            // Once half the live tickets are used, drop them so scans stay dense in memory.
-            let live = sorted.live;
-            if 2 * used_since_compact >= live && live >= 256 {
-                sorted.compact(links, 2 * f, w + 1);
-                used_since_compact = 0;
-            }
+        let (formed, rulesets) =
+            try_seed::<M, Links>(&commit.ctx(sorted), commit.params, links, scratch, q, valid, local);
+        tried.clear();
+        drain(local, rulesets, tried);
+        commit.seed(sorted, links, q, (rulesets, tried), formed, &scratch.sel, &scratch.sel_team);
+    }
+}
+
+/// Seeds jump around in skill order, so their data is cold. Two-stage prefetch ahead of seed `k` of
+/// `seeds` (entries of `Sorted::by_age`): the live position of a far seed, then, if it is still unused,
+/// its neighbourhood in every stream.
+#[inline(always)]
+fn prefetch_seeds(sorted: &Sorted, links: &Links, f: usize, row: usize, seeds: &[u64], k: usize) {
+    const FAR: usize = 16;
+    const NEAR: usize = 6;
+    const SPAN: usize = 16;
+    if let Some(&e) = seeds.get(k + FAR) {
+        if !sorted.is_used(e as u32 as usize) {
+            prefetch(&sorted.cur, e as u32 as usize);
+            prefetch(&sorted.arrival, e as u32 as usize);
         }
     }
-    matches
+    if let Some(&e) = seeds.get(k + NEAR) {
+        if !sorted.is_used(e as u32 as usize) {
+            let q = sorted.cur[e as u32 as usize] as usize;
+            let (a, b) = (q.saturating_sub(SPAN), q + SPAN);
+            prefetch_range(&links.next, a, b + 2);
+            prefetch_range(&sorted.hot, a, b + 2);
+            if !sorted.interned {
+                prefetch_range(&sorted.attrs, a * 2 * f, b * 2 * f);
+            }
+            prefetch_range(&sorted.rows, a * row, b * row);
+        }
+    }
 }
 
 #[cfg(test)]

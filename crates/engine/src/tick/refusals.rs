@@ -1,5 +1,5 @@
 //! The optional per-ticket record of why a ticket is still waiting (docs/rule-diagnostics.md,
-//! "Per ticket"): the seed loop diffs each ruleset's rejection counts around a seed's failed tries and
+//! "Per ticket"): the seed loop sums what a seed's failed tries added to each ruleset's rejection counts and
 //! writes the [`TicketRefusal`] they add up to. Off (no buffer given), every call is one predictable
 //! branch.
 
@@ -7,8 +7,6 @@ use crate::{PoolColumns, Rejection, RuleDiagnostics, TicketRefusal};
 
 pub(super) struct Refusals<'a> {
     out: Option<&'a mut [u8]>,
-    /// The current seed's rejections so far, over the rulesets it tried.
-    seed: [u64; 5],
 }
 
 impl<'a> Refusals<'a> {
@@ -16,7 +14,7 @@ impl<'a> Refusals<'a> {
     /// set aside before the search keeps), the others none. Every ticket the search lays out is
     /// overwritten: it either seeds or is matched before its turn.
     pub(super) fn new(out: Option<&'a mut [u8]>, pool: &PoolColumns<'_>, valid: u32) -> Self {
-        let mut refusals = Refusals { out, seed: [0; 5] };
+        let mut refusals = Refusals { out };
         if let Some(out) = refusals.out.as_deref_mut() {
             let aside = TicketRefusal::Rejected(Rejection::NoAcceptableHost).code();
             for (o, &mask) in out.iter_mut().zip(pool.ruleset_mask) {
@@ -31,39 +29,18 @@ impl<'a> Refusals<'a> {
         self.out
     }
 
-    /// A new seed.
+    /// The seed (pool index) formed nothing in any of its rulesets; `tried` holds what each of its
+    /// tries added to the rejection counts.
     #[inline]
-    pub(super) fn seed(&mut self) {
-        if self.out.is_some() {
-            self.seed = [0; 5];
-        }
-    }
-
-    /// A ruleset's counts before the seed tries it.
-    #[inline]
-    pub(super) fn before(&self, d: &RuleDiagnostics) -> [u64; 5] {
-        if self.out.is_some() {
-            d.rejections
-        } else {
-            [0; 5]
-        }
-    }
-
-    /// The seed's try of a ruleset failed: what it added to the counts since `before`.
-    #[inline]
-    pub(super) fn failed(&mut self, d: &RuleDiagnostics, before: [u64; 5]) {
-        if self.out.is_some() {
-            for ((s, &after), b) in self.seed.iter_mut().zip(&d.rejections).zip(before) {
-                *s += after - b;
-            }
-        }
-    }
-
-    /// The seed (pool index) formed nothing in any of its rulesets.
-    #[inline]
-    pub(super) fn unmatched(&mut self, ticket: usize) {
+    pub(super) fn unmatched(&mut self, ticket: usize, tried: &[RuleDiagnostics]) {
         if let Some(out) = self.out.as_deref_mut() {
-            out[ticket] = TicketRefusal::of_counts(&self.seed).code();
+            let mut counts = [0u64; 5];
+            for d in tried {
+                for (c, &x) in counts.iter_mut().zip(&d.rejections) {
+                    *c += x;
+                }
+            }
+            out[ticket] = TicketRefusal::of_counts(&counts).code();
         }
     }
 

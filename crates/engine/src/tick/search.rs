@@ -7,7 +7,7 @@ use super::balance::{balance, range};
 use super::classes::FilterBits;
 use super::emit::cheapest_host;
 use super::lanes::{lat_words, HostMask, LatBound};
-use super::layout::{find, Ctx, Links};
+use super::layout::{Ctx, Skip};
 use super::scratch::{Agg, Scratch};
 use crate::{Bounds, Rejection, RuleDiagnostics, Ruleset};
 
@@ -60,9 +60,9 @@ fn spread_threshold(spread: f64, norm: f64) -> f64 {
 /// acceptable-host mask (exact only with `host_filter`) and the latency bound are returned. On failure
 /// the rule decisions against the first candidate are added to `diag` (docs/rule-diagnostics.md).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn try_form<M: HostMask>(
+pub(super) fn try_form<M: HostMask, S: Skip>(
     ctx: &Ctx<'_>,
-    links: &mut Links,
+    links: &mut S,
     sc: &mut Scratch,
     sp: u32,
     bounds: &Bounds,
@@ -151,9 +151,9 @@ fn cost<M: HostMask>(
 /// `host_filter`) and the latency bound are returned. On failure the rule decisions against the
 /// candidate are added to `diag` (docs/rule-diagnostics.md).
 #[allow(clippy::too_many_arguments)]
-fn grow<M: HostMask>(
+fn grow<M: HostMask, S: Skip>(
     ctx: &Ctx<'_>,
-    links: &mut Links,
+    links: &mut S,
     sc: &mut Scratch,
     sp: u32,
     bounds: &Bounds,
@@ -284,7 +284,6 @@ fn grow<M: HostMask>(
     // tickets only, until the match is full, both sides leave the window, or `limit` tickets
     // were examined, so a crowded or incompatible neighbourhood cannot make one seed cost O(n).
     let limit = (rs.players_per_match() as usize * 16).clamp(64, 16_384);
-    let next = &mut links.next[..];
     // Raw-unit window, widened by a hair so it never prunes a ticket the exact (divided) spread
     // check would accept. Distances are infinite outside it; the sentinel records at both ends
     // of `hot` give infinity or NaN, so the scan stops there without bounds checks.
@@ -295,8 +294,8 @@ fn grow<M: HostMask>(
     let left_of = |x: f64| if e_s - x <= win { centre - x } else { f64::INFINITY };
     let right_of = |x: f64| if x - e_s <= win { x - centre } else { f64::INFINITY };
     // The next unused slot on each side (slot = live position + 1) and its distance.
-    let mut left = find(next, sp, 0);
-    let mut right = find(next, sp + 2, 1);
+    let mut left = links.find(sp, 0);
+    let mut right = links.find(sp + 2, 1);
     let mut dl = left_of(hot[left as usize].eff);
     let mut dr = right_of(hot[right as usize].eff);
     // Rule decisions against this candidate, kept only if it fails. One register holds the four
@@ -308,7 +307,7 @@ fn grow<M: HostMask>(
         let from_left = dl < dr;
         let p = if from_left {
             let p = left - 1;
-            left = find(next, p, 0);
+            left = links.find(p, 0);
             dl = left_of(hot[left as usize].eff);
             p
         } else {
@@ -317,7 +316,7 @@ fn grow<M: HostMask>(
                 break;
             }
             let p = right - 1;
-            right = find(next, right + 1, 1);
+            right = links.find(right + 1, 1);
             dr = right_of(hot[right as usize].eff);
             p
         };
@@ -470,7 +469,7 @@ fn wide_ok(wide: &[(usize, usize)], values: &[(usize, usize)], words: &[u64], rc
 #[cfg(test)]
 mod tests {
     use super::super::layout::test_pool::TestPool;
-    use super::super::layout::{prepare, Sorted};
+    use super::super::layout::{prepare, Links, Sorted};
     use super::super::sort::mix;
     use super::*;
     use crate::{FilterMode, TickParams};

@@ -178,7 +178,15 @@ pub fn run_diagnosed(pool: &Pool, params: &TickParams<'_>) -> (Vec<Match>, Vec<R
 
 /// One tick's matches, rule diagnostics and per-ticket refusal record (`TicketRefusal` codes).
 pub fn run_recorded(pool: &Pool, params: &TickParams<'_>) -> (Vec<Match>, Vec<RuleDiagnostics>, Vec<u8>) {
-    let mut ws = Workspace::new();
+    run_recorded_in(pool, params, Workspace::new())
+}
+
+/// `run_recorded` in the workspace `ws` (one made by `threaded`, say).
+pub fn run_recorded_in(
+    pool: &Pool,
+    params: &TickParams<'_>,
+    mut ws: Workspace,
+) -> (Vec<Match>, Vec<RuleDiagnostics>, Vec<u8>) {
     let cap = OutputCapacity::for_pool(pool.len(), pool.filters.len(), pool.host_count);
     // Filled with a code the tick never writes, so a ticket it left alone shows.
     let mut out = MatchOutput::with_capacity(cap).recording_refusals();
@@ -326,4 +334,10 @@ pub fn check_invariants(pool: &Pool, p: &TickParams<'_>, matches: &[Match]) -> R
         }
     }
     Ok(())
+}
+
+/// A workspace whose seed loop runs on `threads` threads, whatever the pool's size.
+pub fn threaded(threads: usize) -> Workspace {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool");
+    Workspace::new().with_threads(std::sync::Arc::new(pool)).spread_from(0)
 }

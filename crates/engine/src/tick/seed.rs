@@ -1,0 +1,157 @@
+//! One seed's turn, in the two halves the seed loop runs apart on many threads: `try_seed` tries the
+//! seed's rulesets against the pool as it stands (it writes nothing shared), and `Commit::seed` writes
+//! what the try found, in age order, into the tick's outputs and marks the match's tickets used.
+
+use super::emit::emit;
+use super::lanes::{HostMask, LatBound};
+use super::layout::{Ctx, Links, Skip, Sorted};
+use super::refusals::Refusals;
+use super::scratch::Scratch;
+use super::search::try_form;
+use crate::{MatchBuffers, RuleDiagnostics, TickParams};
+
+/// A match formed around a seed: its ruleset, whether the scan kept to common hosts, the acceptable
+/// hosts (exact only then) and the latency bound in force. Its tickets and teams are the selection of
+/// the scratch it was grown in.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Formed<M> {
+    r: usize,
+    host_filtered: bool,
+    acceptable: M,
+    lat: LatBound,
+}
+
+/// Tries the seed at skill position `q` in each of its rulesets, the first by index first, and
+/// answers the match the first of them forms and the rulesets it tried (a bit each). Each try's rule
+/// decisions go to its ruleset's record in `local`, which must be zero for every ruleset on entry
+/// (`drain` zeroes them again).
+pub(super) fn try_seed<M: HostMask, S: Skip>(
+    ctx: &Ctx<'_>,
+    params: &TickParams<'_>,
+    links: &mut S,
+    scratch: &mut Scratch,
+    q: usize,
+    valid_rulesets: u32,
+    local: &mut [RuleDiagnostics],
+) -> (Option<Formed<M>>, u32) {
+    let s = ctx.s;
+    let sp = s.cur[q];
+    let mut mask = s.hot[sp as usize + 1].mask & valid_rulesets;
+    let mut tried = 0;
+    while mask != 0 {
+        let r = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        tried |= 1 << r;
+        let rs = &params.rulesets[r];
+        let bounds = rs.bounds_for_wait(params.now_ms - s.arrival[q]);
+        // Latency is a filter first, with or without `require_host`: a seed looks for a match with
+        // a common acceptable host, and only a ruleset that does not require one may then, once
+        // `bounds.any_host`, form a match without (its host then only minimises latency).
+        let mut formed = None;
+        let filtered = rs.require_host || ctx.h > 0;
+        if filtered {
+            formed = try_form::<M, S>(ctx, links, scratch, sp, &bounds, true, r, rs, &mut local[r]).map(|x| (x, true));
+        }
+        if formed.is_none() && (bounds.any_host || !filtered) {
+            // A seed fails at most once per ruleset in the diagnostics: after a filtered attempt,
+            // only that attempt's rule decisions count.
+            let mut second = RuleDiagnostics::default();
+            let diag = if filtered { &mut second } else { &mut local[r] };
+            formed = try_form::<M, S>(ctx, links, scratch, sp, &bounds, false, r, rs, diag).map(|x| (x, false));
+        }
+        if let Some(((acceptable, lat), host_filtered)) = formed {
+            return (Some(Formed { r, host_filtered, acceptable, lat }), tried);
+        }
+    }
+    (None, tried)
+}
+
+/// Moves the records of the rulesets in `tried` from `local` to the end of `into`, in ruleset order,
+/// and zeroes them in `local`.
+pub(super) fn drain(local: &mut [RuleDiagnostics], mut tried: u32, into: &mut Vec<RuleDiagnostics>) {
+    while tried != 0 {
+        let r = tried.trailing_zeros() as usize;
+        tried &= tried - 1;
+        into.push(std::mem::take(&mut local[r]));
+    }
+}
+
+/// The tick's outputs as the seeds commit, oldest first.
+pub(super) struct Commit<'t, 'o> {
+    pub(super) params: &'t TickParams<'t>,
+    pub(super) out: &'t mut MatchBuffers<'o>,
+    pub(super) refusals: &'t mut Refusals<'o>,
+    pub(super) diagnostics: &'t mut [RuleDiagnostics],
+    pub(super) f: usize,
+    pub(super) h: usize,
+    /// Words per row of `Sorted::rows`.
+    pub(super) row: usize,
+    pub(super) matches: usize,
+    pub(super) written: usize,
+    used_since_compact: usize,
+}
+
+impl<'t, 'o> Commit<'t, 'o> {
+    pub(super) fn new(
+        params: &'t TickParams<'t>,
+        out: &'t mut MatchBuffers<'o>,
+        refusals: &'t mut Refusals<'o>,
+        diagnostics: &'t mut [RuleDiagnostics],
+        (f, h, row): (usize, usize, usize),
+    ) -> Self {
+        Commit { params, out, refusals, diagnostics, f, h, row, matches: 0, written: 0, used_since_compact: 0 }
+    }
+
+    /// The context the seed loop's tries read.
+    pub(super) fn ctx<'s>(&self, sorted: &'s Sorted) -> Ctx<'s> {
+        Ctx { s: sorted, f: self.f, h: self.h, norm: self.params.mmr_normalization_ref }
+    }
+
+    /// Commits the try of the seed at skill position `q`: the records in `tried` (one per ruleset
+    /// tried, in ruleset order, `rulesets` their bits) into the diagnostics, and the match it formed, of
+    /// the live positions `sel` in teams `sel_team`, into the output, its tickets marked used. Answers
+    /// whether that compacted the live arrays, which moves every live position.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn seed<M: HostMask>(
+        &mut self,
+        sorted: &mut Sorted,
+        links: &mut Links,
+        q: usize,
+        (rulesets, tried): (u32, &[RuleDiagnostics]),
+        formed: Option<Formed<M>>,
+        sel: &[u32],
+        sel_team: &[u32],
+    ) -> bool {
+        let mut bits = rulesets;
+        for d in tried {
+            self.diagnostics[bits.trailing_zeros() as usize].add(d);
+            bits &= bits - 1;
+        }
+        let row = self.row;
+        let Some(fm) = formed else {
+            let sp = sorted.cur[q] as usize;
+            self.refusals.unmatched(sorted.rows[sp * row] as u32 as usize, tried);
+            return false;
+        };
+        let ctx = self.ctx(sorted);
+        emit(&ctx, sel, sel_team, self.out, self.matches, self.written, fm.r, fm.host_filtered, fm.acceptable, &fm.lat);
+        self.written += sel.len();
+        self.matches += 1;
+        for &p in sel {
+            links.mark_used(p);
+            let entry = sorted.rows[p as usize * row];
+            self.refusals.matched(entry as u32 as usize);
+            let q = (entry >> 32) as usize;
+            sorted.used[q / 64] |= 1 << (q % 64);
+        }
+        self.used_since_compact += sel.len();
+        // Once half the live tickets are used, drop them so scans stay dense in memory.
+        let live = sorted.live;
+        if 2 * self.used_since_compact >= live && live >= 256 {
+            sorted.compact(links, 2 * self.f, row);
+            self.used_since_compact = 0;
+            return true;
+        }
+        false
+    }
+}

@@ -50,9 +50,10 @@ pub struct Workspace {
     pub(crate) links: tick::Links,
     pub(crate) scratch: tick::Scratch,
     pub(crate) diagnostics: Vec<RuleDiagnostics>,
-    /// One seed's rule decisions per ruleset, and its tries' records (tick/seed.rs).
+    /// One seed's rule decisions per ruleset, its tries' records and its match's output (tick/seed.rs).
     pub(crate) local: Vec<RuleDiagnostics>,
     pub(crate) tried: Vec<RuleDiagnostics>,
+    pub(crate) staged: tick::Staged,
     pub(crate) threads: Option<tick::Threads>,
 }
 

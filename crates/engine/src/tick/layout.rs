@@ -1,13 +1,14 @@
 //! The pool re-laid out for the search: the tickets that can be in some match, in skill order, as
 //! the few fields the scan reads (`Hot`), their latency rows and attribute rows or classes; the
-//! seed order; which of them are used (`Links`, the used bits) and compaction of the used ones.
+//! seed order; which of them are used (the used bits; `Links` in tick/links.rs) and compaction of the
+//! used ones.
 //! Also the prefetch hints (the crate's only `unsafe`) that hide the random accesses' latency.
 
 use super::classes::{FilterBits, Interner};
 use super::lanes::{lat_words, row_words};
+use super::links::Links;
 use super::sort::{fix_prefix_runs, from_order_key, mix, order_key, sort_by_prefix};
 use crate::{PoolColumns, Rejection, RuleDiagnostics, TickParams};
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// The fields every examined candidate needs, in skill order: one 16-byte load per candidate.
 #[derive(Clone, Copy, Debug, Default)]
@@ -139,39 +140,6 @@ impl Sorted {
     }
 }
 
-/// Which live positions are still unused, with O(α) skipping of used runs. Slot `p + 1` is live
-/// position p; slots 0 and n + 1 are sentinels. `next[slot][0]` leads left, `[1]` right (both
-/// directions in one cache line); an unused slot points to itself. Atomic (relaxed; plain loads and
-/// stores on x86) so that the threads trying seeds at once shorten the paths they walk too
-/// (tick/speculate.rs): no slot turns unused while they do, so every shortcut any of them writes
-/// holds.
-#[derive(Debug, Default)]
-pub(crate) struct Links {
-    pub(super) next: Vec<[AtomicU32; 2]>,
-}
-
-impl Links {
-    pub(crate) fn reserve(&mut self, n: usize) {
-        self.next.reserve(n + 2);
-    }
-
-    #[inline]
-    pub(super) fn is_used(&self, pos: u32) -> bool {
-        self.next[pos as usize + 1][1].load(Relaxed) != pos + 1
-    }
-
-    /// All of `n` positions unused.
-    pub(super) fn reset(&mut self, n: usize) {
-        self.next.clear();
-        self.next.extend((0..(n as u32 + 2)).map(|x| [AtomicU32::new(x), AtomicU32::new(x)]));
-    }
-
-    pub(super) fn mark_used(&mut self, pos: u32) {
-        let slot = pos + 1;
-        self.next[slot as usize] = [AtomicU32::new(slot - 1), AtomicU32::new(slot + 1)];
-    }
-}
-
 /// Cache-prefetch hint for `slice[idx]` (no-op when out of range or off x86_64). The pool's hot
 /// accesses are random (seeds come in age order, not skill order), so hiding memory latency is
 /// what makes 1M-ticket ticks fast.
@@ -216,58 +184,6 @@ fn copy_words(dst: &mut [u64], src: &[u64]) {
     }
 }
 
-/// How a scan finds the next unused slot towards `side` (0 left, 1 right): through `Links`, or
-/// through a `Span` of them, which also notes the outermost slots it found, so that a try made while
-/// other threads try theirs can be checked against the tickets matched since (tick/speculate.rs).
-pub(super) trait Skip {
-    fn find(&mut self, x: u32, side: usize) -> u32;
-}
-
-impl Skip for Links {
-    #[inline]
-    fn find(&mut self, x: u32, side: usize) -> u32 {
-        find(&self.next, x, side)
-    }
-}
-
-/// A walk of the links, shared with other threads, that keeps the lowest and highest slot it answered.
-pub(super) struct Span<'a> {
-    next: &'a [[AtomicU32; 2]],
-    pub(super) lo: u32,
-    pub(super) hi: u32,
-}
-
-impl<'a> Span<'a> {
-    /// A walk that has read only `slot` so far.
-    pub(super) fn new(links: &'a Links, slot: u32) -> Self {
-        Span { next: &links.next, lo: slot, hi: slot }
-    }
-}
-
-impl Skip for Span<'_> {
-    #[inline]
-    fn find(&mut self, x: u32, side: usize) -> u32 {
-        let x = find(self.next, x, side);
-        self.lo = self.lo.min(x);
-        self.hi = self.hi.max(x);
-        x
-    }
-}
-
-/// Union-find "next unused slot" towards `side` (0 left, 1 right) with path halving.
-#[inline]
-fn find(next: &[[AtomicU32; 2]], mut x: u32, side: usize) -> u32 {
-    loop {
-        let p = next[x as usize][side].load(Relaxed);
-        if p == x {
-            return x;
-        }
-        let gp = next[p as usize][side].load(Relaxed);
-        next[x as usize][side].store(gp, Relaxed);
-        x = gp;
-    }
-}
-
 /// Per-tick immutable context, bundled so helpers take few arguments.
 pub(super) struct Ctx<'p> {
     pub(super) s: &'p Sorted,
@@ -297,7 +213,7 @@ impl Ctx<'_> {
     }
 
     /// Pool index of live position `p`.
-    #[inline]
+    #[cfg(test)]
     pub(super) fn ticket(&self, p: usize) -> u32 {
         self.s.rows[p * row_words(self.h)] as u32
     }
@@ -608,25 +524,6 @@ mod tests {
         assert_eq!(seeds[2..], [1, 2]);
         assert!((0..4).all(|q| !s.is_used(q)));
         assert_eq!(ctx.lat(0), [50 | 50 << 16 | 0xFFFF_FFFF << 32]);
-    }
-
-    #[test]
-    fn links_find_the_nearest_unused_position() {
-        let mut links = Links::default();
-        links.reset(6);
-        links.mark_used(2);
-        links.mark_used(3);
-        assert!(links.is_used(2) && links.is_used(3) && !links.is_used(1) && !links.is_used(4));
-        // Slots are positions + 1: from position 3, left skips 2 to position 1, right finds 4.
-        assert_eq!(find(&links.next, 4, 0), 2);
-        assert_eq!(find(&links.next, 4, 1), 5);
-        assert_eq!(find(&links.next, 3, 1), 5);
-        for p in [0, 1, 4, 5] {
-            links.mark_used(p);
-        }
-        // Every position used: the scans end at the sentinels.
-        assert_eq!(find(&links.next, 3, 0), 0);
-        assert_eq!(find(&links.next, 3, 1), 7);
     }
 
     #[test]

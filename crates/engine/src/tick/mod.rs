@@ -12,6 +12,7 @@ mod classes;
 mod emit;
 mod lanes;
 mod layout;
+mod links;
 mod packing;
 mod refusals;
 mod scratch;
@@ -20,8 +21,10 @@ mod seed;
 mod sort;
 mod speculate;
 
+pub(crate) use emit::Staged;
 pub(crate) use lanes::host_words;
-pub(crate) use layout::{Links, Sorted};
+pub(crate) use layout::Sorted;
+pub(crate) use links::Links;
 pub(crate) use scratch::Scratch;
 pub(crate) use speculate::Threads;
 
@@ -65,7 +68,7 @@ fn seed_loop<'o, M: HostMask + Send + Sync>(
     refusals: &mut Refusals<'o>,
 ) -> usize {
     prepare(pool, params, &mut ws.sorted, &mut ws.diagnostics);
-    let Workspace { sorted, links, scratch, diagnostics, local, tried, threads } = ws;
+    let Workspace { sorted, links, scratch, diagnostics, local, tried, staged, threads } = ws;
     scratch.set_filters(params.filters);
     links.reset(sorted.live);
     local.clear();
@@ -74,20 +77,27 @@ fn seed_loop<'o, M: HostMask + Send + Sync>(
     let mut commit = Commit::new(params, out, refusals, diagnostics, (f, h, lat_words(h) + 1));
     match threads {
         Some(threads) if threads.worth_it(sorted.live) => {
-            threads.seed_loop::<M>(sorted, links, scratch, local, tried, &mut commit);
+            threads.seed_loop::<M>(sorted, links, (scratch, local, tried, staged), &mut commit);
         }
-        _ => one_by_one::<M>(sorted, links, scratch, local, tried, &mut commit),
+        _ => one_by_one::<M>(sorted, links, (scratch, local, tried, staged), &mut commit),
     }
     commit.matches
+}
+
+/// The memory one thread tries seeds in: the candidate's scratch, the rule decisions per ruleset
+/// (`try_seed`'s `local`), each try's records, and the matches staged.
+type TryMemory<'a> = (&'a mut Scratch, &'a mut [RuleDiagnostics], &'a mut Vec<RuleDiagnostics>, &'a mut Staged);
+
+/// The same memory, borrowed again for one call.
+fn reborrow<'a>(memory: &'a mut TryMemory<'_>) -> TryMemory<'a> {
+    (&mut *memory.0, &mut *memory.1, &mut *memory.2, &mut *memory.3)
 }
 
 /// The seed loop on the calling thread: each seed tries and commits in turn.
 fn one_by_one<M: HostMask>(
     sorted: &mut Sorted,
     links: &mut Links,
-    scratch: &mut Scratch,
-    local: &mut [RuleDiagnostics],
-    tried: &mut Vec<RuleDiagnostics>,
+    mut memory: TryMemory<'_>,
     commit: &mut Commit<'_, '_>,
 ) {
     let valid = valid_rulesets(commit.params);
@@ -97,12 +107,30 @@ fn one_by_one<M: HostMask>(
         if sorted.is_used(q) {
             continue;
         }
-        let (formed, rulesets) =
-            try_seed::<M, Links>(&commit.ctx(sorted), commit.params, links, scratch, q, valid, local);
-        tried.clear();
-        drain(local, rulesets, tried);
-        commit.seed(sorted, links, q, (rulesets, tried), formed, &scratch.sel, &scratch.sel_team);
+        try_and_commit::<M>(sorted, links, q, valid, reborrow(&mut memory), commit);
     }
+}
+
+/// Tries the seed at skill position `q` against the pool as it is and commits what it found; answers
+/// whether it formed a match (of the selection in the scratch) and whether the commit compacted the live
+/// arrays.
+fn try_and_commit<M: HostMask>(
+    sorted: &mut Sorted,
+    links: &mut Links,
+    q: usize,
+    valid: u32,
+    (scratch, local, tried, staged): TryMemory<'_>,
+    commit: &mut Commit<'_, '_>,
+) -> (bool, bool) {
+    let ctx = commit.ctx(sorted);
+    let (formed, rulesets) = try_seed::<M, Links>(&ctx, commit.params, links, scratch, q, valid, local);
+    tried.clear();
+    drain(local, rulesets, tried);
+    staged.clear();
+    let formed = formed.map(|fm| fm.stage(&ctx, &scratch.sel, &scratch.sel_team, staged));
+    let formed = formed.map(|k| (&scratch.sel[..], commit.staged(staged, k)));
+    let was_formed = formed.is_some();
+    (was_formed, commit.seed(sorted, links, q, (rulesets, tried), formed))
 }
 
 /// Seeds jump around in skill order, so their data is cold. Two-stage prefetch ahead of seed `k` of

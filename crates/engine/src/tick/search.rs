@@ -7,7 +7,8 @@ use super::balance::{balance, range};
 use super::classes::FilterBits;
 use super::emit::cheapest_host;
 use super::lanes::{lat_words, HostMask, LatBound};
-use super::layout::{Ctx, Skip};
+use super::layout::Ctx;
+use super::links::Skip;
 use super::scratch::{Agg, Scratch};
 use crate::{Bounds, Rejection, RuleDiagnostics, Ruleset};
 
@@ -469,7 +470,8 @@ fn wide_ok(wide: &[(usize, usize)], values: &[(usize, usize)], words: &[u64], rc
 #[cfg(test)]
 mod tests {
     use super::super::layout::test_pool::TestPool;
-    use super::super::layout::{prepare, Links, Sorted};
+    use super::super::layout::{prepare, Sorted};
+    use super::super::links::Links;
     use super::super::sort::mix;
     use super::*;
     use crate::{FilterMode, TickParams};

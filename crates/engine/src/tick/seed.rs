@@ -2,9 +2,10 @@
 //! seed's rulesets against the pool as it stands (it writes nothing shared), and `Commit::seed` writes
 //! what the try found, in age order, into the tick's outputs and marks the match's tickets used.
 
-use super::emit::emit;
-use super::lanes::{HostMask, LatBound};
-use super::layout::{Ctx, Links, Skip, Sorted};
+use super::emit::{emit, Staged, StagedMatch};
+use super::lanes::{host_words, HostMask, LatBound};
+use super::layout::{Ctx, Sorted};
+use super::links::{Links, Skip};
 use super::refusals::Refusals;
 use super::scratch::Scratch;
 use super::search::try_form;
@@ -19,6 +20,13 @@ pub(super) struct Formed<M> {
     host_filtered: bool,
     acceptable: M,
     lat: LatBound,
+}
+
+impl<M: HostMask> Formed<M> {
+    /// Stages the match, of the selection `sel` in teams `sel_team`, into `staged`; answers its index.
+    pub(super) fn stage(&self, ctx: &Ctx<'_>, sel: &[u32], sel_team: &[u32], staged: &mut Staged) -> usize {
+        staged.stage(ctx, sel, sel_team, self.r, self.host_filtered, self.acceptable, &self.lat)
+    }
 }
 
 /// Tries the seed at skill position `q` in each of its rulesets, the first by index first, and
@@ -102,6 +110,11 @@ impl<'t, 'o> Commit<'t, 'o> {
         Commit { params, out, refusals, diagnostics, f, h, row, matches: 0, written: 0, used_since_compact: 0 }
     }
 
+    /// The staged match `k` of `staged`.
+    pub(super) fn staged<'s>(&self, staged: &'s Staged, k: usize) -> StagedMatch<'s> {
+        staged.get(k, host_words(self.h), self.f)
+    }
+
     /// The context the seed loop's tries read.
     pub(super) fn ctx<'s>(&self, sorted: &'s Sorted) -> Ctx<'s> {
         Ctx { s: sorted, f: self.f, h: self.h, norm: self.params.mmr_normalization_ref }
@@ -109,37 +122,31 @@ impl<'t, 'o> Commit<'t, 'o> {
 
     /// Commits the try of the seed at skill position `q`: the records in `tried` (one per ruleset
     /// tried, in ruleset order, `rulesets` their bits) into the diagnostics, and the match it formed, of
-    /// the live positions `sel` in teams `sel_team`, into the output, its tickets marked used. Answers
+    /// the live positions `sel`, staged as `staged`, into the output, its tickets marked used. Answers
     /// whether that compacted the live arrays, which moves every live position.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn seed<M: HostMask>(
+    pub(super) fn seed(
         &mut self,
         sorted: &mut Sorted,
         links: &mut Links,
         q: usize,
         (rulesets, tried): (u32, &[RuleDiagnostics]),
-        formed: Option<Formed<M>>,
-        sel: &[u32],
-        sel_team: &[u32],
+        formed: Option<(&[u32], StagedMatch<'_>)>,
     ) -> bool {
         let mut bits = rulesets;
         for d in tried {
             self.diagnostics[bits.trailing_zeros() as usize].add(d);
             bits &= bits - 1;
         }
-        let row = self.row;
-        let Some(fm) = formed else {
+        let Some((sel, staged)) = formed else {
             let sp = sorted.cur[q] as usize;
-            self.refusals.unmatched(sorted.rows[sp * row] as u32 as usize, tried);
+            self.refusals.unmatched(sorted.rows[sp * self.row] as u32 as usize, tried);
             return false;
         };
-        let ctx = self.ctx(sorted);
-        emit(&ctx, sel, sel_team, self.out, self.matches, self.written, fm.r, fm.host_filtered, fm.acceptable, &fm.lat);
+        emit(self.out, self.matches, self.written, &staged);
         self.written += sel.len();
         self.matches += 1;
-        for &p in sel {
+        for (&p, &entry) in sel.iter().zip(staged.entries) {
             links.mark_used(p);
-            let entry = sorted.rows[p as usize * row];
             self.refusals.matched(entry as u32 as usize);
             let q = (entry >> 32) as usize;
             sorted.used[q / 64] |= 1 << (q % 64);
@@ -148,7 +155,7 @@ impl<'t, 'o> Commit<'t, 'o> {
         // Once half the live tickets are used, drop them so scans stay dense in memory.
         let live = sorted.live;
         if 2 * self.used_since_compact >= live && live >= 256 {
-            sorted.compact(links, 2 * self.f, row);
+            sorted.compact(links, 2 * self.f, self.row);
             self.used_since_compact = 0;
             return true;
         }

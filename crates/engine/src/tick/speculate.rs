@@ -10,11 +10,13 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::emit::Staged;
 use super::lanes::HostMask;
-use super::layout::{valid_rulesets, Ctx, Links, Sorted, Span};
-use super::prefetch_seeds;
+use super::layout::{valid_rulesets, Ctx, Sorted};
+use super::links::{Links, Span};
 use super::scratch::Scratch;
-use super::seed::{drain, try_seed, Commit, Formed};
+use super::seed::{drain, try_seed, Commit};
+use super::{prefetch_seeds, reborrow, try_and_commit, TryMemory};
 use crate::{RuleDiagnostics, TickParams};
 
 /// Below this many live tickets a tick's seed loop stays on one thread by default: its batches would
@@ -44,22 +46,22 @@ struct Worker {
     local: Vec<RuleDiagnostics>,
     /// Each try's records, one per ruleset tried (`Spec::tried`).
     tried: Vec<RuleDiagnostics>,
-    /// The tickets and teams of each match formed (`Spec::sel`).
+    /// The live positions of each match formed (`Spec::sel`), and its output.
     sel: Vec<u32>,
-    sel_team: Vec<u32>,
+    staged: Staged,
 }
 
 /// What one seed's try found, against the batch's starting pool.
-#[derive(Clone, Copy, Debug)]
-struct Spec<M> {
+#[derive(Clone, Copy, Debug, Default)]
+struct Spec {
     /// The lowest and highest slot the try read.
     lo: u32,
     hi: u32,
     /// The rulesets tried (a bit each), and their records: `Worker::tried[tried.0..tried.1]`.
     rulesets: u32,
     tried: (u32, u32),
-    /// The match formed, and its tickets: `Worker::sel[sel.0..sel.1]`.
-    formed: Option<Formed<M>>,
+    /// The match formed (`Worker::staged`'s index), and its tickets: `Worker::sel[sel.0..sel.1]`.
+    formed: Option<u32>,
     sel: (u32, u32),
 }
 
@@ -82,15 +84,13 @@ impl Threads {
         &mut self,
         sorted: &mut Sorted,
         links: &mut Links,
-        scratch: &mut Scratch,
-        local: &mut [RuleDiagnostics],
-        tried: &mut Vec<RuleDiagnostics>,
+        memory: TryMemory<'_>,
         commit: &mut Commit<'_, '_>,
     ) {
         // The whole loop runs on one of the pool's threads, so the commits and the tries of the first
         // chunk share its caches.
         let Threads { pool, workers, batch, marks, marked, .. } = self;
-        pool.install(|| spread_loop::<M>(workers, batch, marks, marked, sorted, links, scratch, local, tried, commit));
+        pool.install(|| spread_loop::<M>(workers, batch, marks, marked, sorted, links, memory, commit));
     }
 }
 
@@ -103,9 +103,7 @@ fn spread_loop<M: HostMask + Send + Sync>(
     marked: &mut Vec<usize>,
     sorted: &mut Sorted,
     links: &mut Links,
-    scratch: &mut Scratch,
-    local: &mut [RuleDiagnostics],
-    tried: &mut Vec<RuleDiagnostics>,
+    mut memory: TryMemory<'_>,
     commit: &mut Commit<'_, '_>,
 ) {
     let params = commit.params;
@@ -117,7 +115,7 @@ fn spread_loop<M: HostMask + Send + Sync>(
     }
     let threads = workers.len();
     let (f, row) = (commit.f, commit.row);
-    let mut specs: Vec<Spec<M>> = Vec::new();
+    let mut specs: Vec<Spec> = Vec::new();
     batch.clear();
     let mut k = 0;
     let seeds = sorted.by_age.len();
@@ -136,7 +134,7 @@ fn spread_loop<M: HostMask + Send + Sync>(
             break;
         }
         specs.clear();
-        specs.resize(batch.len(), Spec { lo: 0, hi: 0, rulesets: 0, tried: (0, 0), formed: None, sel: (0, 0) });
+        specs.resize(batch.len(), Spec::default());
         let chunk = batch.len().div_ceil(threads);
         {
             let ctx = commit.ctx(sorted);
@@ -144,7 +142,7 @@ fn spread_loop<M: HostMask + Send + Sync>(
             workers
                 .par_iter_mut()
                 .zip(batch.par_chunks(chunk).zip(specs.par_chunks_mut(chunk)))
-                .for_each(|(w, (seeds, specs))| w.try_seeds(&ctx, params, links, seeds, specs, valid, (f, row)));
+                .for_each(|(w, (seeds, specs))| w.try_seeds::<M>(&ctx, params, links, seeds, specs, valid, (f, row)));
         }
 
         // Commit, oldest first.
@@ -156,20 +154,18 @@ fn spread_loop<M: HostMask + Send + Sync>(
                 continue;
             }
             let compacted = if any_marked(marks, spec.lo, spec.hi) {
-                let ctx = commit.ctx(sorted);
-                let (formed, rulesets) = try_seed::<M, Links>(&ctx, params, links, scratch, q, valid, local);
-                tried.clear();
-                drain(local, rulesets, tried);
-                if formed.is_some() {
-                    mark(marks, marked, &scratch.sel);
+                let (formed, compacted) = try_and_commit::<M>(sorted, links, q, valid, reborrow(&mut memory), commit);
+                if formed {
+                    mark(marks, marked, &memory.0.sel);
                 }
-                commit.seed(sorted, links, q, (rulesets, tried), formed, &scratch.sel, &scratch.sel_team)
+                compacted
             } else {
                 let w = &workers[i / chunk];
-                let (sel, sel_team) = (&w.sel[range(spec.sel)], &w.sel_team[range(spec.sel)]);
+                let sel = &w.sel[range(spec.sel)];
                 mark(marks, marked, sel);
                 let tried = &w.tried[range(spec.tried)];
-                commit.seed(sorted, links, q, (spec.rulesets, tried), spec.formed, sel, sel_team)
+                let formed = spec.formed.map(|k| (sel, commit.staged(&w.staged, k as usize)));
+                commit.seed(sorted, links, q, (spec.rulesets, tried), formed)
             };
             if compacted {
                 // Every live position moved: what is left of the batch is tried again.
@@ -222,13 +218,13 @@ impl Worker {
         params: &TickParams<'_>,
         links: &Links,
         seeds: &[u64],
-        specs: &mut [Spec<M>],
+        specs: &mut [Spec],
         valid: u32,
         (f, row): (usize, usize),
     ) {
         self.tried.clear();
         self.sel.clear();
-        self.sel_team.clear();
+        self.staged.clear();
         for (k, (&e, spec)) in seeds.iter().zip(specs).enumerate() {
             prefetch_seeds(ctx.s, links, f, row, seeds, k);
             let q = e as u32 as usize;
@@ -238,10 +234,10 @@ impl Worker {
             let tried_at = self.tried.len() as u32;
             drain(&mut self.local, rulesets, &mut self.tried);
             let sel_at = self.sel.len() as u32;
-            if formed.is_some() {
+            let formed = formed.map(|fm| {
                 self.sel.extend_from_slice(&self.scratch.sel);
-                self.sel_team.extend_from_slice(&self.scratch.sel_team);
-            }
+                fm.stage(ctx, &self.scratch.sel, &self.scratch.sel_team, &mut self.staged) as u32
+            });
             *spec = Spec {
                 lo: span.lo,
                 hi: span.hi,

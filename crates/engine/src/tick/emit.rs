@@ -191,7 +191,7 @@ mod tests {
             seed: 0,
         };
         let mut s = Sorted::default();
-        prepare(&pool.columns(), &params, &mut s, &mut [crate::RuleDiagnostics::default()]);
+        prepare(&pool.columns(), &params, &mut s, &mut [crate::RuleDiagnostics::default()], None);
         let ctx = Ctx { s: &s, f: 2, h: 3, norm: 0.1 };
         let mut sc = Scratch::default();
         // Live positions in skill order: ticket 0, then 1; the seed (ticket 1) first.

@@ -2,13 +2,15 @@
 //! the few fields the scan reads (`Hot`), their latency rows and attribute rows or classes; the
 //! seed order; which of them are used (the used bits; `Links` in tick/links.rs) and compaction of the
 //! used ones.
-//! Also the prefetch hints (the crate's only `unsafe`) that hide the random accesses' latency.
+//! Also the prefetch hints (an `unsafe` intrinsic) that hide the random accesses' latency.
 
 use super::classes::{FilterBits, Interner};
 use super::lanes::{lat_words, row_words};
 use super::links::Links;
 use super::sort::{fix_prefix_runs, from_order_key, mix, order_key, sort_by_prefix};
+use super::speculate::Threads;
 use crate::{PoolColumns, Rejection, RuleDiagnostics, TickParams};
+use rayon::prelude::*;
 
 /// The fields every examined candidate needs, in skill order: one 16-byte load per candidate.
 #[derive(Clone, Copy, Debug, Default)]
@@ -226,6 +228,7 @@ pub(super) fn prepare(
     params: &TickParams<'_>,
     s: &mut Sorted,
     diagnostics: &mut [RuleDiagnostics],
+    threads: Option<&Threads>,
 ) {
     let n = pool.len();
     let (f, h) = (pool.filter_count, pool.host_count);
@@ -271,7 +274,7 @@ pub(super) fn prepare(
     s.bits.build(interning.then_some(&s.classes), params.filters);
     // Skill order: by key, ties by pool index.
     let candidates = &s.candidates;
-    sort_by_prefix(&mut s.by_skill, |j| candidates[j], &mut s.sort_tmp, &mut s.hist);
+    sort_by_prefix(&mut s.by_skill, |j| candidates[j], &mut s.sort_tmp, &mut s.hist, threads);
     let pre = &s.pre;
     fix_prefix_runs(&mut s.by_skill, |i| (order_key(pre[i].hot.eff), i));
 
@@ -286,25 +289,100 @@ pub(super) fn prepare(
     s.arrival.resize(n, 0.0);
     s.live = n;
     s.attrs.resize(if interning { 0 } else { 2 * n * f }, 0);
-    let mut attr_rows = s.attrs.chunks_exact_mut((2 * f).max(1));
+    let f2 = if interning { 0 } else { 2 * f };
+    let out = Gathered {
+        from: 0,
+        hot: &mut s.hot[1..=n],
+        rows: &mut s.rows,
+        by_age: &mut s.by_age,
+        arrival: &mut s.arrival,
+        attrs: &mut s.attrs,
+    };
+    let (by_skill, pre) = (&s.by_skill, &s.pre);
+    match threads.filter(|t| t.worth_it(n)) {
+        Some(threads) => {
+            // Pieces of equal length, a few a thread, so a slow thread does not hold the others up.
+            let pieces = threads.count() * 4;
+            let mut rest = out;
+            let mut all = Vec::with_capacity(pieces);
+            for k in (1..pieces).rev() {
+                let len = rest.hot.len() / (k + 1);
+                let (piece, more) = rest.split(len, w + 1, f2);
+                all.push(piece);
+                rest = more;
+            }
+            all.push(rest);
+            threads.run(|| all.into_par_iter().for_each(|piece| gather(pool, by_skill, pre, piece, interning)));
+        }
+        None => gather(pool, by_skill, pre, out, interning),
+    }
+    // Seed order, by skill position: oldest first; equal arrivals by a seeded hash of the pool
+    // index, then by skill position.
+    sort_by_prefix(&mut s.by_age, |p| p as u32, &mut s.sort_tmp, &mut s.hist, threads);
+    let (rows, seed) = (&s.rows, params.seed);
+    fix_prefix_runs(&mut s.by_age, |p| {
+        let i = rows[p * (w + 1)] as u32 as usize;
+        (order_key(pool.arrival_ms[i]), mix(seed ^ mix(i as u64)) >> 32, p)
+    });
+}
+
+/// Where pass 2 writes a run of skill positions, from `from` on.
+struct Gathered<'a> {
+    from: usize,
+    hot: &'a mut [Hot],
+    rows: &'a mut [u64],
+    by_age: &'a mut [u64],
+    arrival: &'a mut [f64],
+    /// Empty when the attribute rows are interned.
+    attrs: &'a mut [u64],
+}
+
+impl<'a> Gathered<'a> {
+    /// The first `len` positions, and the rest; `rw` words a row and `f2` an attribute row.
+    fn split(self, len: usize, rw: usize, f2: usize) -> (Self, Self) {
+        let (hot, hot_rest) = self.hot.split_at_mut(len);
+        let (rows, rows_rest) = self.rows.split_at_mut(len * rw);
+        let (by_age, by_age_rest) = self.by_age.split_at_mut(len);
+        let (arrival, arrival_rest) = self.arrival.split_at_mut(len);
+        let (attrs, attrs_rest) = self.attrs.split_at_mut((len * f2).min(self.attrs.len()));
+        let first = Gathered { from: self.from, hot, rows, by_age, arrival, attrs };
+        let rest = Gathered {
+            from: self.from + len,
+            hot: hot_rest,
+            rows: rows_rest,
+            by_age: by_age_rest,
+            arrival: arrival_rest,
+            attrs: attrs_rest,
+        };
+        (first, rest)
+    }
+}
+
+/// Pass 2 of `prepare` over the skill positions of `out`: each ticket's `Hot`, age, arrival, row and
+/// attribute row, read from the pool in skill order.
+fn gather(pool: &PoolColumns<'_>, by_skill: &[u64], pre: &[Pre], out: Gathered<'_>, interning: bool) {
+    let (f, h) = (pool.filter_count, pool.host_count);
+    let w = lat_words(h);
+    let mut attr_rows = out.attrs.chunks_exact_mut((2 * f).max(1));
     const AHEAD: usize = 16;
     let gathered =
-        s.hot[1..=n].iter_mut().zip(s.rows.chunks_exact_mut(w + 1)).zip(s.by_age.iter_mut().zip(&mut s.arrival));
-    for (p, ((hot, row), (age, arrival))) in gathered.enumerate() {
+        out.hot.iter_mut().zip(out.rows.chunks_exact_mut(w + 1)).zip(out.by_age.iter_mut().zip(out.arrival.iter_mut()));
+    for (k, ((hot, row), (age, arrival))) in gathered.enumerate() {
+        let p = out.from + k;
         // Reads are random (pool order), writes sequential: prefetch the rows a few steps ahead.
-        if let Some(&j) = s.by_skill.get(p + AHEAD) {
+        if let Some(&j) = by_skill.get(p + AHEAD) {
             let j = j as u32 as usize;
             // A 24-byte record may straddle two lines.
-            prefetch(&s.pre, j);
-            prefetch_at(&s.pre, j, std::mem::size_of::<Pre>() - 1);
+            prefetch(pre, j);
+            prefetch_at(pre, j, std::mem::size_of::<Pre>() - 1);
             prefetch(pool.latency_ms, j * h);
             if !interning {
                 prefetch(pool.attr_values, j * f);
                 prefetch(pool.attr_accepts, j * f);
             }
         }
-        let i = s.by_skill[p] as u32 as usize;
-        let pre = s.pre[i];
+        let i = by_skill[p] as u32 as usize;
+        let pre = pre[i];
         *hot = pre.hot;
         *age = pre.age;
         *arrival = from_order_key(pre.age);
@@ -329,14 +407,6 @@ pub(super) fn prepare(
             row[w - 1] = rest.iter().rev().fold(u64::MAX, |x, &l| x << 16 | u64::from(l));
         }
     }
-    // Seed order, by skill position: oldest first; equal arrivals by a seeded hash of the pool
-    // index, then by skill position.
-    sort_by_prefix(&mut s.by_age, |p| p as u32, &mut s.sort_tmp, &mut s.hist);
-    let (rows, seed) = (&s.rows, params.seed);
-    fix_prefix_runs(&mut s.by_age, |p| {
-        let i = rows[p * (w + 1)] as u32 as usize;
-        (order_key(pool.arrival_ms[i]), mix(seed ^ mix(i as u64)) >> 32, p)
-    });
 }
 
 /// Counts a ticket set aside for want of a host: each ruleset in `mask` requires one and it has none
@@ -508,7 +578,13 @@ mod tests {
         pool.ticket(1, 0.9, 0.0).mask(0b10);
         let rulesets = [ruleset(false, 100, &[])];
         let mut s = Sorted::default();
-        prepare(&pool.columns(), &params(&[FilterMode::Overlap], &rulesets), &mut s, &mut [RuleDiagnostics::default()]);
+        prepare(
+            &pool.columns(),
+            &params(&[FilterMode::Overlap], &rulesets),
+            &mut s,
+            &mut [RuleDiagnostics::default()],
+            None,
+        );
 
         let ctx = Ctx { s: &s, f: 1, h: 2, norm: 0.1 };
         assert_eq!(s.live, 4);
@@ -537,7 +613,13 @@ mod tests {
         }
         let rulesets = [ruleset(false, 100, &[])];
         let mut s = Sorted::default();
-        prepare(&pool.columns(), &params(&[FilterMode::Overlap], &rulesets), &mut s, &mut [RuleDiagnostics::default()]);
+        prepare(
+            &pool.columns(),
+            &params(&[FilterMode::Overlap], &rulesets),
+            &mut s,
+            &mut [RuleDiagnostics::default()],
+            None,
+        );
         assert!(!s.interned);
         let rw = row_words(5);
         let mut links = Links::default();

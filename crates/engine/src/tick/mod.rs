@@ -67,7 +67,7 @@ fn seed_loop<'o, M: HostMask + Send + Sync>(
     out: &mut MatchBuffers<'o>,
     refusals: &mut Refusals<'o>,
 ) -> usize {
-    prepare(pool, params, &mut ws.sorted, &mut ws.diagnostics);
+    prepare(pool, params, &mut ws.sorted, &mut ws.diagnostics, ws.threads.as_ref());
     let Workspace { sorted, links, scratch, diagnostics, local, tried, staged, threads } = ws;
     scratch.set_filters(params.filters);
     links.reset(sorted.live);

@@ -502,7 +502,7 @@ mod tests {
         };
         let mut s = Sorted::default();
         let columns = pool.columns();
-        prepare(&columns, &params, &mut s, &mut [RuleDiagnostics::default()]);
+        prepare(&columns, &params, &mut s, &mut [RuleDiagnostics::default()], None);
         let mut links = Links::default();
         links.reset(s.live);
         let mut sc = Scratch::default();

@@ -1,5 +1,9 @@
 //! Sort keys and the radix sort behind the skill order and the seed order.
 
+use rayon::prelude::*;
+
+use super::speculate::Threads;
+
 /// Maps an f64 to a u64 with the same total order (for finite values), so sorts compare
 /// integers instead of calling `partial_cmp`.
 #[inline]
@@ -38,14 +42,27 @@ pub(super) fn mix(mut z: u64) -> u64 {
 /// differ between tickets, which orders like the full key except within runs of equal prefixes;
 /// the caller re-sorts those runs (rare unless keys tie). LSD radix sort, at most 11 bits per
 /// pass, on 8-byte elements: O(n) per pass with no data-dependent branches, and stable, so runs
-/// come out in index order.
-pub(super) fn sort_by_prefix(v: &mut Vec<u64>, index: impl Fn(usize) -> u32, tmp: &mut Vec<u64>, hist: &mut Vec<u32>) {
+/// come out in index order. With `threads` (and enough keys), each pass is counted and scattered by
+/// all of them, a run of keys each; the order is the same.
+pub(super) fn sort_by_prefix(
+    v: &mut Vec<u64>,
+    index: impl Fn(usize) -> u32 + Sync,
+    tmp: &mut Vec<u64>,
+    hist: &mut Vec<u32>,
+    threads: Option<&Threads>,
+) {
     let n = v.len();
+    let threads = threads.filter(|t| t.worth_it(n));
     let first = v.first().copied().unwrap_or(0);
-    let differ = v.iter().fold(0, |acc, &k| acc | (k ^ first));
+    let differ = match threads {
+        Some(t) => t.run(|| v.par_iter().fold(|| 0, |acc, &k| acc | (k ^ first)).reduce(|| 0, |a, b| a | b)),
+        None => v.iter().fold(0, |acc, &k| acc | (k ^ first)),
+    };
     let shift = (u64::BITS - differ.leading_zeros()).saturating_sub(32);
-    for (j, k) in v.iter_mut().enumerate() {
-        *k = (*k >> shift) << 32 | u64::from(index(j));
+    let prefix = |(j, k): (usize, &mut u64)| *k = (*k >> shift) << 32 | u64::from(index(j));
+    match threads {
+        Some(t) => t.run(|| v.par_iter_mut().enumerate().for_each(prefix)),
+        None => v.iter_mut().enumerate().for_each(prefix),
     }
     let bits = u64::BITS - (differ >> shift).leading_zeros();
     if bits == 0 {
@@ -57,6 +74,17 @@ pub(super) fn sort_by_prefix(v: &mut Vec<u64>, index: impl Fn(usize) -> u32, tmp
     let max_width = if n > 1 << 18 { 8 } else { 11 };
     let passes = bits.div_ceil(max_width) as usize;
     let width = bits.div_ceil(passes as u32);
+    // Fully overwritten by the first pass.
+    tmp.resize(n, 0);
+    match threads {
+        Some(t) => t.run(|| spread_passes(v, tmp, hist, passes, width, t.count())),
+        None => passes_alone(v, tmp, hist, passes, width),
+    }
+}
+
+/// The radix passes on one thread: every pass's digits counted in one read, then each scattered.
+fn passes_alone(v: &mut Vec<u64>, tmp: &mut Vec<u64>, hist: &mut Vec<u32>, passes: usize, width: u32) {
+    let n = v.len();
     let digits = 1usize << width;
     let mask = (digits - 1) as u64;
     hist.clear();
@@ -67,8 +95,6 @@ pub(super) fn sort_by_prefix(v: &mut Vec<u64>, index: impl Fn(usize) -> u32, tmp
             counts[((k >> (pass as u32 * width)) & mask) as usize] += 1;
         }
     }
-    // Fully overwritten by the first pass.
-    tmp.resize(n, 0);
     for (pass, counts) in hist.chunks_exact_mut(digits).enumerate() {
         if counts.contains(&(n as u32)) {
             continue;
@@ -85,6 +111,73 @@ pub(super) fn sort_by_prefix(v: &mut Vec<u64>, index: impl Fn(usize) -> u32, tmp
             tmp[counts[d] as usize] = e;
             counts[d] += 1;
         }
+        std::mem::swap(v, tmp);
+    }
+}
+
+/// Where the threads of a pass scatter to: `tmp`'s elements, written at places no two threads share.
+#[derive(Clone, Copy)]
+struct Scatter(*mut u64);
+
+// SAFETY: a `Scatter` is only written through in `spread_passes`, at places its counting makes
+// disjoint between the threads, and read by none of them until every thread is done.
+unsafe impl Send for Scatter {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Scatter {}
+
+impl Scatter {
+    /// Writes `e` at place `at` of `tmp`.
+    ///
+    /// # Safety
+    /// `at` is below `tmp`'s length, and no other thread reads or writes place `at` meanwhile.
+    unsafe fn write(&self, at: usize, e: u64) {
+        // SAFETY: the caller's duty, above.
+        unsafe { self.0.add(at).write(e) };
+    }
+}
+
+/// The radix passes on the calling pool's threads (from `Threads::run`), `runs` equal runs of keys:
+/// per pass, each run's digits are counted, every run gets, per digit, the places after the same
+/// digit's earlier runs (so the scatter is as stable as on one thread), and each run scatters its keys.
+fn spread_passes(v: &mut Vec<u64>, tmp: &mut Vec<u64>, hist: &mut Vec<u32>, passes: usize, width: u32, runs: usize) {
+    let n = v.len();
+    let digits = 1usize << width;
+    let mask = (digits - 1) as u64;
+    let run = n.div_ceil(runs.max(1));
+    hist.clear();
+    hist.resize(n.div_ceil(run) * digits, 0);
+    for pass in 0..passes {
+        let shift = 32 + pass as u32 * width;
+        hist.fill(0);
+        v.par_chunks(run).zip(hist.par_chunks_mut(digits)).for_each(|(keys, counts)| {
+            for &e in keys {
+                counts[((e >> shift) & mask) as usize] += 1;
+            }
+        });
+        // Every key has one digit: the pass would not move any.
+        if (0..digits).any(|d| hist.iter().skip(d).step_by(digits).map(|&c| c as usize).sum::<usize>() == n) {
+            continue;
+        }
+        let mut sum = 0u32;
+        for d in 0..digits {
+            for counts in hist.chunks_exact_mut(digits) {
+                let x = counts[d];
+                counts[d] = sum;
+                sum += x;
+            }
+        }
+        let dst = Scatter(tmp.as_mut_ptr());
+        v.par_chunks(run).zip(hist.par_chunks_mut(digits)).for_each(|(keys, places)| {
+            for &e in keys {
+                let d = ((e >> shift) & mask) as usize;
+                // SAFETY: this run writes its keys of digit d at `places[d]` onward: the places
+                // counted above, after the keys of lower digits and of this digit's earlier runs, and
+                // before the next run's, so they are below n == tmp.len() and no other run writes
+                // them; `tmp` is read only after the for_each, which returns once every run is done.
+                unsafe { dst.write(places[d] as usize, e) };
+                places[d] += 1;
+            }
+        });
         std::mem::swap(v, tmp);
     }
 }
@@ -159,7 +252,7 @@ mod tests {
                 .collect();
             let (mut v, mut tmp, mut hist) = (keys.clone(), Vec::new(), Vec::new());
             let index: Vec<u32> = (0..n as u32).collect();
-            sort_by_prefix(&mut v, |j| index[j], &mut tmp, &mut hist);
+            sort_by_prefix(&mut v, |j| index[j], &mut tmp, &mut hist, None);
             fix_prefix_runs(&mut v, |i| (keys[i], i));
             let mut want: Vec<usize> = (0..n).collect();
             want.sort_by_key(|&i| (keys[i], i));
@@ -169,11 +262,36 @@ mod tests {
     }
 
     #[test]
+    fn sort_by_prefix_on_threads_gives_the_same_order() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let mut threads = Threads::new(std::sync::Arc::new(pool));
+        threads.min_live = 0;
+        let mut z = 11u64;
+        for (n, bits) in [(1000usize, 64u32), (1000, 20), (7, 40), (300, 0), (300_000, 64), (300_001, 12)] {
+            let keys: Vec<u64> = (0..n)
+                .map(|_| {
+                    z = mix(z);
+                    if bits == 0 {
+                        5
+                    } else {
+                        (z >> (64 - bits)) | 0xF000_0000_0000_0000
+                    }
+                })
+                .collect();
+            let index: Vec<u32> = (0..n as u32).map(|j| j ^ 0x55).collect();
+            let (mut alone, mut spread) = (keys.clone(), keys);
+            sort_by_prefix(&mut alone, |j| index[j], &mut Vec::new(), &mut Vec::new(), None);
+            sort_by_prefix(&mut spread, |j| index[j], &mut Vec::new(), &mut Vec::new(), Some(&threads));
+            assert_eq!(spread, alone, "{n} keys of {bits} bits");
+        }
+    }
+
+    #[test]
     fn sort_by_prefix_carries_the_given_index() {
         // The seed order sorts keys of skill positions: the low half is `index(j)`, not `j`.
         let keys = vec![30u64, 10, 20];
         let (mut v, mut tmp, mut hist) = (keys, Vec::new(), Vec::new());
-        sort_by_prefix(&mut v, |j| [7, 8, 9][j], &mut tmp, &mut hist);
+        sort_by_prefix(&mut v, |j| [7, 8, 9][j], &mut tmp, &mut hist, None);
         let got: Vec<u32> = v.iter().map(|&e| e as u32).collect();
         assert_eq!(got, [8, 9, 7]);
     }

@@ -75,6 +75,11 @@ impl Threads {
         self.workers.len()
     }
 
+    /// Runs `work` on one of the threads (it may spread further over them).
+    pub(super) fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(work)
+    }
+
     pub(super) fn worth_it(&self, live: usize) -> bool {
         self.workers.len() > 1 && live >= self.min_live
     }

@@ -1,6 +1,6 @@
 // The service's own settings: one schema, every key with its default. Each key can come from a
 // command-line flag or an environment variable (flags win). Units are in the names.
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -160,9 +160,15 @@ export const serviceConfigSchema = z.object({
   /** Host header values (host or host:port, comma-separated) the HTTP port answers; empty: any (the health
    *  probes always). Env HTTP_ALLOWED_HOSTS. */
   http_allowed_hosts: z.string().default(''),
-  /** Threads every queue's engine spreads its seed loop over (docs/engine.md, "Threads"); 1: the tick's own
-   *  thread alone. Env ENGINE_THREADS. */
-  engine_threads: z.coerce.number().int().min(1).max(256).default(1),
+  /** Threads every queue's engine spreads a large pool's tick over (docs/engine.md, "Threads"); 1: the tick's
+   *  own thread alone. By default the cores less one, which is left to the event loop that answers requests
+   *  during a tick. Env ENGINE_THREADS. */
+  engine_threads: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(256)
+    .default(Math.max(1, availableParallelism() - 1)),
   /** pino log level. Env LOG_LEVEL. */
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

@@ -8,7 +8,7 @@ import { expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 // More tickets than the engine spreads from (MIN_LIVE in crates/engine/src/tick/speculate.rs).
-const TICKETS = 60_000;
+const TICKETS = 250_000;
 
 /** Sets the threads (twice: `threads`, then 5) and answers the counts in force and a digest of every
  *  output array of a tick over the bench generator's pool. */

@@ -1,5 +1,5 @@
 // docs/configuration.md documents every key of both schemas, with the default the code applies.
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
@@ -31,7 +31,8 @@ describe('docs/configuration.md', () => {
   it('documents every service setting with its environment variable and default', () => {
     const defaults = serviceConfigSchema.parse({});
     // Defaults made from the machine are documented by their form.
-    const computed: Partial<Record<string, string>> = { replica_id: '<host name>-<pid>' };
+    const computed: Partial<Record<string, string>> = { replica_id: '<host name>-<pid>', engine_threads: '<cores> - 1' };
+    expect(defaults.engine_threads).toBe(Math.max(1, availableParallelism() - 1));
     expect(defaults.replica_id).toBe(`${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`);
     for (const [key, env] of Object.entries(serviceConfigEnv)) {
       const row = doc.split('\n').find((line) => line.startsWith(`| \`${key}\``));

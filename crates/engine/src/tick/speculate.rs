@@ -21,12 +21,17 @@ use crate::{RuleDiagnostics, TickParams};
 
 /// Below this many live tickets a tick's seed loop stays on one thread by default: its batches would
 /// be too small to pay for waking the others.
-pub(crate) const MIN_LIVE: usize = 50_000;
+pub(crate) const MIN_LIVE: usize = 200_000;
 
-/// The threads a queue's ticks share, and each one's memory.
+/// Runs of a batch's seeds per thread (`Threads::workers`).
+const RUNS_A_THREAD: usize = 4;
+
+/// The threads a queue's ticks share, and each run's memory.
 #[derive(Debug)]
 pub(crate) struct Threads {
     pool: Arc<rayon::ThreadPool>,
+    /// A few a thread, each trying a run of a batch's seeds, so that a thread done early takes another
+    /// run (rayon's work stealing) rather than wait for the slowest.
     workers: Vec<Worker>,
     /// The fewest live tickets the seed loop spreads over the threads.
     pub(crate) min_live: usize,
@@ -67,12 +72,12 @@ struct Spec {
 
 impl Threads {
     pub(crate) fn new(pool: Arc<rayon::ThreadPool>) -> Self {
-        let workers = (0..pool.current_num_threads()).map(|_| Worker::default()).collect();
+        let workers = (0..RUNS_A_THREAD * pool.current_num_threads()).map(|_| Worker::default()).collect();
         Threads { pool, workers, min_live: MIN_LIVE, batch: Vec::new(), marks: Vec::new(), marked: Vec::new() }
     }
 
     pub(crate) fn count(&self) -> usize {
-        self.workers.len()
+        self.pool.current_num_threads()
     }
 
     /// Runs `work` on one of the threads (it may spread further over them).
@@ -81,7 +86,7 @@ impl Threads {
     }
 
     pub(super) fn worth_it(&self, live: usize) -> bool {
-        self.workers.len() > 1 && live >= self.min_live
+        self.count() > 1 && live >= self.min_live
     }
 
     /// The seed loop of `tick/mod.rs`'s `one_by_one`, the tries spread over the threads (module docs).
@@ -118,7 +123,7 @@ fn spread_loop<M: HostMask + Send + Sync>(
         w.local.clear();
         w.local.resize(params.rulesets.len(), RuleDiagnostics::default());
     }
-    let threads = workers.len();
+    let runs = workers.len();
     let (f, row) = (commit.f, commit.row);
     let mut specs: Vec<Spec> = Vec::new();
     batch.clear();
@@ -127,7 +132,7 @@ fn spread_loop<M: HostMask + Send + Sync>(
     while k < seeds || !batch.is_empty() {
         // The batch: what a compaction left of the last one, then the next unused seeds. Few enough
         // that a seed rarely meets a ticket matched before it in the batch (a retry).
-        let size = (sorted.live / 1024).clamp(32 * threads, 8_192);
+        let size = (sorted.live / 512).clamp(8 * runs, 8_192);
         while k < seeds && batch.len() < size {
             let e = sorted.by_age[k];
             k += 1;
@@ -140,7 +145,7 @@ fn spread_loop<M: HostMask + Send + Sync>(
         }
         specs.clear();
         specs.resize(batch.len(), Spec::default());
-        let chunk = batch.len().div_ceil(threads);
+        let chunk = batch.len().div_ceil(runs);
         {
             let ctx = commit.ctx(sorted);
             let links = &*links;

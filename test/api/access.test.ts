@@ -12,6 +12,7 @@ import { stringify } from 'yaml';
 import WebSocket from 'ws';
 import { party, uuid } from '../support/fixtures.js';
 import { nextDelivery } from '../support/outcome-consumers.js';
+import { deliveries, parkDelivery, parkingQueue, releasedPort } from '../support/parked-delivery.js';
 import { duelQueue, healthClient, pollUntil } from '../support/queues.js';
 import { serveProcess } from '../support/serve-process.js';
 import { startNatsServer, type TestNatsServer } from '../support/nats.js';
@@ -54,7 +55,7 @@ beforeAll(async () => {
   signingKey = privateKey;
   writeFileSync(join(authDir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' }] }));
   service = await startService({
-    queues: { 'auth.q': BASIC_QUEUE, 'auth.duel': duelQueue(50) },
+    queues: { 'auth.q': BASIC_QUEUE, 'auth.duel': duelQueue(50), 'auth.parked': parkingQueue(await releasedPort()) },
     env: {
       AUTH_TOKENS_FILE: tokensFile(),
       AUTH_JWKS_FILE: join(authDir, 'jwks.json'),
@@ -190,6 +191,28 @@ describe('scopes of the other routes', () => {
     );
     const metrics = await fetch(`${service.baseUrl}/metrics`, { headers: { authorization: `Bearer ${TOKENS.scraper}` } });
     expect(await metrics.text()).toMatch(/^matchmaker_access_refusals_total\{scope="admin",code="UNAUTHENTICATED"\} [1-9]/m);
+  });
+});
+
+describe('releasing a parked delivery', () => {
+  it('needs the admin scope, and writes an audit line naming the token, the queue and the transport', async () => {
+    await parkDelivery(service, 'auth.parked', { tickets: TOKENS.backend, admin: TOKENS.operator });
+    const release = (token?: string) =>
+      httpRequest(
+        service,
+        'POST',
+        '/admin/v1/queues/auth.parked/deliveries:retry',
+        undefined,
+        token ? { authorization: `Bearer ${token}` } : {},
+      );
+    expect((await release()).status).toBe(401);
+    expect((await release(TOKENS.backend)).status).toBe(403);
+    expect((await deliveries(service, TOKENS.operator)).find((d) => d.queueId === 'auth.parked')?.parked).toBeDefined();
+    expect(service.logs.filter((l) => l.audit === 'release')).toEqual([]);
+
+    expect(await release(TOKENS.operator)).toMatchObject({ status: 200, body: { released: true } });
+    const line = await service.waitForLog((l) => l.audit === 'release');
+    expect(line).toMatchObject({ by: 'operator', queueId: 'auth.parked', transport: 'http', msg: 'audit: release' });
   });
 });
 

@@ -1,15 +1,17 @@
 // Bearer tokens with scopes (docs/security.md), against the real service over real sockets: the tokens file
 // (by SHA-256, hot-reloaded), signed JWTs verified against a local JWKS file, the per-token rate limit, the
-// health routes left open, and the audit log of refusals and operator actions. Both transports and the
-// WebSocket stream.
+// health routes left open, and the audit log of refusals and operator actions. Both transports, the gRPC
+// admin service and the WebSocket stream.
 import { createHash } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MatchmakerClient, websocketConsumer } from '@matchmaker/client';
+import { create } from '@bufbuild/protobuf';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import WebSocket from 'ws';
+import { ExplainTicketRequestSchema, GetQueueStatisticsRequestSchema } from '../../src/gen/matchmaker/admin/v1/admin_pb.js';
 import { party, uuid } from '../support/fixtures.js';
 import { nextDelivery } from '../support/outcome-consumers.js';
 import { deliveries, parkDelivery, parkingQueue, releasedPort } from '../support/parked-delivery.js';
@@ -18,7 +20,15 @@ import { serveProcess } from '../support/serve-process.js';
 import { startNatsServer, type TestNatsServer } from '../support/nats.js';
 import { startReplicaServices } from '../support/replica-services.js';
 import { BASIC_QUEUE, removeDirs, startService, tempDir, writeQueues, type TestService } from '../support/service.js';
-import { grpcTransport, httpRequest, httpTransport, type Result, type Transport } from '../support/transports.js';
+import {
+  grpcAdminClient,
+  grpcTransport,
+  grpcUnary,
+  httpRequest,
+  httpTransport,
+  type Result,
+  type Transport,
+} from '../support/transports.js';
 
 const sha256 = (token: string) => createHash('sha256').update(token).digest('hex');
 const TOKENS = {
@@ -182,6 +192,27 @@ describe('scopes of the other routes', () => {
     expect(await upgrade()).toBe(401);
     expect(await upgrade(TOKENS.backend)).toBe(403);
     expect(await upgrade(TOKENS.consumer)).toBe(101);
+  });
+
+  it.each([
+    ['ExplainTicket', (ticketId: string) => create(ExplainTicketRequestSchema, { queueId: 'auth.q', ticketId })],
+    ['GetQueueStatistics', () => create(GetQueueStatisticsRequestSchema, { queueId: 'auth.q' })],
+  ] as const)('%s over gRPC needs the admin scope', async (method, request) => {
+    const ticketId = uuid();
+    const created = await httpTransport(service, TOKENS.backend).createTicket({ id: ticketId, queueId: 'auth.q', engineInput: party(1) });
+    expect(codeOf(created)).toBe('OK');
+    const admin = grpcAdminClient(service);
+    try {
+      const call = (token?: string) => grpcUnary(admin, method, request(ticketId), token);
+      expect(codeOf(await call())).toBe('UNAUTHENTICATED');
+      expect(codeOf(await call('not-a-known-token'))).toBe('UNAUTHENTICATED');
+      const denied = await call(TOKENS.backend);
+      expect(denied).toMatchObject({ ok: false, code: 'PERMISSION_DENIED' });
+      expect(denied.ok || denied.message).toContain('admin');
+      expect(codeOf(await call(TOKENS.operator))).toBe('OK');
+    } finally {
+      admin.close();
+    }
   });
 
   it('refusals are audited with the scope and the peer, and counted in the metrics', async () => {

@@ -2,7 +2,7 @@
 // way over gRPC and HTTP/JSON.
 import { create, fromJson, toJson, type DescMessage, type JsonValue, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import { credentials, makeGenericClientConstructor, Metadata, type Client, type ServiceError as GrpcError } from '@grpc/grpc-js';
-import { grpcServiceDefinition } from '../../src/api/grpc-definitions.js';
+import { grpcServiceDefinition, MatchmakerAdminService } from '../../src/api/grpc-definitions.js';
 import { ERROR_CODES } from '../../src/api/error-map.js';
 import type { ErrorCode } from '../../src/errors.js';
 import { BackfillRequestSchema, TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
@@ -46,9 +46,15 @@ export interface Transport {
 const codeByGrpcStatus = new Map(Object.entries(ERROR_CODES).map(([name, c]) => [c.grpc as number, name as ErrorCode]));
 
 export const MatchmakerClient = makeGenericClientConstructor(grpcServiceDefinition(MatchmakerService), 'MatchmakerService');
+const AdminClient = makeGenericClientConstructor(grpcServiceDefinition(MatchmakerAdminService), 'MatchmakerAdminService');
 
 export function grpcClient(service: Pick<TestService, 'grpcPort'>): Client & Record<string, (...args: unknown[]) => unknown> {
   return new MatchmakerClient(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure()) as never;
+}
+
+/** A client of matchmaker.admin.v1.MatchmakerAdminService (ExplainTicket, GetQueueStatistics), for grpcUnary. */
+export function grpcAdminClient(service: Pick<TestService, 'grpcPort'>): Client {
+  return new AdminClient(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure());
 }
 
 /** One unary call; resolves with the response or the failure (code name, message, x-svc-reason). */

@@ -1,7 +1,7 @@
 // Bearer tokens with scopes (docs/security.md), against the real service over real sockets: the tokens file
-// (by SHA-256, hot-reloaded), signed JWTs verified against a local JWKS file, the per-token rate limit, the
-// health routes left open, and the audit log of refusals and operator actions. Both transports, the gRPC
-// admin service and the WebSocket stream.
+// (by SHA-256, hot-reloaded), signed JWTs verified against a local JWKS file (hot-reloaded), the per-token
+// rate limit, the health routes left open, and the audit log of refusals and operator actions. Both
+// transports, the gRPC admin service and the WebSocket stream.
 import { createHash } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -56,19 +56,23 @@ const BASE_ENTRIES = [
 let service: TestService;
 let authDir: string;
 let signingKey: CryptoKey;
+/** k1, the key of the JWKS file the service starts with. */
+let signingJwk: Record<string, unknown>;
 const tokensFile = () => join(authDir, 'tokens.yaml');
+const jwksFile = () => join(authDir, 'jwks.json');
 
 beforeAll(async () => {
   authDir = tempDir('auth');
   writeFileSync(tokensFile(), tokensYaml(BASE_ENTRIES));
   const { publicKey, privateKey } = await generateKeyPair('ES256');
   signingKey = privateKey;
-  writeFileSync(join(authDir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' }] }));
+  signingJwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' };
+  writeFileSync(jwksFile(), JSON.stringify({ keys: [signingJwk] }));
   service = await startService({
     queues: { 'auth.q': BASIC_QUEUE, 'auth.duel': duelQueue(50), 'auth.parked': parkingQueue(await releasedPort()) },
     env: {
       AUTH_TOKENS_FILE: tokensFile(),
-      AUTH_JWKS_FILE: join(authDir, 'jwks.json'),
+      AUTH_JWKS_FILE: jwksFile(),
       AUTH_JWT_ISSUER: ISSUER,
       AUTH_JWT_AUDIENCE: AUDIENCE,
     },
@@ -84,15 +88,19 @@ afterAll(async () => {
 const createIn = (api: Transport) => api.createTicket({ id: uuid(), queueId: 'auth.q', engineInput: party(1) });
 const codeOf = (r: Result<unknown>) => (r.ok ? 'OK' : r.code);
 
-function jwt(claims: Record<string, unknown>, options: { audience?: string; expiresIn?: string; subject?: string } = {}) {
+/** A JWT for the service's issuer and audience, signed by k1 unless `options.key` (with its `kid`) says otherwise. */
+function jwt(
+  claims: Record<string, unknown>,
+  options: { audience?: string; expiresIn?: string; subject?: string; key?: { privateKey: CryptoKey; kid: string } } = {},
+) {
   return new SignJWT(claims)
-    .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+    .setProtectedHeader({ alg: 'ES256', kid: options.key?.kid ?? 'k1' })
     .setIssuer(ISSUER)
     .setAudience(options.audience ?? AUDIENCE)
     .setSubject(options.subject ?? 'studio-backend')
     .setIssuedAt()
     .setExpirationTime(options.expiresIn ?? '10m')
-    .sign(signingKey);
+    .sign(options.key?.privateKey ?? signingKey);
 }
 
 describe.each([
@@ -176,22 +184,28 @@ describe('scopes of the other routes', () => {
     expect(await page.text()).toContain('id="login"');
   });
 
-  it('the WebSocket stream needs the outcomes scope', async () => {
+  it('the WebSocket stream needs the outcomes scope; a refused upgrade without a token says Bearer', async () => {
+    /** The upgrade's status, and the WWW-Authenticate header of a refusal. */
     const upgrade = (token?: string) =>
-      new Promise<number>((resolve) => {
+      new Promise<{ status: number; authenticate?: string }>((resolve) => {
         const ws = new WebSocket(`ws://127.0.0.1:${service.httpPort}/v1/outcomes/stream`, {
           headers: token ? { authorization: `Bearer ${token}` } : {},
         });
-        ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+        ws.once('unexpected-response', (_req, res) => {
+          const authenticate = res.headers['www-authenticate'];
+          resolve({ status: res.statusCode ?? 0, ...(authenticate === undefined ? {} : { authenticate }) });
+          res.resume();
+        });
         ws.once('message', () => {
           ws.close();
-          resolve(101);
+          resolve({ status: 101 });
         });
         ws.once('error', () => undefined);
       });
-    expect(await upgrade()).toBe(401);
-    expect(await upgrade(TOKENS.backend)).toBe(403);
-    expect(await upgrade(TOKENS.consumer)).toBe(101);
+    expect(await upgrade()).toEqual({ status: 401, authenticate: 'Bearer' });
+    expect(await upgrade('not-a-known-token')).toEqual({ status: 401, authenticate: 'Bearer' });
+    expect(await upgrade(TOKENS.backend)).toEqual({ status: 403 });
+    expect(await upgrade(TOKENS.consumer)).toEqual({ status: 101 });
   });
 
   it.each([
@@ -392,6 +406,33 @@ describe('the tokens file reloads', () => {
   });
 });
 
+describe('the JWKS file reloads', () => {
+  it('a key added to the file verifies JWTs from then on; once removed, its tokens are refused again', async () => {
+    const k2 = { ...(await generateKeyPair('ES256')), kid: 'k2' };
+    const api = httpTransport(service, await jwt({ scope: 'tickets' }, { key: k2 }));
+    expect(codeOf(await createIn(api))).toBe('UNAUTHENTICATED');
+
+    writeFileSync(jwksFile(), JSON.stringify({ keys: [signingJwk, { ...(await exportJWK(k2.publicKey)), kid: 'k2', alg: 'ES256' }] }));
+    expect(
+      await pollUntil(
+        async () => codeOf(await createIn(api)),
+        (c) => c === 'OK',
+      ),
+    ).toBe('OK');
+    await service.waitForLog((l) => l.msg === 'JWKS file reloaded');
+    expect(codeOf(await createIn(httpTransport(service, await jwt({ scope: 'tickets' }))))).toBe('OK');
+
+    // Back to k1 alone: the token k2 signed, verified and remembered above, is verified again and refused.
+    writeFileSync(jwksFile(), JSON.stringify({ keys: [signingJwk] }));
+    expect(
+      await pollUntil(
+        async () => codeOf(await createIn(api)),
+        (c) => c === 'UNAUTHENTICATED',
+      ),
+    ).toBe('UNAUTHENTICATED');
+  });
+});
+
 describe('the per-token rate limit', () => {
   let limited: TestService;
   beforeAll(async () => {
@@ -423,9 +464,13 @@ describe('the per-token rate limit', () => {
       return;
     }
     const api = transport(limited, TOKENS.backend);
-    const codes = [];
-    for (let i = 0; i < 4; i++) codes.push(codeOf(await createIn(api)));
-    expect(codes).toEqual(['OK', 'OK', 'OK', 'RESOURCE_EXHAUSTED']);
+    const results = [];
+    for (let i = 0; i < 4; i++) results.push(await createIn(api));
+    expect(results.map(codeOf)).toEqual(['OK', 'OK', 'OK', 'RESOURCE_EXHAUSTED']);
+    // One call's worth refills in 2 s at 0.5 a second: retry-after, in trailing metadata, rounds it up.
+    const refused = results[3]!;
+    expect(Number(refused.ok ? undefined : refused.retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.ok ? undefined : refused.retryAfter)).toBeLessThanOrEqual(2);
   });
 });
 

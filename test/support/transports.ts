@@ -26,7 +26,8 @@ import type { TestService } from './service.js';
 /** A method of a dynamically built grpc-js client. */
 export type GrpcMethod = (...args: unknown[]) => unknown;
 
-export type Failure = { ok: false; code: ErrorCode; message: string; reason?: string; httpStatus?: number };
+/** `retryAfter`: the `retry-after` of a rate-limited call (gRPC trailing metadata or HTTP header), in seconds. */
+export type Failure = { ok: false; code: ErrorCode; message: string; reason?: string; retryAfter?: string; httpStatus?: number };
 export type Result<T> = { ok: true; value: T } | Failure;
 
 export type TicketInit = MessageInitShape<typeof TicketSchema>;
@@ -65,11 +66,13 @@ export function grpcUnary<T>(client: Client, method: string, request: unknown, t
     (client as unknown as Record<string, GrpcMethod>)[method]!(request, metadata, (err: GrpcError | null, res: T) => {
       if (!err) return resolve({ ok: true, value: res });
       const reason = err.metadata?.get('x-svc-reason')[0];
+      const retryAfter = err.metadata?.get('retry-after')[0];
       resolve({
         ok: false,
         code: codeByGrpcStatus.get(err.code) ?? ('UNKNOWN' as ErrorCode),
         message: err.details,
         ...(reason ? { reason: String(reason) } : {}),
+        ...(retryAfter ? { retryAfter: String(retryAfter) } : {}),
       });
     });
   });
@@ -119,12 +122,14 @@ export async function httpRequest(
 export function httpResult(res: HttpResult): Result<Record<string, unknown>> {
   if (res.status === 200) return { ok: true, value: res.body };
   const reason = res.headers.get('x-svc-reason');
+  const retryAfter = res.headers.get('retry-after');
   return {
     ok: false,
     code: res.body.code as ErrorCode,
     message: res.body.message as string,
     httpStatus: res.status,
     ...(reason ? { reason } : {}),
+    ...(retryAfter ? { retryAfter } : {}),
   };
 }
 

@@ -1,16 +1,19 @@
 // Bearer tokens with scopes (docs/security.md), against the real service over real sockets: the tokens file
 // (by SHA-256, hot-reloaded), signed JWTs verified against a local JWKS file (hot-reloaded), the per-token
 // rate limit, the health routes left open, and the audit log of refusals and operator actions. Both
-// transports, the gRPC admin service and the WebSocket stream.
+// transports, the gRPC admin service and the WebSocket stream; the audit log's cap on refusal lines is
+// checked on Access itself, with a fake clock.
 import { createHash } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MatchmakerClient, websocketConsumer } from '@matchmaker/client';
 import { create } from '@bufbuild/protobuf';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import WebSocket from 'ws';
+import { Access } from '../../src/core/access.js';
 import { ExplainTicketRequestSchema, GetQueueStatisticsRequestSchema } from '../../src/gen/matchmaker/admin/v1/admin_pb.js';
 import { party, uuid } from '../support/fixtures.js';
 import { nextDelivery } from '../support/outcome-consumers.js';
@@ -471,6 +474,46 @@ describe('the per-token rate limit', () => {
     const refused = results[3]!;
     expect(Number(refused.ok ? undefined : refused.retryAfter)).toBeGreaterThanOrEqual(1);
     expect(Number(refused.ok ? undefined : refused.retryAfter)).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('the audit log of refusals', () => {
+  it('logs 20 refusals a window of 10 s; the first refusal after the window counts the rest in one line', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const access = new Access(log, { tokens: [{ name: 'backend', sha256: sha256(TOKENS.backend), scopes: ['tickets'] }] });
+    const refusedLines = () => lines.filter((l) => l.audit === 'refused');
+    const refuse = (authorization: string | undefined, scope: 'tickets' | 'admin', peer: string) =>
+      expect(access.authorize(authorization, scope, peer)).rejects.toThrow();
+    // Only Date is faked: the window is measured with Date.now(), and the promises must still run.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      const start = Date.parse('2030-01-01T00:00:00Z');
+      vi.setSystemTime(start);
+      for (let i = 0; i < 25; i++) await refuse(undefined, 'tickets', `peer-${i}`);
+      vi.setSystemTime(start + 9_999);
+      await refuse('Bearer nope', 'tickets', 'peer-25');
+      expect(refusedLines()).toHaveLength(20);
+      expect(refusedLines().map((l) => l.peer)).toEqual(Array.from({ length: 20 }, (_, i) => `peer-${i}`));
+      expect(refusedLines()[0]).toMatchObject({ level: 40, code: 'UNAUTHENTICATED', scope: 'tickets' });
+      expect(refusedLines().some((l) => 'suppressed' in l)).toBe(false);
+
+      vi.setSystemTime(start + 10_000);
+      await refuse(`Bearer ${TOKENS.backend}`, 'admin', 'peer-26');
+      const after = refusedLines().slice(20);
+      expect(after).toHaveLength(2);
+      expect(after[0]).toMatchObject({ level: 40, suppressed: 6, msg: 'audit: 6 more refusals not logged' });
+      expect(after[1]).toMatchObject({ code: 'PERMISSION_DENIED', scope: 'admin', peer: 'peer-26' });
+
+      // The new window logs its own 20 (the one above included) and counts nothing before it is full.
+      for (let i = 0; i < 19; i++) await refuse(undefined, 'tickets', `peer-next-${i}`);
+      await refuse(undefined, 'tickets', 'peer-over');
+      expect(refusedLines().slice(21)).toHaveLength(20);
+      expect(refusedLines().at(-1)?.peer).toBe('peer-next-18');
+    } finally {
+      vi.useRealTimers();
+      access.close();
+    }
   });
 });
 

@@ -1,23 +1,37 @@
 // Bearer tokens with scopes (docs/security.md), against the real service over real sockets: the tokens file
-// (by SHA-256, hot-reloaded), signed JWTs verified against a local JWKS file, the per-token rate limit, the
-// health routes left open, and the audit log of refusals and operator actions. Both transports and the
-// WebSocket stream.
+// (by SHA-256, hot-reloaded), signed JWTs verified against a local JWKS file (hot-reloaded), the per-token
+// rate limit, the health routes left open, and the audit log of refusals and operator actions. Both
+// transports, the gRPC admin service and the WebSocket stream; the audit log's cap on refusal lines is
+// checked on Access itself, with a fake clock.
 import { createHash } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MatchmakerClient, websocketConsumer } from '@matchmaker/client';
+import { create } from '@bufbuild/protobuf';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import WebSocket from 'ws';
+import { Access } from '../../src/core/access.js';
+import { ExplainTicketRequestSchema, GetQueueStatisticsRequestSchema } from '../../src/gen/matchmaker/admin/v1/admin_pb.js';
 import { party, uuid } from '../support/fixtures.js';
 import { nextDelivery } from '../support/outcome-consumers.js';
+import { deliveries, parkDelivery, parkingQueue, releasedPort } from '../support/parked-delivery.js';
 import { duelQueue, healthClient, pollUntil } from '../support/queues.js';
 import { serveProcess } from '../support/serve-process.js';
 import { startNatsServer, type TestNatsServer } from '../support/nats.js';
 import { startReplicaServices } from '../support/replica-services.js';
 import { BASIC_QUEUE, removeDirs, startService, tempDir, writeQueues, type TestService } from '../support/service.js';
-import { grpcTransport, httpRequest, httpTransport, type Result, type Transport } from '../support/transports.js';
+import {
+  grpcAdminClient,
+  grpcTransport,
+  grpcUnary,
+  httpRequest,
+  httpTransport,
+  type Result,
+  type Transport,
+} from '../support/transports.js';
 
 const sha256 = (token: string) => createHash('sha256').update(token).digest('hex');
 const TOKENS = {
@@ -45,19 +59,23 @@ const BASE_ENTRIES = [
 let service: TestService;
 let authDir: string;
 let signingKey: CryptoKey;
+/** k1, the key of the JWKS file the service starts with. */
+let signingJwk: Record<string, unknown>;
 const tokensFile = () => join(authDir, 'tokens.yaml');
+const jwksFile = () => join(authDir, 'jwks.json');
 
 beforeAll(async () => {
   authDir = tempDir('auth');
   writeFileSync(tokensFile(), tokensYaml(BASE_ENTRIES));
   const { publicKey, privateKey } = await generateKeyPair('ES256');
   signingKey = privateKey;
-  writeFileSync(join(authDir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' }] }));
+  signingJwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' };
+  writeFileSync(jwksFile(), JSON.stringify({ keys: [signingJwk] }));
   service = await startService({
-    queues: { 'auth.q': BASIC_QUEUE, 'auth.duel': duelQueue(50) },
+    queues: { 'auth.q': BASIC_QUEUE, 'auth.duel': duelQueue(50), 'auth.parked': parkingQueue(await releasedPort()) },
     env: {
       AUTH_TOKENS_FILE: tokensFile(),
-      AUTH_JWKS_FILE: join(authDir, 'jwks.json'),
+      AUTH_JWKS_FILE: jwksFile(),
       AUTH_JWT_ISSUER: ISSUER,
       AUTH_JWT_AUDIENCE: AUDIENCE,
     },
@@ -73,15 +91,19 @@ afterAll(async () => {
 const createIn = (api: Transport) => api.createTicket({ id: uuid(), queueId: 'auth.q', engineInput: party(1) });
 const codeOf = (r: Result<unknown>) => (r.ok ? 'OK' : r.code);
 
-function jwt(claims: Record<string, unknown>, options: { audience?: string; expiresIn?: string; subject?: string } = {}) {
+/** A JWT for the service's issuer and audience, signed by k1 unless `options.key` (with its `kid`) says otherwise. */
+function jwt(
+  claims: Record<string, unknown>,
+  options: { audience?: string; expiresIn?: string; subject?: string; key?: { privateKey: CryptoKey; kid: string } } = {},
+) {
   return new SignJWT(claims)
-    .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+    .setProtectedHeader({ alg: 'ES256', kid: options.key?.kid ?? 'k1' })
     .setIssuer(ISSUER)
     .setAudience(options.audience ?? AUDIENCE)
     .setSubject(options.subject ?? 'studio-backend')
     .setIssuedAt()
     .setExpirationTime(options.expiresIn ?? '10m')
-    .sign(signingKey);
+    .sign(options.key?.privateKey ?? signingKey);
 }
 
 describe.each([
@@ -165,22 +187,49 @@ describe('scopes of the other routes', () => {
     expect(await page.text()).toContain('id="login"');
   });
 
-  it('the WebSocket stream needs the outcomes scope', async () => {
+  it('the WebSocket stream needs the outcomes scope; a refused upgrade without a token says Bearer', async () => {
+    /** The upgrade's status, and the WWW-Authenticate header of a refusal. */
     const upgrade = (token?: string) =>
-      new Promise<number>((resolve) => {
+      new Promise<{ status: number; authenticate?: string }>((resolve) => {
         const ws = new WebSocket(`ws://127.0.0.1:${service.httpPort}/v1/outcomes/stream`, {
           headers: token ? { authorization: `Bearer ${token}` } : {},
         });
-        ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+        ws.once('unexpected-response', (_req, res) => {
+          const authenticate = res.headers['www-authenticate'];
+          resolve({ status: res.statusCode ?? 0, ...(authenticate === undefined ? {} : { authenticate }) });
+          res.resume();
+        });
         ws.once('message', () => {
           ws.close();
-          resolve(101);
+          resolve({ status: 101 });
         });
         ws.once('error', () => undefined);
       });
-    expect(await upgrade()).toBe(401);
-    expect(await upgrade(TOKENS.backend)).toBe(403);
-    expect(await upgrade(TOKENS.consumer)).toBe(101);
+    expect(await upgrade()).toEqual({ status: 401, authenticate: 'Bearer' });
+    expect(await upgrade('not-a-known-token')).toEqual({ status: 401, authenticate: 'Bearer' });
+    expect(await upgrade(TOKENS.backend)).toEqual({ status: 403 });
+    expect(await upgrade(TOKENS.consumer)).toEqual({ status: 101 });
+  });
+
+  it.each([
+    ['ExplainTicket', (ticketId: string) => create(ExplainTicketRequestSchema, { queueId: 'auth.q', ticketId })],
+    ['GetQueueStatistics', () => create(GetQueueStatisticsRequestSchema, { queueId: 'auth.q' })],
+  ] as const)('%s over gRPC needs the admin scope', async (method, request) => {
+    const ticketId = uuid();
+    const created = await httpTransport(service, TOKENS.backend).createTicket({ id: ticketId, queueId: 'auth.q', engineInput: party(1) });
+    expect(codeOf(created)).toBe('OK');
+    const admin = grpcAdminClient(service);
+    try {
+      const call = (token?: string) => grpcUnary(admin, method, request(ticketId), token);
+      expect(codeOf(await call())).toBe('UNAUTHENTICATED');
+      expect(codeOf(await call('not-a-known-token'))).toBe('UNAUTHENTICATED');
+      const denied = await call(TOKENS.backend);
+      expect(denied).toMatchObject({ ok: false, code: 'PERMISSION_DENIED' });
+      expect(denied.ok || denied.message).toContain('admin');
+      expect(codeOf(await call(TOKENS.operator))).toBe('OK');
+    } finally {
+      admin.close();
+    }
   });
 
   it('refusals are audited with the scope and the peer, and counted in the metrics', async () => {
@@ -190,6 +239,28 @@ describe('scopes of the other routes', () => {
     );
     const metrics = await fetch(`${service.baseUrl}/metrics`, { headers: { authorization: `Bearer ${TOKENS.scraper}` } });
     expect(await metrics.text()).toMatch(/^matchmaker_access_refusals_total\{scope="admin",code="UNAUTHENTICATED"\} [1-9]/m);
+  });
+});
+
+describe('releasing a parked delivery', () => {
+  it('needs the admin scope, and writes an audit line naming the token, the queue and the transport', async () => {
+    await parkDelivery(service, 'auth.parked', { tickets: TOKENS.backend, admin: TOKENS.operator });
+    const release = (token?: string) =>
+      httpRequest(
+        service,
+        'POST',
+        '/admin/v1/queues/auth.parked/deliveries:retry',
+        undefined,
+        token ? { authorization: `Bearer ${token}` } : {},
+      );
+    expect((await release()).status).toBe(401);
+    expect((await release(TOKENS.backend)).status).toBe(403);
+    expect((await deliveries(service, TOKENS.operator)).find((d) => d.queueId === 'auth.parked')?.parked).toBeDefined();
+    expect(service.logs.filter((l) => l.audit === 'release')).toEqual([]);
+
+    expect(await release(TOKENS.operator)).toMatchObject({ status: 200, body: { released: true } });
+    const line = await service.waitForLog((l) => l.audit === 'release');
+    expect(line).toMatchObject({ by: 'operator', queueId: 'auth.parked', transport: 'http', msg: 'audit: release' });
   });
 });
 
@@ -338,6 +409,33 @@ describe('the tokens file reloads', () => {
   });
 });
 
+describe('the JWKS file reloads', () => {
+  it('a key added to the file verifies JWTs from then on; once removed, its tokens are refused again', async () => {
+    const k2 = { ...(await generateKeyPair('ES256')), kid: 'k2' };
+    const api = httpTransport(service, await jwt({ scope: 'tickets' }, { key: k2 }));
+    expect(codeOf(await createIn(api))).toBe('UNAUTHENTICATED');
+
+    writeFileSync(jwksFile(), JSON.stringify({ keys: [signingJwk, { ...(await exportJWK(k2.publicKey)), kid: 'k2', alg: 'ES256' }] }));
+    expect(
+      await pollUntil(
+        async () => codeOf(await createIn(api)),
+        (c) => c === 'OK',
+      ),
+    ).toBe('OK');
+    await service.waitForLog((l) => l.msg === 'JWKS file reloaded');
+    expect(codeOf(await createIn(httpTransport(service, await jwt({ scope: 'tickets' }))))).toBe('OK');
+
+    // Back to k1 alone: the token k2 signed, verified and remembered above, is verified again and refused.
+    writeFileSync(jwksFile(), JSON.stringify({ keys: [signingJwk] }));
+    expect(
+      await pollUntil(
+        async () => codeOf(await createIn(api)),
+        (c) => c === 'UNAUTHENTICATED',
+      ),
+    ).toBe('UNAUTHENTICATED');
+  });
+});
+
 describe('the per-token rate limit', () => {
   let limited: TestService;
   beforeAll(async () => {
@@ -369,9 +467,53 @@ describe('the per-token rate limit', () => {
       return;
     }
     const api = transport(limited, TOKENS.backend);
-    const codes = [];
-    for (let i = 0; i < 4; i++) codes.push(codeOf(await createIn(api)));
-    expect(codes).toEqual(['OK', 'OK', 'OK', 'RESOURCE_EXHAUSTED']);
+    const results = [];
+    for (let i = 0; i < 4; i++) results.push(await createIn(api));
+    expect(results.map(codeOf)).toEqual(['OK', 'OK', 'OK', 'RESOURCE_EXHAUSTED']);
+    // One call's worth refills in 2 s at 0.5 a second: retry-after, in trailing metadata, rounds it up.
+    const refused = results[3]!;
+    expect(Number(refused.ok ? undefined : refused.retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.ok ? undefined : refused.retryAfter)).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('the audit log of refusals', () => {
+  it('logs 20 refusals a window of 10 s; the first refusal after the window counts the rest in one line', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const access = new Access(log, { tokens: [{ name: 'backend', sha256: sha256(TOKENS.backend), scopes: ['tickets'] }] });
+    const refusedLines = () => lines.filter((l) => l.audit === 'refused');
+    const refuse = (authorization: string | undefined, scope: 'tickets' | 'admin', peer: string) =>
+      expect(access.authorize(authorization, scope, peer)).rejects.toThrow();
+    // Only Date is faked: the window is measured with Date.now(), and the promises must still run.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      const start = Date.parse('2030-01-01T00:00:00Z');
+      vi.setSystemTime(start);
+      for (let i = 0; i < 25; i++) await refuse(undefined, 'tickets', `peer-${i}`);
+      vi.setSystemTime(start + 9_999);
+      await refuse('Bearer nope', 'tickets', 'peer-25');
+      expect(refusedLines()).toHaveLength(20);
+      expect(refusedLines().map((l) => l.peer)).toEqual(Array.from({ length: 20 }, (_, i) => `peer-${i}`));
+      expect(refusedLines()[0]).toMatchObject({ level: 40, code: 'UNAUTHENTICATED', scope: 'tickets' });
+      expect(refusedLines().some((l) => 'suppressed' in l)).toBe(false);
+
+      vi.setSystemTime(start + 10_000);
+      await refuse(`Bearer ${TOKENS.backend}`, 'admin', 'peer-26');
+      const after = refusedLines().slice(20);
+      expect(after).toHaveLength(2);
+      expect(after[0]).toMatchObject({ level: 40, suppressed: 6, msg: 'audit: 6 more refusals not logged' });
+      expect(after[1]).toMatchObject({ code: 'PERMISSION_DENIED', scope: 'admin', peer: 'peer-26' });
+
+      // The new window logs its own 20 (the one above included) and counts nothing before it is full.
+      for (let i = 0; i < 19; i++) await refuse(undefined, 'tickets', `peer-next-${i}`);
+      await refuse(undefined, 'tickets', 'peer-over');
+      expect(refusedLines().slice(21)).toHaveLength(20);
+      expect(refusedLines().at(-1)?.peer).toBe('peer-next-18');
+    } finally {
+      vi.useRealTimers();
+      access.close();
+    }
   });
 });
 

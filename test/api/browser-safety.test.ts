@@ -1,9 +1,10 @@
 // Browser-safe HTTP (docs/security.md): a page on another site cannot make a visitor's browser change or
 // read anything here. A form or text/plain POST gets 415, a request or WebSocket upgrade from a foreign
 // Origin 403, a Host not in HTTP_ALLOWED_HOSTS 403 (DNS rebinding), and the dashboard sends its CSP and
-// frame headers and asks for a token in a login form. Real service, real sockets, headless Chromium.
+// frame headers, asks for a token in a login form and sends it with its actions. Real service, real sockets,
+// headless Chromium.
 import { createHash } from 'node:crypto';
-import { request } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -12,7 +13,8 @@ import WebSocket from 'ws';
 import { stringify } from 'yaml';
 import { launchChromium } from '../support/browser.js';
 import { party, uuid } from '../support/fixtures.js';
-import { adminTicket } from '../support/queues.js';
+import { deliveries, parkDelivery, parkingQueue, releasedPort } from '../support/parked-delivery.js';
+import { adminTicket, pollUntil } from '../support/queues.js';
 import { BASIC_QUEUE, removeDirs, startService, tempDir, type TestService } from '../support/service.js';
 import { grpcTransport } from '../support/transports.js';
 
@@ -155,17 +157,34 @@ describe('the dashboard', () => {
     let secured: TestService;
     let browser: Browser;
     let dir: string;
+    let sinkPort: number;
+    let sink: Server | undefined;
     const token = 'tok-dashboard-operator';
+    /** Creates and clears tickets, to park a delivery. */
+    const backendToken = 'tok-dashboard-backend';
 
     beforeAll(async () => {
       dir = tempDir('dash-auth');
-      const sha256 = createHash('sha256').update(token).digest('hex');
-      writeFileSync(join(dir, 'tokens.yaml'), stringify({ tokens: [{ name: 'ops', sha256, scopes: ['admin'] }] }));
-      secured = await startService({ queues: { 'web.secured': BASIC_QUEUE }, env: { AUTH_TOKENS_FILE: join(dir, 'tokens.yaml') } });
+      const sha256 = (t: string) => createHash('sha256').update(t).digest('hex');
+      writeFileSync(
+        join(dir, 'tokens.yaml'),
+        stringify({
+          tokens: [
+            { name: 'ops', sha256: sha256(token), scopes: ['admin'] },
+            { name: 'backend', sha256: sha256(backendToken), scopes: ['tickets'] },
+          ],
+        }),
+      );
+      sinkPort = await releasedPort();
+      secured = await startService({
+        queues: { 'web.secured': BASIC_QUEUE, 'web.parked': parkingQueue(sinkPort) },
+        env: { AUTH_TOKENS_FILE: join(dir, 'tokens.yaml') },
+      });
       browser = await launchChromium();
     });
 
     afterAll(async () => {
+      await new Promise((resolve) => (sink ? sink.close(resolve) : resolve(undefined)));
       await browser?.close();
       await secured?.stop();
       if (secured) removeDirs(secured.dataDir, secured.queueDir);
@@ -189,6 +208,46 @@ describe('the dashboard', () => {
       expect(await page.evaluate(() => sessionStorage.getItem('matchmaker.token'))).toBe(token);
       expect(await page.evaluate(() => document.cookie)).toBe('');
       expect(problems).toEqual([]);
+      await page.close();
+    });
+
+    it('releases a parked delivery with its button, sending the token', async () => {
+      await parkDelivery(secured, 'web.parked', { tickets: backendToken, admin: token });
+      const page = await browser.newPage();
+      await page.goto(`${secured.baseUrl}/dashboard`);
+      await page.fill('#login-token', token);
+      await page.click('#login-form button');
+      const row = page.locator('#parked tr[data-queue="web.parked"]');
+      await row.waitFor({ timeout: 15_000 });
+
+      // A receiver from now on, so the released outcome is delivered rather than parked again.
+      let received = 0;
+      sink = createServer((req, res) => {
+        received += 1;
+        req.resume();
+        req.on('end', () => res.writeHead(200).end());
+      });
+      await new Promise<void>((resolve) => sink!.listen(sinkPort, '127.0.0.1', resolve));
+
+      const [released] = await Promise.all([
+        page.waitForResponse((res) => res.url().endsWith('/admin/v1/queues/web.parked/deliveries:retry')),
+        row.locator('button.release').click(),
+      ]);
+      expect(released.status()).toBe(200);
+      expect(await released.request().headerValue('authorization')).toBe(`Bearer ${token}`);
+      await secured.waitForLog((l) => l.audit === 'release' && l.by === 'ops' && l.queueId === 'web.parked' && l.transport === 'http');
+      expect(
+        await pollUntil(
+          async () => received,
+          (n) => n > 0,
+        ),
+      ).toBeGreaterThan(0);
+      const after = await pollUntil(
+        async () => (await deliveries(secured, token)).find((d) => d.queueId === 'web.parked'),
+        (d) => d !== undefined && d.parked === undefined,
+      );
+      expect(after).toBeDefined();
+      expect(after?.parked).toBeUndefined();
       await page.close();
     });
   });

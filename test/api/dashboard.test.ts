@@ -8,18 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTrio, refusedAfter, TARGET_COUNTS, TRIO_QUEUE } from '../support/explain-pool.js';
 import { party, uuid } from '../support/fixtures.js';
 import { launchChromium } from '../support/browser.js';
+import { parkingQueue, releasedPort } from '../support/parked-delivery.js';
 import { adminTicket, duelQueue, pollUntil } from '../support/queues.js';
 import { startService, type TestService } from '../support/service.js';
 import { grpcTransport, httpRequest, type Transport } from '../support/transports.js';
-
-/** A port bound and released: nobody listens there until the test does. */
-async function releasedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 describe('GET /dashboard', () => {
   let service: TestService;
@@ -33,22 +25,10 @@ describe('GET /dashboard', () => {
 
   beforeAll(async () => {
     sinkPort = await releasedPort();
-    const refusing = {
-      sink: 'webhook',
-      batch_chunk_size: 1,
-      webhook: {
-        url: `http://127.0.0.1:${sinkPort}/hook`,
-        secret: 'whsec-dashboard',
-        timeout_ms: 500,
-        max_retries: 1,
-        retry_base_delay_ms: 10,
-        retry_max_delay_ms: 20,
-      },
-    };
     service = await startService({
       queues: {
         'd.duel': duelQueue(50),
-        'd.parked': duelQueue(50, { outcomes: refusing }),
+        'd.parked': parkingQueue(sinkPort, 50),
         'd.far': duelQueue(50, { ruleset: { max_skill_spread: 0.5 } }),
         'd.trio': TRIO_QUEUE,
       },

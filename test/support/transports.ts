@@ -2,7 +2,7 @@
 // way over gRPC and HTTP/JSON.
 import { create, fromJson, toJson, type DescMessage, type JsonValue, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import { credentials, makeGenericClientConstructor, Metadata, type Client, type ServiceError as GrpcError } from '@grpc/grpc-js';
-import { grpcServiceDefinition } from '../../src/api/grpc-definitions.js';
+import { grpcServiceDefinition, MatchmakerAdminService } from '../../src/api/grpc-definitions.js';
 import { ERROR_CODES } from '../../src/api/error-map.js';
 import type { ErrorCode } from '../../src/errors.js';
 import { BackfillRequestSchema, TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
@@ -26,7 +26,8 @@ import type { TestService } from './service.js';
 /** A method of a dynamically built grpc-js client. */
 export type GrpcMethod = (...args: unknown[]) => unknown;
 
-export type Failure = { ok: false; code: ErrorCode; message: string; reason?: string; httpStatus?: number };
+/** `retryAfter`: the `retry-after` of a rate-limited call (gRPC trailing metadata or HTTP header), in seconds. */
+export type Failure = { ok: false; code: ErrorCode; message: string; reason?: string; retryAfter?: string; httpStatus?: number };
 export type Result<T> = { ok: true; value: T } | Failure;
 
 export type TicketInit = MessageInitShape<typeof TicketSchema>;
@@ -46,9 +47,15 @@ export interface Transport {
 const codeByGrpcStatus = new Map(Object.entries(ERROR_CODES).map(([name, c]) => [c.grpc as number, name as ErrorCode]));
 
 export const MatchmakerClient = makeGenericClientConstructor(grpcServiceDefinition(MatchmakerService), 'MatchmakerService');
+const AdminClient = makeGenericClientConstructor(grpcServiceDefinition(MatchmakerAdminService), 'MatchmakerAdminService');
 
 export function grpcClient(service: Pick<TestService, 'grpcPort'>): Client & Record<string, (...args: unknown[]) => unknown> {
   return new MatchmakerClient(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure()) as never;
+}
+
+/** A client of matchmaker.admin.v1.MatchmakerAdminService (ExplainTicket, GetQueueStatistics), for grpcUnary. */
+export function grpcAdminClient(service: Pick<TestService, 'grpcPort'>): Client {
+  return new AdminClient(`127.0.0.1:${service.grpcPort}`, credentials.createInsecure());
 }
 
 /** One unary call; resolves with the response or the failure (code name, message, x-svc-reason). */
@@ -59,11 +66,13 @@ export function grpcUnary<T>(client: Client, method: string, request: unknown, t
     (client as unknown as Record<string, GrpcMethod>)[method]!(request, metadata, (err: GrpcError | null, res: T) => {
       if (!err) return resolve({ ok: true, value: res });
       const reason = err.metadata?.get('x-svc-reason')[0];
+      const retryAfter = err.metadata?.get('retry-after')[0];
       resolve({
         ok: false,
         code: codeByGrpcStatus.get(err.code) ?? ('UNKNOWN' as ErrorCode),
         message: err.details,
         ...(reason ? { reason: String(reason) } : {}),
+        ...(retryAfter ? { retryAfter: String(retryAfter) } : {}),
       });
     });
   });
@@ -113,12 +122,14 @@ export async function httpRequest(
 export function httpResult(res: HttpResult): Result<Record<string, unknown>> {
   if (res.status === 200) return { ok: true, value: res.body };
   const reason = res.headers.get('x-svc-reason');
+  const retryAfter = res.headers.get('retry-after');
   return {
     ok: false,
     code: res.body.code as ErrorCode,
     message: res.body.message as string,
     httpStatus: res.status,
     ...(reason ? { reason } : {}),
+    ...(retryAfter ? { retryAfter } : {}),
   };
 }
 

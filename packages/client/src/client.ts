@@ -51,7 +51,7 @@ export interface MatchmakerClientOptions {
   address: string;
   /** Channel credentials; plaintext (the self-hosted container) when omitted, `credentials.createSsl()` for TLS. */
   credentials?: ChannelCredentials;
-  /** Sent as `authorization: Bearer <token>` on every call (the hosted service). */
+  /** Sent as `authorization: Bearer <token>` on every call, to a service that requires tokens (its AUTH_TOKENS_FILE or AUTH_JWKS_FILE). */
   accessToken?: string;
   /** Deadline of each attempt in milliseconds (default 10000). */
   deadlineMs?: number;

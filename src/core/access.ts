@@ -32,6 +32,8 @@ export class Access {
   private tokens: Map<string, Principal> | undefined;
   private readonly limiter: RateLimiter | undefined;
   private refusals = { windowStartMs: 0, logged: 0, suppressed: 0 };
+  /** Logs a full window's count of refusals left out when the window ends. */
+  private suppressedTimer: NodeJS.Timeout | undefined;
   private watcher: { close(): void } | undefined;
   /** Each access file's text (or read error) as last handled: the poll re-reads unchanged files every few
    *  seconds, and an unchanged file must neither drop the verified JWTs nor log its error again. */
@@ -117,6 +119,7 @@ export class Access {
 
   close(): void {
     this.watcher?.close();
+    clearTimeout(this.suppressedTimer);
   }
 
   private async authenticate(authorization: string | undefined): Promise<Principal> {
@@ -170,18 +173,29 @@ export class Access {
     return read;
   }
 
+  /** Logs how many refusals of `window` were not logged, once. */
+  private logSuppressed(window: { suppressed: number }): void {
+    if (window.suppressed === 0) return;
+    this.log.warn({ audit: 'refused', suppressed: window.suppressed }, `audit: ${window.suppressed} more refusals not logged`);
+    window.suppressed = 0;
+  }
+
   /** Refusals are logged, at most AUDIT_REFUSALS_PER_WINDOW a window, so a flood cannot flood the log. */
   private auditRefusal(err: Error & { code?: string }, scope: Scope, peer: string): void {
     this.options.onRefusal?.(scope, err.code ?? 'INTERNAL');
     const now = Date.now();
-    const r = this.refusals;
-    if (now - r.windowStartMs >= AUDIT_WINDOW_MS) {
-      if (r.suppressed > 0)
-        this.log.warn({ audit: 'refused', suppressed: r.suppressed }, `audit: ${r.suppressed} more refusals not logged`);
+    if (now - this.refusals.windowStartMs >= AUDIT_WINDOW_MS) {
+      this.logSuppressed(this.refusals);
       this.refusals = { windowStartMs: now, logged: 0, suppressed: 0 };
     }
-    if (this.refusals.logged >= AUDIT_REFUSALS_PER_WINDOW) {
-      this.refusals.suppressed += 1;
+    const window = this.refusals;
+    if (window.logged >= AUDIT_REFUSALS_PER_WINDOW) {
+      // The count is logged when the window ends, even if no refusal follows the flood.
+      if (window.suppressed === 0) {
+        this.suppressedTimer = setTimeout(() => this.logSuppressed(window), window.windowStartMs + AUDIT_WINDOW_MS - now);
+        this.suppressedTimer.unref();
+      }
+      window.suppressed += 1;
       return;
     }
     this.refusals.logged += 1;

@@ -517,6 +517,30 @@ describe('the audit log of refusals', () => {
   });
 });
 
+describe('the audit log of refusals, after a flood', () => {
+  it('counts the refusals left out when the window ends, with no refusal after them', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const access = new Access(log, { tokens: [{ name: 'backend', sha256: sha256(TOKENS.backend), scopes: ['tickets'] }] });
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    try {
+      vi.setSystemTime(Date.parse('2030-01-01T00:00:00Z'));
+      for (let i = 0; i < 23; i++) await expect(access.authorize(undefined, 'tickets', `peer-${i}`)).rejects.toThrow();
+      const suppressed = () => lines.filter((l) => 'suppressed' in l);
+      vi.advanceTimersByTime(9_999);
+      expect(suppressed()).toEqual([]);
+      vi.advanceTimersByTime(1);
+      expect(suppressed()).toMatchObject([{ audit: 'refused', suppressed: 3, msg: 'audit: 3 more refusals not logged' }]);
+      // Once: the next refusal starts a window of its own and counts nothing more.
+      await expect(access.authorize(undefined, 'tickets', 'peer-late')).rejects.toThrow();
+      expect(suppressed()).toHaveLength(1);
+    } finally {
+      vi.useRealTimers();
+      access.close();
+    }
+  });
+});
+
 describe('start-up', () => {
   /** Starts a service that must exit non-zero; answers what it printed. */
   async function failedStart(env: Record<string, string>): Promise<string> {

@@ -11,6 +11,7 @@ use super::sort::{fix_prefix_runs, from_order_key, mix, order_key, sort_by_prefi
 use super::speculate::Threads;
 use crate::{PoolColumns, Rejection, RuleDiagnostics, TickParams};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The fields every examined candidate needs, in skill order: one 16-byte load per candidate.
 #[derive(Clone, Copy, Debug, Default)]
@@ -70,7 +71,7 @@ pub(crate) struct Sorted {
     pub(super) cur: Vec<u32>,
     /// Bit per skill position: used. Small enough to stay in cache while seeds are checked in
     /// random order (most are used by their turn).
-    pub(super) used: Vec<u64>,
+    pub(super) used: Vec<AtomicU64>,
     pub(super) live: usize,
     /// Distinct attribute rows (values and accepts of filter f at 2f and 2f+1). The scan reads
     /// a ticket's row through the class in `Hot::meta`.
@@ -93,7 +94,15 @@ impl Sorted {
     /// Whether the ticket at skill position `q` is used.
     #[inline]
     pub(super) fn is_used(&self, q: usize) -> bool {
-        self.used[q / 64] >> (q % 64) & 1 == 1
+        self.used[q / 64].load(Relaxed) >> (q % 64) & 1 == 1
+    }
+
+    /// Marks skill position `q` used. Atomic (relaxed: one thread writes) so that threads trying seeds
+    /// may read the bits while the committing thread writes them (tick/speculate.rs).
+    #[inline]
+    pub(super) fn mark_used(&self, q: usize) {
+        let word = &self.used[q / 64];
+        word.store(word.load(Relaxed) | 1 << (q % 64), Relaxed);
     }
 
     /// Removes used tickets from the live arrays. Order is kept, so scans see the same
@@ -269,7 +278,7 @@ pub(super) fn prepare(
     }
     let n = s.candidates.len();
     s.used.clear();
-    s.used.resize(n.div_ceil(64), 0);
+    s.used.resize_with(n.div_ceil(64), AtomicU64::default);
     s.interned = interning;
     s.bits.build(interning.then_some(&s.classes), params.filters);
     // Skill order: by key, ties by pool index.
@@ -628,7 +637,7 @@ mod tests {
         let used = |q: usize| q.is_multiple_of(3) || q > 1000;
         for q in (0..n).filter(|&q| used(q)) {
             links.mark_used(q as u32);
-            s.used[q / 64] |= 1 << (q % 64);
+            s.mark_used(q);
         }
         s.compact(&mut links, 2, rw);
 

@@ -30,9 +30,13 @@ impl Links {
         self.next.extend((0..(n as u32 + 2)).map(|x| [AtomicU32::new(x), AtomicU32::new(x)]));
     }
 
-    pub(super) fn mark_used(&mut self, pos: u32) {
+    /// Through a shared reference: threads trying seeds walk the links while the committing thread marks
+    /// (tick/speculate.rs); a walk that meets the change finds the same unused slots or the new ones.
+    pub(super) fn mark_used(&self, pos: u32) {
         let slot = pos + 1;
-        self.next[slot as usize] = [AtomicU32::new(slot - 1), AtomicU32::new(slot + 1)];
+        let [left, right] = &self.next[slot as usize];
+        left.store(slot - 1, Relaxed);
+        right.store(slot + 1, Relaxed);
     }
 }
 
@@ -43,7 +47,7 @@ pub(super) trait Skip {
     fn find(&mut self, x: u32, side: usize) -> u32;
 }
 
-impl Skip for Links {
+impl Skip for &Links {
     #[inline]
     fn find(&mut self, x: u32, side: usize) -> u32 {
         find(&self.next, x, side)

@@ -107,23 +107,26 @@ fn one_by_one<M: HostMask>(
         if sorted.is_used(q) {
             continue;
         }
-        try_and_commit::<M>(sorted, links, q, valid, reborrow(&mut memory), commit);
+        let (_, compact) = try_and_commit::<M>(sorted, links, q, valid, reborrow(&mut memory), commit);
+        if compact {
+            commit.compact(sorted, links);
+        }
     }
 }
 
 /// Tries the seed at skill position `q` against the pool as it is and commits what it found; answers
-/// whether it formed a match (of the selection in the scratch) and whether the commit compacted the live
-/// arrays.
+/// whether it formed a match (of the selection in the scratch) and whether the live arrays are due for
+/// compaction (`Commit::seed`).
 fn try_and_commit<M: HostMask>(
-    sorted: &mut Sorted,
-    links: &mut Links,
+    sorted: &Sorted,
+    mut links: &Links,
     q: usize,
     valid: u32,
     (scratch, local, tried, staged): TryMemory<'_>,
     commit: &mut Commit<'_, '_>,
 ) -> (bool, bool) {
     let ctx = commit.ctx(sorted);
-    let (formed, rulesets) = try_seed::<M, Links>(&ctx, commit.params, links, scratch, q, valid, local);
+    let (formed, rulesets) = try_seed::<M, &Links>(&ctx, commit.params, &mut links, scratch, q, valid, local);
     tried.clear();
     drain(local, rulesets, tried);
     staged.clear();

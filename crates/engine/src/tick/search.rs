@@ -511,7 +511,7 @@ mod tests {
         let sp = (0..s.live).find(|&p| ctx.ticket(p) == seed).unwrap() as u32;
         let bounds = rs.bounds_for_wait(0.0);
         let diag = &mut RuleDiagnostics::default();
-        let (hosts, _) = try_form(&ctx, &mut links, &mut sc, sp, &bounds, rs.require_host, 0, &rs, diag)?;
+        let (hosts, _) = try_form(&ctx, &mut &links, &mut sc, sp, &bounds, rs.require_host, 0, &rs, diag)?;
         Some((sc.sel.iter().map(|&p| ctx.ticket(p as usize)).collect(), hosts))
     }
 

@@ -123,11 +123,11 @@ impl<'t, 'o> Commit<'t, 'o> {
     /// Commits the try of the seed at skill position `q`: the records in `tried` (one per ruleset
     /// tried, in ruleset order, `rulesets` their bits) into the diagnostics, and the match it formed, of
     /// the live positions `sel`, staged as `staged`, into the output, its tickets marked used. Answers
-    /// whether that compacted the live arrays, which moves every live position.
+    /// whether half the live tickets are now used, so that the caller should `compact`.
     pub(super) fn seed(
         &mut self,
-        sorted: &mut Sorted,
-        links: &mut Links,
+        sorted: &Sorted,
+        links: &Links,
         q: usize,
         (rulesets, tried): (u32, &[RuleDiagnostics]),
         formed: Option<(&[u32], StagedMatch<'_>)>,
@@ -148,17 +148,17 @@ impl<'t, 'o> Commit<'t, 'o> {
         for (&p, &entry) in sel.iter().zip(staged.entries) {
             links.mark_used(p);
             self.refusals.matched(entry as u32 as usize);
-            let q = (entry >> 32) as usize;
-            sorted.used[q / 64] |= 1 << (q % 64);
+            sorted.mark_used((entry >> 32) as usize);
         }
         self.used_since_compact += sel.len();
-        // Once half the live tickets are used, drop them so scans stay dense in memory.
-        let live = sorted.live;
-        if 2 * self.used_since_compact >= live && live >= 256 {
-            sorted.compact(links, 2 * self.f, self.row);
-            self.used_since_compact = 0;
-            return true;
-        }
-        false
+        // Once half the live tickets are used, drop them so scans stay dense in memory. When does not
+        // change what a scan finds (it skips used tickets either way), only how fast.
+        2 * self.used_since_compact >= sorted.live && sorted.live >= 256
+    }
+
+    /// Drops the used tickets from the live arrays (which moves every live position).
+    pub(super) fn compact(&mut self, sorted: &mut Sorted, links: &mut Links) {
+        sorted.compact(links, 2 * self.f, self.row);
+        self.used_since_compact = 0;
     }
 }

@@ -1,10 +1,11 @@
 //! The seed loop on many threads (docs/engine.md, "Threads"). Seeds are taken in batches, oldest
-//! first. The pool's threads try all of a batch's seeds at once against the pool as the batch found
-//! it, each try noting the outermost skill slots it read (`Span`); then the seeds commit one by one,
-//! oldest first, and a seed whose span holds a ticket matched earlier in the same batch is tried again
-//! on the committing thread, against the pool as it now is. A try reads nothing else that a commit
-//! changes, so each seed finds what the loop on one thread would find, and the output is that
-//! loop's, bit for bit, whatever the number of threads.
+//! first. The pool's threads try all of a batch's seeds at once, each try noting the outermost skill
+//! slots it read (`Span`), while the committing thread commits the batch before, oldest first. Then
+//! this batch commits: a seed whose span holds a ticket matched since its try began (by the batch
+//! before, or earlier in its own) is tried again on the committing thread, against the pool as it now
+//! is; any other seed's try stands. A try reads nothing else that a commit changes (compaction waits
+//! for the tries in flight and has what is left of them tried again), so each seed finds what the loop
+//! on one thread would find, and the output is that loop's, bit for bit, whatever the number of threads.
 
 use std::sync::Arc;
 
@@ -23,27 +24,256 @@ use crate::{RuleDiagnostics, TickParams};
 /// be too small to pay for waking the others.
 pub(crate) const MIN_LIVE: usize = 200_000;
 
+/// From this many threads, a batch is tried while the one before it commits.
+const OVERLAP_FROM_THREADS: usize = 4;
+
 /// Runs of a batch's seeds per thread (`Threads::workers`).
 const RUNS_A_THREAD: usize = 4;
 
-/// The threads a queue's ticks share, and each run's memory.
+/// The threads a queue's ticks share, and the memory of the two batches in flight.
 #[derive(Debug)]
 pub(crate) struct Threads {
     pool: Arc<rayon::ThreadPool>,
-    /// A few a thread, each trying a run of a batch's seeds, so that a thread done early takes another
-    /// run (rayon's work stealing) rather than wait for the slowest.
-    workers: Vec<Worker>,
     /// The fewest live tickets the seed loop spreads over the threads.
     pub(crate) min_live: usize,
-    /// The batch: entries of `Sorted::by_age`.
+    /// The batch committing and the batch trying, by turns, and the tickets matched while each commits.
+    slots: [Slot; 2],
+    marks: [Marks; 2],
+}
+
+/// One batch in flight: its seeds, its runs' memory and what each try found.
+#[derive(Debug, Default)]
+struct Slot {
+    /// Entries of `Sorted::by_age`.
     batch: Vec<u64>,
-    /// A bit per slot: a ticket matched since the batch was tried.
-    marks: Vec<u64>,
-    /// The words of `marks` that are not zero.
+    /// A few a thread, each trying a run of the batch's seeds, so that a thread done early takes another
+    /// run (rayon's work stealing) rather than wait for the slowest.
+    workers: Vec<Worker>,
+    /// Seeds a run; `specs[i]` is in `workers[i / run]`.
+    run: usize,
+    specs: Vec<Spec>,
+}
+
+/// A bit per slot (live position + 1): a ticket matched while a batch commits.
+#[derive(Debug, Default)]
+struct Marks {
+    bits: Vec<u64>,
+    /// The words of `bits` that are not zero.
     marked: Vec<usize>,
 }
 
-/// One thread's memory: where it grows candidates, and what its tries of a batch found.
+impl Marks {
+    /// None marked, for `live` live positions.
+    fn clear(&mut self, live: usize) {
+        for &word in &self.marked {
+            self.bits[word] = 0;
+        }
+        self.marked.clear();
+        self.bits.resize((live + 2).div_ceil(64), 0);
+    }
+
+    /// Marks the slots of the live positions `sel`.
+    fn mark(&mut self, sel: &[u32]) {
+        for &p in sel {
+            let slot = p as usize + 1;
+            if self.bits[slot / 64] == 0 {
+                self.marked.push(slot / 64);
+            }
+            self.bits[slot / 64] |= 1 << (slot % 64);
+        }
+    }
+
+    /// Whether a slot from `lo` to `hi` (both included) is marked.
+    fn any(&self, lo: u32, hi: u32) -> bool {
+        let (lo, hi) = (lo as usize, hi as usize);
+        let (first, last) = (lo / 64, hi / 64);
+        let low = u64::MAX << (lo % 64);
+        let high = u64::MAX >> (63 - hi % 64);
+        let bits = &self.bits;
+        if first == last {
+            return bits[first] & low & high != 0;
+        }
+        bits[first] & low != 0 || bits[first + 1..last].iter().any(|&x| x != 0) || bits[last] & high != 0
+    }
+}
+
+impl Slot {
+    /// Tries every seed of the batch against the pool as it stands, a run a worker, on the pool's threads.
+    fn try_all<M: HostMask>(
+        &mut self,
+        ctx: &Ctx<'_>,
+        params: &TickParams<'_>,
+        links: &Links,
+        valid: u32,
+        (f, row): (usize, usize),
+    ) {
+        let Slot { batch, workers, run, specs, .. } = self;
+        specs.clear();
+        specs.resize(batch.len(), Spec::default());
+        *run = batch.len().div_ceil(workers.len()).max(1);
+        workers
+            .par_iter_mut()
+            .zip(batch.par_chunks(*run).zip(specs.par_chunks_mut(*run)))
+            .for_each(|(w, (seeds, specs))| w.try_seeds::<M>(ctx, params, links, seeds, specs, valid, (f, row)));
+    }
+}
+
+impl Threads {
+    pub(crate) fn new(pool: Arc<rayon::ThreadPool>) -> Self {
+        let slot = || Slot {
+            workers: (0..RUNS_A_THREAD * pool.current_num_threads()).map(|_| Worker::default()).collect(),
+            ..Slot::default()
+        };
+        Threads { min_live: MIN_LIVE, slots: [slot(), slot()], marks: Default::default(), pool }
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    /// Runs `work` on one of the threads (it may spread further over them).
+    pub(super) fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(work)
+    }
+
+    pub(super) fn worth_it(&self, live: usize) -> bool {
+        self.count() > 1 && live >= self.min_live
+    }
+
+    /// The seed loop of `tick/mod.rs`'s `one_by_one`, the tries spread over the threads (module docs).
+    pub(super) fn seed_loop<M: HostMask + Send + Sync>(
+        &mut self,
+        sorted: &mut Sorted,
+        links: &mut Links,
+        memory: TryMemory<'_>,
+        commit: &mut Commit<'_, '_>,
+    ) {
+        // The whole loop runs on one of the pool's threads, which commits and, in between, tries too.
+        let Threads { pool, slots, marks, .. } = self;
+        pool.install(|| spread_loop::<M>(slots, marks, sorted, links, memory, commit));
+    }
+}
+
+/// Appends to `batch` the unused seeds from `by_age[k]` on, up to `size` in all; answers where it stopped.
+fn fill(batch: &mut Vec<u64>, sorted: &Sorted, mut k: usize, size: usize) -> usize {
+    while k < sorted.by_age.len() && batch.len() < size {
+        let e = sorted.by_age[k];
+        k += 1;
+        if !sorted.is_used(e as u32 as usize) {
+            batch.push(e);
+        }
+    }
+    k
+}
+
+/// `Threads::seed_loop` on a thread of the pool.
+fn spread_loop<M: HostMask + Send + Sync>(
+    slots: &mut [Slot; 2],
+    marks: &mut [Marks; 2],
+    sorted: &mut Sorted,
+    links: &mut Links,
+    mut memory: TryMemory<'_>,
+    commit: &mut Commit<'_, '_>,
+) {
+    let params = commit.params;
+    let valid = valid_rulesets(params);
+    for w in slots.iter_mut().flat_map(|slot| slot.workers.iter_mut()) {
+        w.scratch.set_filters(params.filters);
+        w.local.clear();
+        w.local.resize(params.rulesets.len(), RuleDiagnostics::default());
+    }
+    let runs = slots[0].workers.len();
+    // On few threads the committing thread is better spent trying than committing beside the tries: the
+    // next batch is tried after this one commits (bench/RESULTS.md, "Threads for the tick").
+    let overlap = rayon::current_num_threads() >= OVERLAP_FROM_THREADS;
+    let layout = (commit.f, commit.row);
+    // Few enough seeds that one rarely meets a ticket matched since its try began (a retry).
+    let size = |live: usize| (live / 512).clamp(8 * runs, 8_192);
+    for slot in slots.iter_mut() {
+        slot.batch.clear();
+    }
+    for m in marks.iter_mut() {
+        m.clear(sorted.live);
+    }
+    // `now` commits while `then` tries; the first batch, and the first after a compaction, are tried alone.
+    let mut now = 0;
+    let mut k = fill(&mut slots[now].batch, sorted, 0, size(sorted.live));
+    slots[now].try_all::<M>(&commit.ctx(sorted), params, links, valid, layout);
+    // Whether `now`'s tries ran while the batch before it committed (its marks then count too).
+    let mut overlapped = false;
+    while !slots[now].batch.is_empty() {
+        let then = 1 - now;
+        let [a, b] = slots;
+        let (current, next) = if now == 0 { (a, b) } else { (b, a) };
+        let [a, b] = marks;
+        let (marking, before) = if now == 0 { (a, b) } else { (b, a) };
+        next.batch.clear();
+        k = fill(&mut next.batch, sorted, k, size(sorted.live));
+        // The marks here are two batches old: no try in flight began before them.
+        marking.clear(sorted.live);
+        let mut compact_after = None;
+        {
+            let (sorted, links) = (&*sorted, &*links);
+            let ctx = commit.ctx(sorted);
+            rayon::scope(|scope| {
+                if overlap && !next.batch.is_empty() {
+                    scope.spawn(|_| next.try_all::<M>(&ctx, params, links, valid, layout));
+                }
+                let before = if overlapped { Some(&*before) } else { None };
+                for (i, (&e, spec)) in current.batch.iter().zip(&current.specs).enumerate() {
+                    let q = e as u32 as usize;
+                    if sorted.is_used(q) {
+                        continue;
+                    }
+                    let stale = marking.any(spec.lo, spec.hi) || before.is_some_and(|m| m.any(spec.lo, spec.hi));
+                    let compact = if stale {
+                        let (formed, compact) =
+                            try_and_commit::<M>(sorted, links, q, valid, reborrow(&mut memory), commit);
+                        if formed {
+                            marking.mark(&memory.0.sel);
+                        }
+                        compact
+                    } else {
+                        let w = &current.workers[i / current.run];
+                        let sel = &w.sel[range(spec.sel)];
+                        marking.mark(sel);
+                        let tried = &w.tried[range(spec.tried)];
+                        let formed = spec.formed.map(|k| (sel, commit.staged(&w.staged, k as usize)));
+                        commit.seed(sorted, links, q, (spec.rulesets, tried), formed)
+                    };
+                    if compact {
+                        compact_after = Some(i);
+                        break;
+                    }
+                }
+            });
+        }
+        let Some(i) = compact_after else {
+            if !overlap {
+                next.try_all::<M>(&commit.ctx(sorted), params, links, valid, layout);
+            }
+            now = then;
+            overlapped = overlap;
+            continue;
+        };
+        // Every live position moves: what is left of this batch and the whole next one are tried again,
+        // alone.
+        commit.compact(sorted, links);
+        let mut rest: Vec<u64> = current.batch.drain(i + 1..).collect();
+        rest.append(&mut next.batch);
+        current.batch = rest;
+        marking.clear(sorted.live);
+        before.clear(sorted.live);
+        current.try_all::<M>(&commit.ctx(sorted), params, links, valid, layout);
+        overlapped = false;
+    }
+}
+
+fn range((from, to): (u32, u32)) -> std::ops::Range<usize> {
+    from as usize..to as usize
+}
+
+/// One run's memory: where it grows candidates, and what its tries of a batch found.
 #[derive(Debug, Default)]
 struct Worker {
     scratch: Scratch,
@@ -68,154 +298,6 @@ struct Spec {
     /// The match formed (`Worker::staged`'s index), and its tickets: `Worker::sel[sel.0..sel.1]`.
     formed: Option<u32>,
     sel: (u32, u32),
-}
-
-impl Threads {
-    pub(crate) fn new(pool: Arc<rayon::ThreadPool>) -> Self {
-        let workers = (0..RUNS_A_THREAD * pool.current_num_threads()).map(|_| Worker::default()).collect();
-        Threads { pool, workers, min_live: MIN_LIVE, batch: Vec::new(), marks: Vec::new(), marked: Vec::new() }
-    }
-
-    pub(crate) fn count(&self) -> usize {
-        self.pool.current_num_threads()
-    }
-
-    /// Runs `work` on one of the threads (it may spread further over them).
-    pub(super) fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
-        self.pool.install(work)
-    }
-
-    pub(super) fn worth_it(&self, live: usize) -> bool {
-        self.count() > 1 && live >= self.min_live
-    }
-
-    /// The seed loop of `tick/mod.rs`'s `one_by_one`, the tries spread over the threads (module docs).
-    pub(super) fn seed_loop<M: HostMask + Send + Sync>(
-        &mut self,
-        sorted: &mut Sorted,
-        links: &mut Links,
-        memory: TryMemory<'_>,
-        commit: &mut Commit<'_, '_>,
-    ) {
-        // The whole loop runs on one of the pool's threads, so the commits and the tries of the first
-        // chunk share its caches.
-        let Threads { pool, workers, batch, marks, marked, .. } = self;
-        pool.install(|| spread_loop::<M>(workers, batch, marks, marked, sorted, links, memory, commit));
-    }
-}
-
-/// `Threads::seed_loop` on a thread of the pool.
-#[allow(clippy::too_many_arguments)]
-fn spread_loop<M: HostMask + Send + Sync>(
-    workers: &mut [Worker],
-    batch: &mut Vec<u64>,
-    marks: &mut Vec<u64>,
-    marked: &mut Vec<usize>,
-    sorted: &mut Sorted,
-    links: &mut Links,
-    mut memory: TryMemory<'_>,
-    commit: &mut Commit<'_, '_>,
-) {
-    let params = commit.params;
-    let valid = valid_rulesets(params);
-    for w in workers.iter_mut() {
-        w.scratch.set_filters(params.filters);
-        w.local.clear();
-        w.local.resize(params.rulesets.len(), RuleDiagnostics::default());
-    }
-    let runs = workers.len();
-    let (f, row) = (commit.f, commit.row);
-    let mut specs: Vec<Spec> = Vec::new();
-    batch.clear();
-    let mut k = 0;
-    let seeds = sorted.by_age.len();
-    while k < seeds || !batch.is_empty() {
-        // The batch: what a compaction left of the last one, then the next unused seeds. Few enough
-        // that a seed rarely meets a ticket matched before it in the batch (a retry).
-        let size = (sorted.live / 512).clamp(8 * runs, 8_192);
-        while k < seeds && batch.len() < size {
-            let e = sorted.by_age[k];
-            k += 1;
-            if !sorted.is_used(e as u32 as usize) {
-                batch.push(e);
-            }
-        }
-        if batch.is_empty() {
-            break;
-        }
-        specs.clear();
-        specs.resize(batch.len(), Spec::default());
-        let chunk = batch.len().div_ceil(runs);
-        {
-            let ctx = commit.ctx(sorted);
-            let links = &*links;
-            workers
-                .par_iter_mut()
-                .zip(batch.par_chunks(chunk).zip(specs.par_chunks_mut(chunk)))
-                .for_each(|(w, (seeds, specs))| w.try_seeds::<M>(&ctx, params, links, seeds, specs, valid, (f, row)));
-        }
-
-        // Commit, oldest first.
-        marks.resize((sorted.live + 2).div_ceil(64), 0);
-        let mut done = batch.len();
-        for (i, (&e, spec)) in batch.iter().zip(&specs).enumerate() {
-            let q = e as u32 as usize;
-            if sorted.is_used(q) {
-                continue;
-            }
-            let compacted = if any_marked(marks, spec.lo, spec.hi) {
-                let (formed, compacted) = try_and_commit::<M>(sorted, links, q, valid, reborrow(&mut memory), commit);
-                if formed {
-                    mark(marks, marked, &memory.0.sel);
-                }
-                compacted
-            } else {
-                let w = &workers[i / chunk];
-                let sel = &w.sel[range(spec.sel)];
-                mark(marks, marked, sel);
-                let tried = &w.tried[range(spec.tried)];
-                let formed = spec.formed.map(|k| (sel, commit.staged(&w.staged, k as usize)));
-                commit.seed(sorted, links, q, (spec.rulesets, tried), formed)
-            };
-            if compacted {
-                // Every live position moved: what is left of the batch is tried again.
-                done = i + 1;
-                break;
-            }
-        }
-        for &word in marked.iter() {
-            marks[word] = 0;
-        }
-        marked.clear();
-        batch.drain(..done);
-    }
-}
-
-fn range((from, to): (u32, u32)) -> std::ops::Range<usize> {
-    from as usize..to as usize
-}
-
-/// Marks the slots of the live positions `sel`.
-fn mark(marks: &mut [u64], marked: &mut Vec<usize>, sel: &[u32]) {
-    for &p in sel {
-        let slot = p as usize + 1;
-        if marks[slot / 64] == 0 {
-            marked.push(slot / 64);
-        }
-        marks[slot / 64] |= 1 << (slot % 64);
-    }
-}
-
-/// Whether a slot from `lo` to `hi` (both included) is marked.
-fn any_marked(marks: &[u64], lo: u32, hi: u32) -> bool {
-    let (lo, hi) = (lo as usize, hi as usize);
-    let (first, last) = (lo / 64, hi / 64);
-    let low = u64::MAX << (lo % 64);
-    let high = u64::MAX >> (63 - hi % 64);
-    if first == last {
-        return marks[first] & low & high != 0;
-    }
-    marks[first] & low != 0 || marks[first + 1..last].iter().any(|&x| x != 0) || marks[last] & high != 0
 }
 
 impl Worker {
@@ -265,19 +347,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn any_marked_looks_at_the_slots_from_lo_to_hi() {
-        let mut marks = vec![0u64; 4];
-        let mut marked = Vec::new();
-        mark(&mut marks, &mut marked, &[69]); // slot 70
-        assert_eq!(marked, [1]);
-        assert!(any_marked(&marks, 70, 70));
-        assert!(any_marked(&marks, 0, 255));
-        assert!(any_marked(&marks, 64, 127));
-        assert!(!any_marked(&marks, 0, 69));
-        assert!(!any_marked(&marks, 71, 255));
-        assert!(any_marked(&marks, 3, 70) && any_marked(&marks, 70, 200));
-        mark(&mut marks, &mut marked, &[199]); // slot 200, two words on
-        assert_eq!(marked, [1, 3]);
-        assert!(any_marked(&marks, 71, 200) && !any_marked(&marks, 71, 199));
+    fn marks_answer_for_the_slots_from_lo_to_hi() {
+        let mut marks = Marks::default();
+        marks.clear(254);
+        marks.mark(&[69]); // slot 70
+        assert_eq!(marks.marked, [1]);
+        assert!(marks.any(70, 70));
+        assert!(marks.any(0, 255));
+        assert!(marks.any(64, 127));
+        assert!(!marks.any(0, 69));
+        assert!(!marks.any(71, 255));
+        assert!(marks.any(3, 70) && marks.any(70, 200));
+        marks.mark(&[199]); // slot 200, two words on
+        assert_eq!(marks.marked, [1, 3]);
+        assert!(marks.any(71, 200) && !marks.any(71, 199));
+        marks.clear(254);
+        assert!(!marks.any(0, 255) && marks.marked.is_empty());
     }
 }

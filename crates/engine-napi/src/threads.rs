@@ -11,7 +11,7 @@ use crate::error::BindingError;
 
 static POOL: OnceLock<Option<Arc<rayon::ThreadPool>>> = OnceLock::new();
 
-/// Spreads every engine's seed loop over `threads` threads (1: the tick's own thread alone). Answers the
+/// Spreads every engine's ticks of large pools over `threads` threads (1: the tick's own thread alone). Answers the
 /// count in force: only the first call sets it.
 #[napi]
 pub fn use_engine_threads(threads: u32) -> Result<u32> {

@@ -71,7 +71,7 @@ impl Workspace {
         ws
     }
 
-    /// Runs the ticks' seed loops on `pool`'s threads as well as the caller's (docs/engine.md,
+    /// Runs large pools' ticks (the layout and the seed loop) on `pool`'s threads (docs/engine.md,
     /// "Threads"). The output is the same, bit for bit, as on one thread. Several workspaces may share
     /// one pool; a pool of one thread is the same as none.
     pub fn with_threads(mut self, pool: std::sync::Arc<rayon::ThreadPool>) -> Self {
@@ -79,7 +79,7 @@ impl Workspace {
         self
     }
 
-    /// Spreads the seed loop over the threads from `live` tickets that could be in a match (default
+    /// Spreads a tick over the threads from `live` tickets that could be in a match (default
     /// 200,000; smaller pools tick on the caller's thread alone). Without `with_threads`, nothing.
     pub fn spread_from(mut self, live: usize) -> Self {
         if let Some(threads) = &mut self.threads {
@@ -88,7 +88,7 @@ impl Workspace {
         self
     }
 
-    /// The threads the seed loop may use: 1 without a pool.
+    /// The threads a tick may use: 1 without a pool.
     pub fn threads(&self) -> usize {
         self.threads.as_ref().map_or(1, tick::Threads::count)
     }

@@ -573,6 +573,19 @@ mod tests {
         }
     }
 
+    /// The pool laid out for one filter (overlap) and `rulesets`, on one thread.
+    fn prepared(pool: &TestPool, rulesets: &[Ruleset<'_>]) -> Sorted {
+        let mut s = Sorted::default();
+        prepare(
+            &pool.columns(),
+            &params(&[FilterMode::Overlap], rulesets),
+            &mut s,
+            &mut [RuleDiagnostics::default()],
+            None,
+        );
+        s
+    }
+
     fn params<'a>(filters: &'a [FilterMode], rulesets: &'a [Ruleset<'a>]) -> TickParams<'a> {
         TickParams { mmr_normalization_ref: 0.1, party_synergy_bonus: 0.05, filters, rulesets, now_ms: 100.0, seed: 1 }
     }
@@ -586,14 +599,7 @@ mod tests {
         // In no ruleset of the queue: set aside, though the oldest.
         pool.ticket(1, 0.9, 0.0).mask(0b10);
         let rulesets = [ruleset(false, 100, &[])];
-        let mut s = Sorted::default();
-        prepare(
-            &pool.columns(),
-            &params(&[FilterMode::Overlap], &rulesets),
-            &mut s,
-            &mut [RuleDiagnostics::default()],
-            None,
-        );
+        let s = prepared(&pool, &rulesets);
 
         let ctx = Ctx { s: &s, f: 1, h: 2, norm: 0.1 };
         assert_eq!(s.live, 4);
@@ -621,14 +627,7 @@ mod tests {
             pool.ticket(1, mmr, i as f64).attr(0, i as u64 | 1 << 40, u64::MAX).latency(&[i as u16, 1, 2, 3, 4]);
         }
         let rulesets = [ruleset(false, 100, &[])];
-        let mut s = Sorted::default();
-        prepare(
-            &pool.columns(),
-            &params(&[FilterMode::Overlap], &rulesets),
-            &mut s,
-            &mut [RuleDiagnostics::default()],
-            None,
-        );
+        let mut s = prepared(&pool, &rulesets);
         assert!(!s.interned);
         let rw = row_words(5);
         let mut links = Links::default();

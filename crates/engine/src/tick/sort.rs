@@ -235,21 +235,26 @@ mod tests {
         assert_eq!(mix(0), 0xE220_A839_7B1D_CDAF, "SplitMix64 of 0, as in docs/engine.md");
     }
 
+    /// `n` sort keys of `bits` random low bits (all equal when 0) under a common top nibble.
+    fn test_keys(n: usize, bits: u32, z: &mut u64) -> Vec<u64> {
+        (0..n)
+            .map(|_| {
+                *z = mix(*z);
+                if bits == 0 {
+                    5
+                } else {
+                    (*z >> (64 - bits)) | 0xF000_0000_0000_0000
+                }
+            })
+            .collect()
+    }
+
     #[test]
     fn sort_by_prefix_orders_by_key_then_index() {
         let mut z = 3u64;
         // 300k keys: above the size where digits narrow.
         for (n, bits) in [(1000usize, 64u32), (1000, 20), (5000, 40), (300, 0), (300_000, 64)] {
-            let keys: Vec<u64> = (0..n)
-                .map(|_| {
-                    z = mix(z);
-                    if bits == 0 {
-                        5
-                    } else {
-                        (z >> (64 - bits)) | 0xF000_0000_0000_0000
-                    }
-                })
-                .collect();
+            let keys = test_keys(n, bits, &mut z);
             let (mut v, mut tmp, mut hist) = (keys.clone(), Vec::new(), Vec::new());
             let index: Vec<u32> = (0..n as u32).collect();
             sort_by_prefix(&mut v, |j| index[j], &mut tmp, &mut hist, None);
@@ -268,16 +273,7 @@ mod tests {
         threads.min_live = 0;
         let mut z = 11u64;
         for (n, bits) in [(1000usize, 64u32), (1000, 20), (7, 40), (300, 0), (300_000, 64), (300_001, 12)] {
-            let keys: Vec<u64> = (0..n)
-                .map(|_| {
-                    z = mix(z);
-                    if bits == 0 {
-                        5
-                    } else {
-                        (z >> (64 - bits)) | 0xF000_0000_0000_0000
-                    }
-                })
-                .collect();
+            let keys = test_keys(n, bits, &mut z);
             let index: Vec<u32> = (0..n as u32).map(|j| j ^ 0x55).collect();
             let (mut alone, mut spread) = (keys.clone(), keys);
             sort_by_prefix(&mut alone, |j| index[j], &mut Vec::new(), &mut Vec::new(), None);

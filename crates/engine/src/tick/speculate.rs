@@ -27,7 +27,7 @@ pub(crate) const MIN_LIVE: usize = 200_000;
 /// From this many threads, a batch is tried while the one before it commits.
 const OVERLAP_FROM_THREADS: usize = 4;
 
-/// Runs of a batch's seeds per thread (`Threads::workers`).
+/// Runs of a batch's seeds per thread (`Slot::workers`).
 const RUNS_A_THREAD: usize = 4;
 
 /// The threads a queue's ticks share, and the memory of the two batches in flight.

@@ -2,7 +2,7 @@
 //! per-filter accept intersections, staged where the match was formed and then written to the caller's
 //! buffers in commit order.
 
-use super::lanes::{host_words, lanes_max, lat_words, HostMask, LatBound};
+use super::lanes::{host_words, lanes_max, lat_words, row_words, HostMask, LatBound};
 use super::layout::Ctx;
 use crate::{MatchBuffers, MAX_HOSTS, NO_HOST};
 
@@ -91,7 +91,7 @@ impl Staged {
         lat: &LatBound,
     ) -> usize {
         let s = ctx.s;
-        let rw = lat_words(ctx.h) + 1;
+        let rw = row_words(ctx.h);
         self.entries.extend(sel.iter().map(|&p| s.rows[p as usize * rw]));
         self.teams.extend_from_slice(sel_team);
         self.ends.push(self.entries.len() as u32);

@@ -29,10 +29,10 @@ pub(crate) use scratch::Scratch;
 pub(crate) use speculate::Threads;
 
 use crate::{MatchBuffers, PoolColumns, RuleDiagnostics, TickParams, Workspace};
-use lanes::{lat_words, HostMask, WideHosts};
+use lanes::{row_words, HostMask, WideHosts};
 use layout::{prefetch, prefetch_range, prepare, valid_rulesets};
 use refusals::Refusals;
-use seed::{drain, try_seed, Commit};
+use seed::{reborrow, try_and_stage, Commit, TryMemory};
 
 /// The seed loop: every ticket that could be in a match seeds once, oldest first, and the first of its
 /// rulesets (by index) to form a match around it wins. Returns the number of matches written to `out`.
@@ -74,7 +74,7 @@ fn seed_loop<'o, M: HostMask + Send + Sync>(
     local.clear();
     local.resize(params.rulesets.len(), RuleDiagnostics::default());
     let (f, h) = (pool.filter_count, pool.host_count);
-    let mut commit = Commit::new(params, out, refusals, diagnostics, (f, h, lat_words(h) + 1));
+    let mut commit = Commit::new(params, out, refusals, diagnostics, (f, h, row_words(h)));
     match threads {
         Some(threads) if threads.worth_it(sorted.live) => {
             threads.seed_loop::<M>(sorted, links, (scratch, local, tried, staged), &mut commit);
@@ -82,15 +82,6 @@ fn seed_loop<'o, M: HostMask + Send + Sync>(
         _ => one_by_one::<M>(sorted, links, (scratch, local, tried, staged), &mut commit),
     }
     commit.matches
-}
-
-/// The memory one thread tries seeds in: the candidate's scratch, the rule decisions per ruleset
-/// (`try_seed`'s `local`), each try's records, and the matches staged.
-type TryMemory<'a> = (&'a mut Scratch, &'a mut [RuleDiagnostics], &'a mut Vec<RuleDiagnostics>, &'a mut Staged);
-
-/// The same memory, borrowed again for one call.
-fn reborrow<'a>(memory: &'a mut TryMemory<'_>) -> TryMemory<'a> {
-    (&mut *memory.0, &mut *memory.1, &mut *memory.2, &mut *memory.3)
 }
 
 /// The seed loop on the calling thread: each seed tries and commits in turn.
@@ -122,15 +113,15 @@ fn try_and_commit<M: HostMask>(
     mut links: &Links,
     q: usize,
     valid: u32,
-    (scratch, local, tried, staged): TryMemory<'_>,
+    memory: TryMemory<'_>,
     commit: &mut Commit<'_, '_>,
 ) -> (bool, bool) {
     let ctx = commit.ctx(sorted);
-    let (formed, rulesets) = try_seed::<M, &Links>(&ctx, commit.params, &mut links, scratch, q, valid, local);
+    let (scratch, local, tried, staged) = memory;
     tried.clear();
-    drain(local, rulesets, tried);
     staged.clear();
-    let formed = formed.map(|fm| fm.stage(&ctx, &scratch.sel, &scratch.sel_team, staged));
+    let (formed, rulesets) =
+        try_and_stage::<M, &Links>(&ctx, commit.params, &mut links, q, valid, (scratch, local, tried, staged));
     let formed = formed.map(|k| (&scratch.sel[..], commit.staged(staged, k)));
     let was_formed = formed.is_some();
     (was_formed, commit.seed(sorted, links, q, (rulesets, tried), formed))

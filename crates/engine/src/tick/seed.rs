@@ -15,7 +15,7 @@ use crate::{MatchBuffers, RuleDiagnostics, TickParams};
 /// hosts (exact only then) and the latency bound in force. Its tickets and teams are the selection of
 /// the scratch it was grown in.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Formed<M> {
+struct Formed<M> {
     r: usize,
     host_filtered: bool,
     acceptable: M,
@@ -24,16 +24,42 @@ pub(super) struct Formed<M> {
 
 impl<M: HostMask> Formed<M> {
     /// Stages the match, of the selection `sel` in teams `sel_team`, into `staged`; answers its index.
-    pub(super) fn stage(&self, ctx: &Ctx<'_>, sel: &[u32], sel_team: &[u32], staged: &mut Staged) -> usize {
+    fn stage(&self, ctx: &Ctx<'_>, sel: &[u32], sel_team: &[u32], staged: &mut Staged) -> usize {
         staged.stage(ctx, sel, sel_team, self.r, self.host_filtered, self.acceptable, &self.lat)
     }
+}
+
+/// The memory one thread tries seeds in: the candidate's scratch, the rule decisions per ruleset
+/// (`try_seed`'s `local`), each try's records, and the matches staged.
+pub(super) type TryMemory<'a> =
+    (&'a mut Scratch, &'a mut [RuleDiagnostics], &'a mut Vec<RuleDiagnostics>, &'a mut Staged);
+
+/// The same memory, borrowed again for one call.
+pub(super) fn reborrow<'a>(memory: &'a mut TryMemory<'_>) -> TryMemory<'a> {
+    (&mut *memory.0, &mut *memory.1, &mut *memory.2, &mut *memory.3)
+}
+
+/// Tries the seed at skill position `q` (`try_seed`), appends its tries' records to the memory's (`drain`)
+/// and stages the match it formed; answers that match's index among the staged ones, and the rulesets
+/// tried (a bit each).
+pub(super) fn try_and_stage<M: HostMask, S: Skip>(
+    ctx: &Ctx<'_>,
+    params: &TickParams<'_>,
+    links: &mut S,
+    q: usize,
+    valid_rulesets: u32,
+    (scratch, local, tried, staged): TryMemory<'_>,
+) -> (Option<usize>, u32) {
+    let (formed, rulesets) = try_seed::<M, S>(ctx, params, links, scratch, q, valid_rulesets, local);
+    drain(local, rulesets, tried);
+    (formed.map(|fm| fm.stage(ctx, &scratch.sel, &scratch.sel_team, staged)), rulesets)
 }
 
 /// Tries the seed at skill position `q` in each of its rulesets, the first by index first, and
 /// answers the match the first of them forms and the rulesets it tried (a bit each). Each try's rule
 /// decisions go to its ruleset's record in `local`, which must be zero for every ruleset on entry
 /// (`drain` zeroes them again).
-pub(super) fn try_seed<M: HostMask, S: Skip>(
+fn try_seed<M: HostMask, S: Skip>(
     ctx: &Ctx<'_>,
     params: &TickParams<'_>,
     links: &mut S,
@@ -76,7 +102,7 @@ pub(super) fn try_seed<M: HostMask, S: Skip>(
 
 /// Moves the records of the rulesets in `tried` from `local` to the end of `into`, in ruleset order,
 /// and zeroes them in `local`.
-pub(super) fn drain(local: &mut [RuleDiagnostics], mut tried: u32, into: &mut Vec<RuleDiagnostics>) {
+fn drain(local: &mut [RuleDiagnostics], mut tried: u32, into: &mut Vec<RuleDiagnostics>) {
     while tried != 0 {
         let r = tried.trailing_zeros() as usize;
         tried &= tried - 1;

@@ -16,8 +16,8 @@ use super::lanes::HostMask;
 use super::layout::{valid_rulesets, Ctx, Sorted};
 use super::links::{Links, Span};
 use super::scratch::Scratch;
-use super::seed::{drain, try_seed, Commit};
-use super::{prefetch_seeds, reborrow, try_and_commit, TryMemory};
+use super::seed::{reborrow, try_and_stage, Commit, TryMemory};
+use super::{prefetch_seeds, try_and_commit};
 use crate::{RuleDiagnostics, TickParams};
 
 /// Below this many live tickets a tick's seed loop stays on one thread by default: its batches would
@@ -321,21 +321,18 @@ impl Worker {
             prefetch_seeds(ctx.s, links, f, row, seeds, k);
             let q = e as u32 as usize;
             let mut span = Span::new(links, ctx.s.cur[q] + 1);
-            let (formed, rulesets) =
-                try_seed::<M, Span>(ctx, params, &mut span, &mut self.scratch, q, valid, &mut self.local);
-            let tried_at = self.tried.len() as u32;
-            drain(&mut self.local, rulesets, &mut self.tried);
-            let sel_at = self.sel.len() as u32;
-            let formed = formed.map(|fm| {
+            let (tried_at, sel_at) = (self.tried.len() as u32, self.sel.len() as u32);
+            let memory = (&mut self.scratch, &mut self.local[..], &mut self.tried, &mut self.staged);
+            let (formed, rulesets) = try_and_stage::<M, Span>(ctx, params, &mut span, q, valid, memory);
+            if formed.is_some() {
                 self.sel.extend_from_slice(&self.scratch.sel);
-                fm.stage(ctx, &self.scratch.sel, &self.scratch.sel_team, &mut self.staged) as u32
-            });
+            }
             *spec = Spec {
                 lo: span.lo,
                 hi: span.hi,
                 rulesets,
                 tried: (tried_at, self.tried.len() as u32),
-                formed,
+                formed: formed.map(|k| k as u32),
                 sel: (sel_at, self.sel.len() as u32),
             };
         }

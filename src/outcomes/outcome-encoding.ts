@@ -1,5 +1,6 @@
-// Outcomes encoded as the store records them (store/outcome-record.ts): encoded where they are formed (in the tick's time slice, not in a
-// store callback), without producer_id and producer_sequence, which the store appends at commit. A match's
+// Outcomes encoded as the store records them (store/outcome-record.ts), without producer_id and
+// producer_sequence, which the store appends at commit. Most are encoded where they are formed; a
+// match.created outcome when its bytes are first read (a store's commit, a delivery, a checkpoint). A match's
 // tickets go in as the bytes they were acknowledged and stored as: a match.created outcome is mostly its
 // tickets, and decoding them to encode them again was most of what resolving a match cost.
 //
@@ -22,12 +23,46 @@ export function encodeOutcome(outcome: Outcome): EncodedOutcome {
   return { queueId: outcome.queueId, bytes: toBinary(OutcomeSchema, outcome) };
 }
 
-/** The match.created outcome of `match` (whose own `tickets` stay empty) with `tickets`, each a Ticket's bytes. */
-export function encodeMatchCreated(queueId: string, match: Match, tickets: readonly Uint8Array[], stamp: OutcomeStamp): EncodedOutcome {
+/**
+ * The match.created outcome of `match` (whose own `tickets` stay empty) with `tickets`, each a Ticket's bytes,
+ * encoded when its bytes are first read. A follower records every match but delivers none unless it comes to
+ * lead before the leader has delivered them, so most of its outcomes are dropped unread: encoding them at
+ * once was about a tenth of what applying the log cost it (bench/RESULTS.md). The inputs are never changed
+ * after the call (a record's fields, stored tickets' bytes), so the bytes are the same whenever they are
+ * made. `stamp` is the outcome's own: its first id is the outcome's, taken with the bytes.
+ */
+export function matchCreatedOutcome(queueId: string, match: Match, tickets: readonly Uint8Array[], stamp: OutcomeStamp): EncodedOutcome {
+  return new MatchCreatedOutcome(queueId, match, tickets, stamp);
+}
+
+class MatchCreatedOutcome implements EncodedOutcome {
+  private encoded: Uint8Array | undefined;
+  private inputs: { match: Match; tickets: readonly Uint8Array[]; stamp: OutcomeStamp } | undefined;
+
+  constructor(
+    readonly queueId: string,
+    match: Match,
+    tickets: readonly Uint8Array[],
+    stamp: OutcomeStamp,
+  ) {
+    this.inputs = { match, tickets, stamp };
+  }
+
+  get bytes(): Uint8Array {
+    if (this.encoded === undefined) {
+      const { match, tickets, stamp } = this.inputs!;
+      this.encoded = encodeMatchCreated(this.queueId, match, tickets, stamp);
+      this.inputs = undefined;
+    }
+    return this.encoded;
+  }
+}
+
+function encodeMatchCreated(queueId: string, match: Match, tickets: readonly Uint8Array[], stamp: OutcomeStamp): Uint8Array {
   const matchWriter = new BinaryWriter().raw(toBinary(MatchSchema, match));
   for (const ticket of tickets) matchWriter.tag(MATCH_TICKETS, WireType.LengthDelimited).bytes(ticket);
   const shell = newOutcome(queueId, { case: 'matchCreated', value: create(MatchCreatedSchema) }, stamp);
-  const bytes = new BinaryWriter()
+  return new BinaryWriter()
     .raw(toBinary(OutcomeSchema, shell))
     .tag(OUTCOME_MATCH_CREATED, WireType.LengthDelimited)
     .fork()
@@ -35,5 +70,4 @@ export function encodeMatchCreated(queueId: string, match: Match, tickets: reado
     .bytes(matchWriter.finish())
     .join()
     .finish();
-  return { queueId, bytes };
 }

@@ -12,7 +12,7 @@ import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import { BackfillRequestSchema, BackfillSchema, MatchSchema, TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import type { Outcome, RemovalReason } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { ShardedMap } from '../engine/sharded-map.js';
-import { encodeMatchCreated, encodeOutcome } from '../outcomes/outcome-encoding.js';
+import { encodeOutcome, matchCreatedOutcome } from '../outcomes/outcome-encoding.js';
 import {
   backfillCreated,
   backfillRequestOrphaned,
@@ -293,7 +293,10 @@ export class QueueState {
       createdAt: timestampFromMs(rec.atMs),
       rulesetId: rec.rulesetId,
     });
-    out.changes.push({ type: 'outcome.record', outcome: encodeMatchCreated(this.queueId, match, tickets, stampOf(rec.matchId, rec.atMs)) });
+    out.changes.push({
+      type: 'outcome.record',
+      outcome: matchCreatedOutcome(this.queueId, match, tickets, stampOf(rec.matchId, rec.atMs)),
+    });
     return { committed: true };
   }
 

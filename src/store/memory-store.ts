@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { fromBinary } from '@bufbuild/protobuf';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { withProducer } from './outcome-record.js';
+import { type EncodedOutcome, withProducer } from './outcome-record.js';
 import { SequenceIndex } from './sequence-index.js';
 import type {
   OutboxSnapshot,
@@ -44,7 +44,12 @@ export interface MemoryStoreOptions {
 export class MemoryStore implements OutboxStore {
   private producer: string;
   private readonly queues = new Map<string, QueueRecords>();
-  private readonly outcomes = new Map<bigint, Uint8Array>();
+  /**
+   * Recorded outcomes by sequence: their bytes with the producer fields, or, until first read, the outcome
+   * as committed. A replica's copy drops most of its outcomes unread once the leader has delivered them, so
+   * it never pays for their bytes (outcomes/outcome-encoding.ts).
+   */
+  private readonly outcomes = new Map<bigint, Uint8Array | EncodedOutcome>();
   /** Every queue's outcome sequences, ascending (commits apply in sequence order). */
   private readonly outcomeOrder = new SequenceIndex();
   private readonly cursors = new Map<string, { cursor: bigint; parked?: ParkedDelivery }>();
@@ -145,8 +150,8 @@ export class MemoryStore implements OutboxStore {
         this.queue(change.queueId).backfills.delete(change.backfillId);
         return;
       case 'outcome.record': {
-        const { queueId, bytes } = change.outcome;
-        this.outcomes.set(sequence, withProducer(bytes, this.producerId, sequence));
+        const { queueId } = change.outcome;
+        this.outcomes.set(sequence, change.outcome);
         this.outcomeOrder.push(sequence);
         this.queue(queueId).outcomes.push(sequence);
         outcomeQueues.add(queueId);
@@ -172,6 +177,15 @@ export class MemoryStore implements OutboxStore {
         if (change.owner !== undefined && !this.consumerOwners.has(change.consumer)) this.consumerOwners.set(change.consumer, change.owner);
         return;
     }
+  }
+
+  /** The recorded bytes of outcome `sequence`, made on the first read. */
+  private recorded(sequence: bigint): Uint8Array | undefined {
+    const held = this.outcomes.get(sequence);
+    if (held === undefined || held instanceof Uint8Array) return held;
+    const bytes = withProducer(held.bytes, this.producerId, sequence);
+    this.outcomes.set(sequence, bytes);
+    return bytes;
   }
 
   loadQueue(queueId: string): QueueSnapshot {
@@ -200,7 +214,7 @@ export class MemoryStore implements OutboxStore {
     const limit = query.limit ?? 1000;
     const out: Outcome[] = [];
     for (const sequence of this.outcomeOrder.after(after)) {
-      const outcome = fromBinary(OutcomeSchema, this.outcomes.get(sequence)!);
+      const outcome = fromBinary(OutcomeSchema, this.recorded(sequence)!);
       if (query.queueFilter && !query.queueFilter(outcome.queueId)) continue;
       out.push(outcome);
       if (out.length >= limit) break;
@@ -214,7 +228,7 @@ export class MemoryStore implements OutboxStore {
     if (!sequences || limit <= 0) return out;
     for (const s of sequences.after(afterSequence)) {
       // Deleted under another queue's id (as lmdb does, the delete names the outcome by sequence).
-      const bytes = this.outcomes.get(s);
+      const bytes = this.recorded(s);
       if (!bytes) continue;
       out.push(fromBinary(OutcomeSchema, bytes));
       if (out.length >= limit) break;
@@ -226,7 +240,7 @@ export class MemoryStore implements OutboxStore {
     const deliveryCursor = this.deliveryCursor(queueId);
     const outcomes: OutboxSnapshot['outcomes'] = [];
     for (const sequence of this.queues.get(queueId)?.outcomes.after(deliveryCursor) ?? []) {
-      const bytes = this.outcomes.get(sequence);
+      const bytes = this.recorded(sequence);
       if (bytes) outcomes.push({ sequence, bytes });
     }
     return {

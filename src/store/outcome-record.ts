@@ -9,8 +9,9 @@ const PRODUCER_SEQUENCE = OutcomeSchema.field.producerSequence!.number;
 
 /** An Outcome, encoded without producer_id and producer_sequence. */
 export interface EncodedOutcome {
-  queueId: string;
-  bytes: Uint8Array;
+  readonly queueId: string;
+  /** May be encoded when first read, the same bytes whenever (outcomes/outcome-encoding.ts). */
+  readonly bytes: Uint8Array;
 }
 
 /** The recorded outcome: `outcome` with the store's producer_id and producer_sequence. */

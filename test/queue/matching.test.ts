@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { MatchSchema, TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
 import { EngineOutputSchema } from '../../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { MatchCreatedSchema, OutcomeSchema } from '../../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { encodeMatchCreated } from '../../src/outcomes/outcome-encoding.js';
+import { matchCreatedOutcome } from '../../src/outcomes/outcome-encoding.js';
 import { stampOf } from '../../src/outcomes/outcome-factory.js';
 import { withProducer } from '../../src/store/outcome-record.js';
 import { engineInput, ticketArb, timestampArb, uuid } from '../support/fixtures.js';
@@ -176,7 +176,7 @@ describe('the match.created outcome as recorded', () => {
           const recorded = fromBinary(
             OutcomeSchema,
             withProducer(
-              encodeMatchCreated(queueId, create(MatchSchema, match), ticketBytes, stampOf(producerId, 0)).bytes,
+              matchCreatedOutcome(queueId, create(MatchSchema, match), ticketBytes, stampOf(producerId, 0)).bytes,
               producerId,
               sequence,
             ),

@@ -28,8 +28,8 @@ export class RequestBatcher {
   constructor(
     /** The log entry of these records, encoded. */
     private readonly encode: (records: readonly QueueRecord[]) => Uint8Array,
-    /** Appends an encoded entry; resolves with what its records did once this replica applied it. */
-    private readonly append: (entry: Uint8Array) => Promise<Applied[]>,
+    /** Appends the entry of these records, encoded; resolves with what they did once this replica applied it. */
+    private readonly append: (records: readonly QueueRecord[], entry: Uint8Array) => Promise<Applied[]>,
   ) {}
 
   /** Appends the records with other requests' and resolves with what each did, in order. */
@@ -57,7 +57,8 @@ export class RequestBatcher {
   }
 
   private send(batch: Waiting[]): void {
-    const entry = this.encode(batch.flatMap((w) => w.records));
+    const records = batch.flatMap((w) => w.records);
+    const entry = this.encode(records);
     if (entry.byteLength > MAX_ENTRY_BYTES && batch.length > 1) {
       const half = batch.length >> 1;
       this.send(batch.slice(0, half));
@@ -65,7 +66,7 @@ export class RequestBatcher {
       return;
     }
     this.inFlight++;
-    this.append(entry)
+    this.append(records, entry)
       .then(
         (applied) => {
           let at = 0;

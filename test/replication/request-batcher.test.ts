@@ -18,9 +18,10 @@ function heldLog(entryBytes: (records: readonly QueueRecord[]) => number = (r) =
       encoded.set(bytes, records);
       return bytes;
     },
-    (entry) =>
+    (records, entry) =>
       new Promise<Applied[]>((resolve, reject) => {
-        const records = encoded.get(entry)!;
+        // The bytes appended are those records' encoding.
+        expect(encoded.get(entry)).toBe(records);
         entries.push({
           records,
           settle: (ok) =>

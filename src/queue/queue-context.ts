@@ -40,4 +40,5 @@ export const layoutOf = (config: QueueConfig): PoolLayout => ({
   defaultLatencyMs: config.engine.default_latency_ms,
 });
 
-export const createdAtMs = (item: Ticket | BackfillRequest) => (item.createdAt ? timestampDate(item.createdAt).getTime() : Date.now());
+export const createdAtMs = (item: Pick<Ticket | BackfillRequest, 'createdAt'>) =>
+  item.createdAt ? timestampDate(item.createdAt).getTime() : Date.now();

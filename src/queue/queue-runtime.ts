@@ -17,6 +17,7 @@ import { parseTicketEngineInput, type ParsedEngineInput } from '../engine/engine
 import type { PoolRow } from '../engine/ticket-pool.js';
 import { engineParams, TickRunner } from '../engine/tick-runner.js';
 import type { QueueSnapshot, Store } from '../store/store.js';
+import { poolFieldsOf } from '../store/ticket-encoding.js';
 import { poolFull } from './admission.js';
 import { PoolColumns } from './pool-columns.js';
 import { PoolRebuild } from './pool-rebuild.js';
@@ -372,7 +373,7 @@ export class QueueRuntime {
       return;
     }
     const pool = this.columns.pool;
-    const ticket = fromBinary(TicketSchema, this.ticketBytes(at.ticketId, at.position));
+    const ticket = poolFieldsOf(this.ticketBytes(at.ticketId, at.position));
     try {
       const input = parseTicketEngineInput(ticket.engineInput, at.ticketId, 'engine_input');
       this.columns.insert(pool, at.ticketId, pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)), stillActive);

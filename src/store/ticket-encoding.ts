@@ -4,7 +4,7 @@
 // fields are appended: protobuf decoding keeps the last value of a scalar field and merges a message
 // field, so the appended id and created_at (both Timestamp fields written, zeros included) win over
 // whatever the caller sent. Decoding the result gives the same message as encoding it afresh.
-import { toBinary } from '@bufbuild/protobuf';
+import { create, fromBinary, mergeFromBinary, toBinary } from '@bufbuild/protobuf';
 import { TimestampSchema, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { TicketSchema, type Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
@@ -14,6 +14,7 @@ const REQUEST_TICKET = CreateTicketRequestSchema.field.ticket!.number;
 const TICKET_ID = TicketSchema.field.id!.number;
 const TICKET_CREATED_AT = TicketSchema.field.createdAt!.number;
 const TICKET_ENGINE_INPUT = TicketSchema.field.engineInput!.number;
+const TICKET_RULESET_IDS = TicketSchema.field.rulesetIds!.number;
 const SECONDS = TimestampSchema.field.seconds!.number;
 const NANOS = TimestampSchema.field.nanos!.number;
 
@@ -56,6 +57,54 @@ export function acknowledgedTicketBytes(ticket: Ticket, receivedId: string, requ
 /** A stored ticket's engine_input (undefined when absent; the last occurrence wins, as in decoding), without decoding the rest. */
 export function engineInputOf(ticket: Uint8Array): Uint8Array | undefined {
   return occurrences(ticket, TICKET_ENGINE_INPUT).at(-1);
+}
+
+/** What the pool reads of a stored ticket. */
+export interface TicketPoolFields {
+  engineInput: Uint8Array | undefined;
+  rulesetIds: string[];
+  createdAt: Timestamp | undefined;
+}
+
+/**
+ * A stored ticket's engine_input, ruleset_ids and created_at, as decoding it gives them (the last engine_input
+ * wins, ruleset ids append in order, created_at occurrences merge field by field), without decoding the
+ * rest: a replica builds the pool's row of every ticket another replica took from its stored bytes, and the
+ * whole decode was a tenth of what applying the log cost it. Stored bytes always decoded once (they were
+ * acknowledged); a field met with a wire type its schema does not give falls back to the whole decode.
+ */
+export function poolFieldsOf(ticket: Uint8Array): TicketPoolFields {
+  const reader = new BinaryReader(ticket);
+  let engineInput: Uint8Array | undefined;
+  const rulesetIds: string[] = [];
+  let createdAt: Timestamp | undefined;
+  while (reader.pos < reader.len) {
+    const [number, wireType] = reader.tag();
+    const delimited = wireType === WireType.LengthDelimited;
+    if (number === TICKET_ENGINE_INPUT && delimited) engineInput = reader.bytes();
+    else if (number === TICKET_RULESET_IDS && delimited) rulesetIds.push(reader.string());
+    else if (number === TICKET_CREATED_AT && delimited) createdAt = mergeTimestamp(createdAt, reader.bytes());
+    else if (number === TICKET_ENGINE_INPUT || number === TICKET_RULESET_IDS || number === TICKET_CREATED_AT) {
+      const { engineInput: input, rulesetIds: ids, createdAt: at } = fromBinary(TicketSchema, ticket);
+      return { engineInput: input, rulesetIds: ids, createdAt: at };
+    } else reader.skip(wireType, number);
+  }
+  return { engineInput, rulesetIds, createdAt };
+}
+
+/** `into` (a new Timestamp when undefined) with the fields set in the encoded Timestamp `bytes` merged in. */
+function mergeTimestamp(into: Timestamp | undefined, bytes: Uint8Array): Timestamp {
+  const merged = into ?? create(TimestampSchema);
+  const reader = new BinaryReader(bytes);
+  while (reader.pos < reader.len) {
+    const [number, wireType] = reader.tag();
+    if (number === SECONDS && wireType === WireType.Varint) merged.seconds = BigInt(reader.int64());
+    else if (number === NANOS && wireType === WireType.Varint) merged.nanos = reader.int32();
+    else if (number === SECONDS || number === NANOS)
+      return mergeFromBinary(TimestampSchema, merged, bytes); // again from the start: each field's last value wins
+    else reader.skip(wireType, number);
+  }
+  return merged;
 }
 
 function writeTimestamp(writer: BinaryWriter, t: Timestamp): BinaryWriter {

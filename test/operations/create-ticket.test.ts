@@ -1,7 +1,7 @@
 import { create, fromBinary, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acknowledgedTicketBytes, engineInputOf } from '../../src/store/ticket-encoding.js';
+import { acknowledgedTicketBytes, engineInputOf, poolFieldsOf } from '../../src/store/ticket-encoding.js';
 import { parseTicketEngineInput, type ParsedEngineInput } from '../../src/engine/engine-input.js';
 import {
   AttributeSchema,
@@ -132,6 +132,44 @@ describe('the ticket as stored', () => {
         expect(engineInputOf(bytes)).toEqual(fromBinary(TicketSchema, bytes).engineInput);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("gives the pool's fields back as decoding does: merged encodings, partial created_at, a field of another wire type", () => {
+    const CREATED_AT = TicketSchema.field.createdAt!.number;
+    const pieces = fc.oneof(
+      ticketArb.map((t) => toBinary(TicketSchema, create(TicketSchema, t))),
+      // created_at with one of its fields only: occurrences merge field by field.
+      fc
+        .tuple(fc.boolean(), fc.bigInt({ min: -(2n ** 40n), max: 2n ** 40n }), fc.integer({ min: 0, max: 999_999_999 }))
+        .map(([seconds, s, n]) => {
+          const ts = new BinaryWriter();
+          if (seconds) ts.tag(1, WireType.Varint).int64(s);
+          else ts.tag(2, WireType.Varint).int32(n);
+          return new BinaryWriter().tag(CREATED_AT, WireType.LengthDelimited).bytes(ts.finish()).finish();
+        }),
+      // A field of the pool's with a wire type the schema does not give it.
+      fc
+        .constantFrom(TicketSchema.field.rulesetIds!.number, TicketSchema.field.engineInput!.number, CREATED_AT)
+        .map((field) => new BinaryWriter().tag(field, WireType.Varint).uint32(7).finish()),
+    );
+    const outcome = (read: () => unknown) => {
+      try {
+        return { ok: read() };
+      } catch {
+        return { threw: true };
+      }
+    };
+    fc.assert(
+      fc.property(fc.array(pieces, { minLength: 1, maxLength: 4 }), (parts) => {
+        const bytes = new Uint8Array(parts.flatMap((p) => [...p]));
+        const expected = outcome(() => {
+          const { engineInput, rulesetIds, createdAt } = fromBinary(TicketSchema, bytes);
+          return { engineInput, rulesetIds, createdAt };
+        });
+        expect(outcome(() => poolFieldsOf(bytes))).toEqual(expected);
+      }),
+      { numRuns: 500 },
     );
   });
 });

@@ -6,10 +6,22 @@
 
 const SHARDS = 256;
 
-/** FNV-1a over the key's UTF-16 code units, folded to a shard index: any id format spreads evenly. */
+/**
+ * FNV-1a over a sample of the key's UTF-16 code units, folded to a shard index. Keys are ticket ids, UUIDs:
+ * chars 4-7 (the fastest-changing part of a v1 id's time) and the last four (random in v4 and v7 ids, the
+ * counter of sequential test ids) spread them evenly, and hashing all 36 was most of a lookup's cost (~145 of
+ * ~170 ns, against ~25 ns for the map itself). Keys of 12 units or fewer are hashed whole. A format that
+ * holds those eight units constant lands in one shard: correct, only without the smaller rehashes.
+ */
 function shardOf(key: string): number {
+  const n = key.length;
   let hash = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  if (n <= 12) {
+    for (let i = 0; i < n; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  } else {
+    for (let i = 4; i < 8; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+    for (let i = n - 4; i < n; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  }
   return (hash ^ (hash >>> 16) ^ (hash >>> 24)) & (SHARDS - 1);
 }
 

@@ -8,7 +8,7 @@ import { RemovalReason, RemovalReasonSchema } from '../../gen/matchmaker/outcome
 import {
   BackfillAtSchema,
   EvictionSchema,
-  type QueueRecordSchema,
+  QueueRecordSchema,
   TicketAtSchema,
   type BackfillAt as WireBackfillAt,
   type Eviction as WireEviction,
@@ -177,7 +177,7 @@ export function recordFromWire(wire: WireRecord, path: string): QueueRecord {
   known(wire, path);
   const { record } = wire;
   if (record.case === undefined) throw new LogDecodeError(path, 'has no record (an unknown record case, or none)');
-  const p = `${path}.${snake(record.case)}`;
+  const p = `${path}.${CASE_NAMES.get(record.case)}`;
   const v = record.value;
   known(v, p);
   switch (record.case) {
@@ -323,4 +323,5 @@ function tsReason(value: RemovalReason, path: string): RemovalReason {
   return value;
 }
 
-const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+/** Each record case's field as the schema names it (ticketCreate: ticket_create), for the paths in errors. */
+const CASE_NAMES: ReadonlyMap<string, string> = new Map(QueueRecordSchema.fields.map((f) => [f.localName, f.name]));

@@ -7,8 +7,15 @@
 // diverge. The records' own conversions are in record-wire.ts.
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { clip } from '../../errors.js';
-import { LogEntrySchema, QueueRecordSchema, type LogEntry as WireLogEntry } from '../../gen/matchmaker/replication/v1/log_pb.js';
-import { known, LogDecodeError, LogEncodeError, num, text, whole } from './field-checks.js';
+import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
+import {
+  LogEntrySchema,
+  QueueRecordSchema,
+  RecordBatchSchema,
+  TicketCreateSchema,
+  type LogEntry as WireLogEntry,
+} from '../../gen/matchmaker/replication/v1/log_pb.js';
+import { copy, known, LogDecodeError, LogEncodeError, num, text, ticketIdOf, whole } from './field-checks.js';
 import { recordFromWire, recordToWire } from './record-wire.js';
 import type { QueueRecord, RecordType } from '../../queue/records.js';
 
@@ -56,6 +63,63 @@ export function encodeLogEntry(entry: LogEntry): Uint8Array {
 }
 
 export function decodeLogEntry(bytes: Uint8Array): LogEntry {
+  return ticketCreates(bytes) ?? decodeWhole(bytes);
+}
+
+const LOG_REPLICA_ID = LogEntrySchema.field.replicaId!.number;
+const LOG_RECORDS = LogEntrySchema.field.records!.number;
+const BATCH_RECORDS = RecordBatchSchema.field.records!.number;
+const RECORD_TICKET_CREATE = QueueRecordSchema.field.ticketCreate!.number;
+const CREATE_TICKET = TicketCreateSchema.field.ticket!.number;
+
+/**
+ * The entry most of a busy log holds, read without the generic decoder: term 0 and only ticket_create
+ * records, each field once, nothing else. It gives what decodeWhole gives for such an entry, and undefined
+ * for any other shape or anything it cannot read, which decodeWhole then decodes (or refuses) as always.
+ * Decoding the messages of every record was about a seventh of what applying the log cost a follower.
+ */
+export function ticketCreates(bytes: Uint8Array): LogEntry | undefined {
+  try {
+    const entry = new BinaryReader(bytes);
+    let replicaId: string | undefined;
+    let batch: Uint8Array | undefined;
+    while (entry.pos < entry.len) {
+      const [number, wireType] = entry.tag();
+      if (wireType !== WireType.LengthDelimited) return undefined;
+      if (number === LOG_REPLICA_ID && replicaId === undefined) replicaId = entry.string(true);
+      else if (number === LOG_RECORDS && batch === undefined) batch = entry.bytes();
+      else return undefined;
+    }
+    if (!replicaId || !batch) return undefined;
+    const records: QueueRecord[] = [];
+    const reader = new BinaryReader(batch);
+    while (reader.pos < reader.len) {
+      // records[i] holds ticket_create alone, which holds ticket alone: each a length-delimited field whose
+      // bytes end where the one around it ends.
+      const record = delimited(reader, BATCH_RECORDS);
+      const create = delimited(reader, RECORD_TICKET_CREATE);
+      const ticketEnd = delimited(reader, CREATE_TICKET);
+      if (ticketEnd !== create || create !== record || ticketEnd === undefined) return undefined;
+      const ticket = copy(batch.subarray(reader.pos, ticketEnd));
+      reader.pos = ticketEnd;
+      records.push({ type: 'ticket.create', ticketId: ticketIdOf(ticket, (problem) => new Error(problem)), ticket });
+    }
+    return records.length > 0 ? { kind: 'records', replicaId, term: 0, records } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Reads the tag and length of length-delimited field `number`: where its bytes end (undefined: another field). */
+function delimited(reader: BinaryReader, number: number): number | undefined {
+  const [found, wireType] = reader.tag();
+  if (found !== number || wireType !== WireType.LengthDelimited) return undefined;
+  const end = reader.uint32() + reader.pos;
+  return end <= reader.len ? end : undefined;
+}
+
+/** Any entry, through the generic decoder, with every check. */
+export function decodeWhole(bytes: Uint8Array): LogEntry {
   let wire: WireLogEntry;
   try {
     wire = fromBinary(LogEntrySchema, bytes);

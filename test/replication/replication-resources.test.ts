@@ -4,7 +4,7 @@
 // what is missing or could drop log records; and the R3 resources stay usable when a node dies.
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { Objm } from '@nats-io/obj';
+import { getSha256Backend, Objm } from '@nats-io/obj';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadServiceConfig } from '../../src/config/service-config.js';
@@ -125,6 +125,8 @@ describe('create mode', () => {
     const kv = await first.kv.status();
     expect({ ttl: kv.ttl, history: kv.history, replicas: kv.replicas }).toEqual({ ttl: 6000, history: 1, replicas: 3 });
     expect((await first.checkpoints.status()).replicas).toBe(3);
+    // Checkpoints are hashed with node:crypto, not the object store's pure-JS default (24x slower).
+    expect(getSha256Backend()).toBe('native');
 
     // The handles work: a lease, a checkpoint and a record.
     await first.kv.create(leaderLeaseKey('eu.ranked'), 'replica-a');

@@ -2,7 +2,7 @@
 // saved as `<queue_id>@<seq>` with a sha256, the newest that verifies is read back, a corrupt one is
 // skipped (with a log line) for the next older, other queues' objects are left alone, and pruning keeps
 // the newest. In process: no service.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
@@ -33,6 +33,34 @@ function capturingLogger() {
 }
 
 describe('checkpoints in the object store', () => {
+  it('hashes a large checkpoint in time slices, letting the event loop run meanwhile, and reads it back', async () => {
+    const os = await bucket();
+    const { log } = capturingLogger();
+    const bytes = new Uint8Array(96 << 20).map((_, i) => i % 251);
+    // Counts the event loop's turns until the save puts the object, that is while it hashes: a single hash
+    // of 96 MiB would allow none.
+    let turns = 0;
+    let hashing = true;
+    const spin = () => {
+      turns++;
+      if (hashing) setImmediate(spin);
+    };
+    setImmediate(spin);
+    const putting = new Proxy(os, {
+      get: (target, key) =>
+        key === 'putBlob'
+          ? (...args: Parameters<ObjectStore['putBlob']>) => {
+              hashing = false;
+              return target.putBlob(...args);
+            }
+          : Reflect.get(target, key),
+    });
+    const info = await saveCheckpoint(putting, 'big', 3, bytes);
+    expect(info.metadata?.sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
+    expect(turns).toBeGreaterThan(5);
+    expect((await latestCheckpoint(os, 'big', log))?.seq).toBe(3);
+  });
+
   it('reads back the newest checkpoint of the queue, and none for a queue without one', async () => {
     const os = await bucket();
     const { log } = capturingLogger();

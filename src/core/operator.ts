@@ -33,6 +33,9 @@ export interface QueueSummary {
   /** The replicated mode: the log position of the last entry this replica applied (replicas that agree on it
    *  hold the same state of the queue); absent, embedded. */
   logPosition?: number;
+  /** The replicated mode: the term this replica applies the leader's entries under, the log position of the
+   *  leader's claim (replicas at one position must agree on it); absent, embedded. */
+  logTerm?: number;
   /** The replicated mode: each present replica's fingerprint of the queue's file (null: it has none). */
   replicaConfigHashes?: Record<string, string | null>;
   /** The replicated mode: whether the replicas run different versions of the queue's file. */
@@ -157,6 +160,7 @@ function summaries(opened: OpenedService): QueueSummary[] {
     serving: q.serving,
     configHash: configHash(q.config),
     ...(q.logPosition === undefined ? {} : { logPosition: q.logPosition }),
+    ...(q.logTerm === undefined ? {} : { logTerm: q.logTerm }),
     ...clusterView(opened, q.queueId),
   }));
 }

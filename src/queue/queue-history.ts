@@ -43,6 +43,12 @@ export interface QueueHistory {
   /** The replicated log's position of the last entry this copy applied; absent for the embedded history. */
   readonly appliedSeq?: number;
   /**
+   * The replicated log's term this copy applies a leader's entries under (the position of the last claim it
+   * applied); absent for the embedded history. Replicas that agree on the position but not on the term
+   * disagree on whose matches count.
+   */
+  readonly appliedTerm?: number;
+  /**
    * Brings the queue's state up to date and calls `caughtUp` once the copy may answer requests: the
    * embedded history within this call (it loads the store), a replicated one once it has applied its log
    * so far. A history that cannot catch up says why in the log and never calls it.

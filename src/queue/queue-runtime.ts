@@ -135,6 +135,11 @@ export class QueueRuntime {
     return this.history.appliedSeq;
   }
 
+  /** The replicated mode: the term this replica applies a leader's entries under (undefined, embedded). */
+  get logTerm(): number | undefined {
+    return this.history.appliedTerm;
+  }
+
   /** Whether this copy of the queue leads it (always, embedded): it ticks, expires, and delivers outcomes. */
   get leading(): boolean {
     return this.history.leading;

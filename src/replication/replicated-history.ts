@@ -122,6 +122,11 @@ export class ReplicatedHistory implements QueueHistory {
     return this.applied;
   }
 
+  /** The term of the last claim applied (0 before any): a leader's entries of another term are skipped. */
+  get appliedTerm(): number {
+    return this.term;
+  }
+
   /** How many log entries this replica has read since it started. */
   get entriesRead(): number {
     return this.entriesReadValue;
@@ -298,6 +303,7 @@ export class ReplicatedHistory implements QueueHistory {
       const own = entry.replicaId === this.options.replicaId && entry.incarnation === this.incarnation;
       this.ownTerm = own && this.options.lease.leading ? seq : 0;
       if (own) this.options.log.info({ queue: this.options.queueId, term: seq }, 'leading the queue');
+      else this.options.log.info({ queue: this.options.queueId, term: seq, leader: entry.replicaId }, 'following the queue');
       if (this.ownTerm !== 0) for (const listener of this.leadingListeners) listener();
     } else if (entry.term === 0 || entry.term === this.term) {
       applied = entry.records.map((record) => this.applier.apply(record));

@@ -87,6 +87,7 @@ describe('GET /metrics', () => {
     expect(sampleSum(s, 'matchmaker_queue_leading', { queue_id: 'test.basic' })).toBe(1);
     // No replication log, embedded: no applied position.
     expect(sampleSum(s, 'matchmaker_replication_applied_position', { queue_id: 'test.basic' })).toBeUndefined();
+    expect(sampleSum(s, 'matchmaker_replication_term', { queue_id: 'test.basic' })).toBeUndefined();
   });
 
   it('reports matches with their waits, skill spread and team imbalance, the ticks, and the delivery lag', async () => {

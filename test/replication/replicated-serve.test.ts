@@ -254,5 +254,12 @@ describe('replicated mode on one nats-server', () => {
       15_000,
     );
     expect(positions[0]).toBeGreaterThanOrEqual(4);
+    // ...under the same term: the leader's claim, a position of the log before its matches.
+    const terms = (await Promise.all(replicas.map((r) => scrape(r.baseUrl)))).map((s) =>
+      sampleSum(s, 'matchmaker_replication_term', { queue_id: 'ws.count' }),
+    );
+    expect(terms[0]).toBeGreaterThanOrEqual(1);
+    expect(terms[1]).toBe(terms[0]);
+    expect(terms[0]).toBeLessThan(positions[0]!);
   });
 });

@@ -148,6 +148,14 @@ function stateGauges(registers: Registry[], current: () => MetricsSnapshot): voi
       for (const q of s.opened?.queues ?? []) if (q.logPosition !== undefined) set({ queue_id: q.queueId }, q.logPosition);
     },
   );
+  gauge(
+    'matchmaker_replication_term',
+    "The replicated mode: the term this replica applies the queue leader's entries under (the log position of its claim).",
+    ['queue_id'],
+    (s, set) => {
+      for (const q of s.opened?.queues ?? []) if (q.logTerm !== undefined) set({ queue_id: q.queueId }, q.logTerm);
+    },
+  );
   gauge('matchmaker_outcome_deliveries_parked', 'Deliveries parked after exhausting retries (alert on > 0).', ['queue_id'], (s, set) => {
     for (const d of s.opened?.deliveries ?? []) set({ queue_id: d.queueId }, d.parked ? 1 : 0);
   });

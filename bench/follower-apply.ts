@@ -117,14 +117,22 @@ function queueConfig(): QueueConfig {
   return { ...config, tick_interval_ms: 100 };
 }
 
-async function recordLog(tickets: number, burst: number): Promise<Uint8Array[]> {
+/** A started queue on a memory store of its own, over the history `make` gives it. */
+function startQueue<H extends QueueHistory>(
+  make: (applier: QueueApplier, store: MemoryStore) => H,
+): { queue: QueueRuntime; history: H; store: MemoryStore } {
   const store = new MemoryStore({ producerId: 'bench-producer' });
-  let history: RecordingHistory | undefined;
-  const leader = new QueueRuntime(QUEUE_ID, queueConfig(), store, log, (_queueId, applier) => {
-    history = new RecordingHistory(applier, store);
+  let history: H | undefined;
+  const queue = new QueueRuntime(QUEUE_ID, queueConfig(), store, log, (_queueId, applier) => {
+    history = make(applier, store);
     return history;
   });
-  leader.start();
+  queue.start();
+  return { queue, history: history!, store };
+}
+
+async function recordLog(tickets: number, burst: number): Promise<Uint8Array[]> {
+  const { queue: leader, history } = startQueue((applier, store) => new RecordingHistory(applier, store));
   const rand = prng(7);
   for (let made = 0; made < tickets; ) {
     const creates: Promise<void>[] = [];
@@ -142,7 +150,7 @@ async function recordLog(tickets: number, burst: number): Promise<Uint8Array[]> 
   // The last tickets' ticks.
   await new Promise((resolve) => setTimeout(resolve, 500));
   await leader.stop();
-  return history!.entries;
+  return history.entries;
 }
 
 /** Entries one after another, each after its length (u32, little-endian). */
@@ -189,17 +197,11 @@ function describeLog(entries: Uint8Array[]): { creates: number; records: number;
 
 /** One fresh follower applying the whole log; its CPU time in microseconds. */
 async function replayOnce(entries: Uint8Array[]): Promise<{ cpuUs: number; wallMs: number; active: number }> {
-  const store = new MemoryStore({ producerId: 'bench-producer' });
-  let history: ReplayHistory | undefined;
-  const follower = new QueueRuntime(QUEUE_ID, queueConfig(), store, log, (_queueId, applier) => {
-    history = new ReplayHistory(applier, store);
-    return history;
-  });
-  follower.start();
+  const { queue: follower, history, store } = startQueue((applier, own) => new ReplayHistory(applier, own));
   const started = performance.now();
   const cpu = process.cpuUsage();
   for (const [i, bytes] of entries.entries()) {
-    history!.replay(i + 1, bytes);
+    history.replay(i + 1, bytes);
     // The log delivers entries in separate event turns; commits settle between them.
     if (i % 16 === 15) await new Promise((resolve) => setImmediate(resolve));
   }

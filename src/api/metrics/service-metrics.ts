@@ -127,9 +127,17 @@ function stateGauges(registers: Registry[], current: () => MetricsSnapshot): voi
       },
     });
   gauge('matchmaker_up', 'Whether the service is serving (1) or starting or stopping (0).', [], (s, set) => set({}, s.serving ? 1 : 0));
-  const perQueue = (name: string, help: string, value: (q: NonNullable<MetricsSnapshot['opened']>['queues'][number]) => number) =>
+  // A queue whose value is undefined (a replicated-mode figure, embedded) has no sample.
+  const perQueue = (
+    name: string,
+    help: string,
+    value: (q: NonNullable<MetricsSnapshot['opened']>['queues'][number]) => number | undefined,
+  ) =>
     gauge(name, help, ['queue_id'], (s, set) => {
-      for (const q of s.opened?.queues ?? []) set({ queue_id: q.queueId }, value(q));
+      for (const q of s.opened?.queues ?? []) {
+        const v = value(q);
+        if (v !== undefined) set({ queue_id: q.queueId }, v);
+      }
     });
   perQueue('matchmaker_pool_tickets', 'Active tickets in the queue pool.', (q) => q.activeTickets);
   perQueue('matchmaker_resolved_tickets', 'Resolved tickets kept for reactivation.', (q) => q.resolvedTickets);
@@ -140,21 +148,15 @@ function stateGauges(registers: Registry[], current: () => MetricsSnapshot): voi
     (q) => (q.leading ? 1 : 0),
   );
   perQueue('matchmaker_queue_serving', 'Whether the queue takes requests on this replica.', (q) => (q.serving ? 1 : 0));
-  gauge(
+  perQueue(
     'matchmaker_replication_applied_position',
     'The replicated mode: the log position of the last entry this replica applied to the queue (replicas agree once caught up).',
-    ['queue_id'],
-    (s, set) => {
-      for (const q of s.opened?.queues ?? []) if (q.logPosition !== undefined) set({ queue_id: q.queueId }, q.logPosition);
-    },
+    (q) => q.logPosition,
   );
-  gauge(
+  perQueue(
     'matchmaker_replication_term',
     "The replicated mode: the term this replica applies the queue leader's entries under (the log position of its claim).",
-    ['queue_id'],
-    (s, set) => {
-      for (const q of s.opened?.queues ?? []) if (q.logTerm !== undefined) set({ queue_id: q.queueId }, q.logTerm);
-    },
+    (q) => q.logTerm,
   );
   gauge('matchmaker_outcome_deliveries_parked', 'Deliveries parked after exhausting retries (alert on > 0).', ['queue_id'], (s, set) => {
     for (const d of s.opened?.deliveries ?? []) set({ queue_id: d.queueId }, d.parked ? 1 : 0);

@@ -54,6 +54,14 @@ export interface ReplicatedHistoryOptions {
   reachable?: () => boolean;
 }
 
+/**
+ * What a replica logs (at error level) when an entry carries a term whose position held no claim when this
+ * replica applied it: the broker changed entries it had delivered, to this replica or to the leader
+ * (docs/replication.md, "What is left"). A deposed leader's late entries name a claim this replica applied.
+ */
+export const LOG_DIVERGED =
+  "replication log entry names a claim at a position where this replica applied another entry: the broker changed entries it had delivered; this replica and the entry's leader differ";
+
 /** Backoff of the start-up steps while the broker does not answer. */
 const START_RETRY_FIRST_MS = 250;
 const START_RETRY_MAX_MS = 5_000;
@@ -68,6 +76,10 @@ export class ReplicatedHistory implements QueueHistory {
   private term = 0;
   /** This replica's term while the latest claim is its own (0 otherwise). */
   private ownTerm = 0;
+  /** The positions of the claims this replica applied (since its checkpoint): terms it can vouch for. */
+  private readonly claimsApplied = new Set<number>();
+  /** The last term whose entries showed this replica's log differs from the broker's (LOG_DIVERGED). */
+  private divergedTerm = 0;
   /** Distinguishes this run's claims from an earlier run's of the same replica id. */
   private readonly incarnation = randomUUID();
   /**
@@ -300,6 +312,7 @@ export class ReplicatedHistory implements QueueHistory {
     let applied: Applied[] = [];
     if (entry.kind === 'claim') {
       this.term = seq;
+      this.claimsApplied.add(seq);
       const own = entry.replicaId === this.options.replicaId && entry.incarnation === this.incarnation;
       this.ownTerm = own && this.options.lease.leading ? seq : 0;
       if (own) this.options.log.info({ queue: this.options.queueId, term: seq }, 'leading the queue');
@@ -312,6 +325,16 @@ export class ReplicatedHistory implements QueueHistory {
       if (changes.length > 0) {
         const records = entry.records;
         void this.options.store.commit(changes).then(() => this.applier.committed(records));
+      }
+    } else if (!this.claimsApplied.has(entry.term) && entry.term > (this.restoredSeqValue ?? 0)) {
+      // Every entry of a term comes after its claim, and this replica applied each position in order: the
+      // entry it applied at position `entry.term` was not a claim. Said once per term.
+      if (this.divergedTerm !== entry.term) {
+        this.divergedTerm = entry.term;
+        this.options.log.error(
+          { queue: this.options.queueId, seq, claimAt: entry.term, term: this.term, leader: entry.replicaId },
+          LOG_DIVERGED,
+        );
       }
     } else {
       this.options.log.debug(

@@ -3,12 +3,17 @@
 // a cancel wins for everyone alike, and a deposed leader's records take no effect. (Separate processes on a
 // three-node cluster come with the service wiring; this pins down the protocol.)
 import { randomUUID } from 'node:crypto';
-import { jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/errors.js';
-import { encodeLogEntry } from '../../src/replication/wire/record-codec.js';
+import { encodeLogEntry, type LogEntry } from '../../src/replication/wire/record-codec.js';
+import type { LeaderLease } from '../../src/replication/jetstream/leader-lease.js';
+import { ReplicationLog } from '../../src/replication/jetstream/replication-log.js';
+import { LOG_DIVERGED, ReplicatedHistory } from '../../src/replication/replicated-history.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import { pino } from 'pino';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { parseTicketEngineInput } from '../../src/engine/engine-input.js';
@@ -189,6 +194,70 @@ describe('a replicated queue', () => {
     expect(answer).toBe('UNAVAILABLE');
     expect(Date.now() - started).toBeLessThan(5_000);
     await until('the ticket on the other replica', () => other.runtime.lookupTicket(id)?.state === 'active');
+  });
+});
+
+describe("a replica whose log is not the broker's", () => {
+  it('says so at error level, once a term, when an entry names a claim at a position where it applied another entry', async () => {
+    const q = await newQueue();
+    const js = jetstream(admin);
+    const entry = (e: LogEntry) => encodeLogEntry(e);
+    // 1: x claims (term 1). 2: a request. 3 and 4: records of term 2, as if position 2 held a claim: the log a
+    // replica sees when the broker replaced an entry it delivered. 5: w claims (term 5). 6: x's late records of
+    // term 1, a deposed leader's, skipped without a word. 7: records of term 4, where position 4 held records.
+    const records = (replicaId: string, term: number): LogEntry => ({
+      kind: 'records',
+      replicaId,
+      term,
+      records: [{ type: 'resolved.forget', tickets: [] }],
+    });
+    await js.publish(q.subjects.term, entry({ kind: 'claim', replicaId: 'x', incarnation: 'i1' }));
+    await js.publish(
+      q.subjects.req,
+      entry({ kind: 'records', replicaId: 'y', term: 0, records: [{ type: 'ticket.cancel', ticketId: 't' }] }),
+    );
+    await js.publish(q.subjects.lead, entry(records('z', 2)));
+    await js.publish(q.subjects.lead, entry(records('z', 2)));
+    await js.publish(q.subjects.term, entry({ kind: 'claim', replicaId: 'w', incarnation: 'i2' }));
+    await js.publish(q.subjects.lead, entry(records('x', 1)));
+    await js.publish(q.subjects.lead, entry(records('v', 4)));
+    const lines: { msg: string; seq?: number; claimAt?: number; term?: number }[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const applied: string[] = [];
+    const never = () => expect.fail('not expected here');
+    const history = new ReplicatedHistory(
+      {
+        apply: (record) => {
+          applied.push(record.type);
+          return { changes: [], activated: [], deactivated: [], result: {} } as never;
+        },
+        committed: () => undefined,
+        snapshot: never,
+        restore: never,
+        load: never,
+      },
+      {
+        queueId: q.queueId,
+        replicaId: 'late',
+        replicationLog: new ReplicationLog(js, await jetstreamManager(admin), q.stream, q.subjects, log),
+        // A lease it never holds: this replica only follows.
+        lease: { leading: false, onChange: () => undefined, start: () => undefined, stop: async () => undefined } as unknown as LeaderLease,
+        store: new MemoryStore(),
+        log,
+      },
+    );
+    await history.start();
+    try {
+      expect(history.appliedSeq).toBe(7);
+      expect(history.appliedTerm).toBe(5);
+      expect(applied).toEqual(['ticket.cancel']);
+      expect(lines.filter((l) => l.msg === LOG_DIVERGED)).toEqual([
+        expect.objectContaining({ seq: 3, claimAt: 2, term: 1 }),
+        expect.objectContaining({ seq: 7, claimAt: 4, term: 5 }),
+      ]);
+    } finally {
+      await history.stop();
+    }
   });
 });
 

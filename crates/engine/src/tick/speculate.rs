@@ -195,18 +195,15 @@ fn spread_loop<M: HostMask + Send + Sync>(
     for m in marks.iter_mut() {
         m.clear(sorted.live);
     }
-    // `now` commits while `then` tries; the first batch, and the first after a compaction, are tried alone.
-    let mut now = 0;
-    let mut k = fill(&mut slots[now].batch, sorted, 0, size(sorted.live));
-    slots[now].try_all::<M>(&commit.ctx(sorted), params, links, valid, layout);
-    // Whether `now`'s tries ran while the batch before it committed (its marks then count too).
+    // `slots[0]` commits while `slots[1]` tries, and the two change places after each batch (so do the
+    // marks); the first batch, and the first after a compaction, are tried alone.
+    let mut k = fill(&mut slots[0].batch, sorted, 0, size(sorted.live));
+    slots[0].try_all::<M>(&commit.ctx(sorted), params, links, valid, layout);
+    // Whether `slots[0]`'s tries ran while the batch before it committed (its marks then count too).
     let mut overlapped = false;
-    while !slots[now].batch.is_empty() {
-        let then = 1 - now;
-        let [a, b] = slots;
-        let (current, next) = if now == 0 { (a, b) } else { (b, a) };
-        let [a, b] = marks;
-        let (marking, before) = if now == 0 { (a, b) } else { (b, a) };
+    while !slots[0].batch.is_empty() {
+        let [current, next] = &mut *slots;
+        let [marking, before] = &mut *marks;
         next.batch.clear();
         k = fill(&mut next.batch, sorted, k, size(sorted.live));
         // The marks here are two batches old: no try in flight began before them.
@@ -252,16 +249,16 @@ fn spread_loop<M: HostMask + Send + Sync>(
             if !overlap {
                 next.try_all::<M>(&commit.ctx(sorted), params, links, valid, layout);
             }
-            now = then;
+            slots.swap(0, 1);
+            marks.swap(0, 1);
             overlapped = overlap;
             continue;
         };
         // Every live position moves: what is left of this batch and the whole next one are tried again,
         // alone.
         commit.compact(sorted, links);
-        let mut rest: Vec<u64> = current.batch.drain(i + 1..).collect();
-        rest.append(&mut next.batch);
-        current.batch = rest;
+        current.batch.drain(..=i);
+        current.batch.append(&mut next.batch);
         marking.clear(sorted.live);
         before.clear(sorted.live);
         current.try_all::<M>(&commit.ctx(sorted), params, links, valid, layout);

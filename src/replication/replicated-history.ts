@@ -306,9 +306,10 @@ export class ReplicatedHistory implements QueueHistory {
       throw new Error(`queue "${this.options.queueId}": log entry ${seq} follows ${this.applied}; entries between are gone`);
     }
     this.entriesReadValue++;
-    const own = msgId === undefined ? undefined : this.waiting.get(msgId);
-    if (own) this.waiting.delete(msgId!);
-    const entry = own?.entry ?? decodeLogEntry(bytes);
+    // An entry this replica appended, and waits for: applied as it was proposed.
+    const appended = msgId === undefined ? undefined : this.waiting.get(msgId);
+    if (appended) this.waiting.delete(msgId!);
+    const entry = appended?.entry ?? decodeLogEntry(bytes);
     let applied: Applied[] = [];
     if (entry.kind === 'claim') {
       this.term = seq;
@@ -343,7 +344,7 @@ export class ReplicatedHistory implements QueueHistory {
       );
     }
     this.applied = seq;
-    own?.resolve(applied);
+    appended?.resolve(applied);
     while (this.seen.length > 0 && this.seen[0]!.seq <= seq) this.seen.shift()!.resolve();
     if (!this.checkpoints) return undefined;
     const { schedule } = this.checkpoints;

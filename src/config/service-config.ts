@@ -24,6 +24,18 @@ const subjectPrefix = z
   .min(1)
   .regex(/^[^\s.*>]+(\.[^\s.*>]+)*$/, 'must be dot-separated tokens without spaces or wildcards');
 
+/**
+ * The most threads a tick spreads over by default: on a 16-core machine 8 threads ticked a fresh 1M pool
+ * 1.66x-1.93x faster than one, and 15 or 16 threads 1.42x-1.83x, slower than 8 in each of three runs (more
+ * threads wait longer for each batch's slowest try; bench/RESULTS.md, "Threads for the tick").
+ */
+export const DEFAULT_ENGINE_THREADS_MAX = 8;
+
+/** engine_threads' default on a machine of `cores` cores. */
+export function defaultEngineThreads(cores: number): number {
+  return Math.min(DEFAULT_ENGINE_THREADS_MAX, Math.max(1, cores - 1));
+}
+
 export const serviceConfigSchema = z.object({
   /** Directory of queue files, one YAML file per queue. Flag --config, env QUEUE_CONFIG_DIR. */
   queue_config_dir: z.string().min(1).default('queues'),
@@ -161,14 +173,9 @@ export const serviceConfigSchema = z.object({
    *  probes always). Env HTTP_ALLOWED_HOSTS. */
   http_allowed_hosts: z.string().default(''),
   /** Threads every queue's engine spreads a large pool's tick over (docs/engine.md, "Threads"); 1: the tick's
-   *  own thread alone. By default the cores less one, which is left to the event loop that answers requests
-   *  during a tick. Env ENGINE_THREADS. */
-  engine_threads: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(256)
-    .default(Math.max(1, availableParallelism() - 1)),
+   *  own thread alone. By default the cores less one (left to the event loop that answers requests during a
+   *  tick), and at most DEFAULT_ENGINE_THREADS_MAX. Env ENGINE_THREADS. */
+  engine_threads: z.coerce.number().int().min(1).max(256).default(defaultEngineThreads(availableParallelism())),
   /** pino log level. Env LOG_LEVEL. */
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

@@ -5,6 +5,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect, it } from 'vitest';
+import { DEFAULT_ENGINE_THREADS_MAX, defaultEngineThreads } from '../../src/config/service-config.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 // More tickets than the engine spreads from (MIN_LIVE in crates/engine/src/tick/speculate.rs).
@@ -39,3 +40,8 @@ it('a tick on three threads writes what a tick on one writes, and only the first
   expect({ first: alone.first, again: alone.again }).toEqual({ first: 1, again: 1 });
   expect(spread).toEqual({ ...alone, first: 3, again: 3 });
 }, 60_000);
+
+it('by default a tick spreads over the cores less one, and over at most eight', () => {
+  expect([1, 2, 3, 4, 9, 16, 64].map(defaultEngineThreads)).toEqual([1, 1, 2, 3, 8, 8, 8]);
+  expect(defaultEngineThreads(16)).toBe(DEFAULT_ENGINE_THREADS_MAX);
+});

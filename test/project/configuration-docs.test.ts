@@ -31,8 +31,8 @@ describe('docs/configuration.md', () => {
   it('documents every service setting with its environment variable and default', () => {
     const defaults = serviceConfigSchema.parse({});
     // Defaults made from the machine are documented by their form.
-    const computed: Partial<Record<string, string>> = { replica_id: '<host name>-<pid>', engine_threads: '<cores> - 1' };
-    expect(defaults.engine_threads).toBe(Math.max(1, availableParallelism() - 1));
+    const computed: Partial<Record<string, string>> = { replica_id: '<host name>-<pid>', engine_threads: 'min(<cores> - 1, 8)' };
+    expect(defaults.engine_threads).toBe(Math.min(8, Math.max(1, availableParallelism() - 1)));
     expect(defaults.replica_id).toBe(`${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`);
     for (const [key, env] of Object.entries(serviceConfigEnv)) {
       const row = doc.split('\n').find((line) => line.startsWith(`| \`${key}\``));

@@ -5,6 +5,9 @@
 //
 //   node dist/bench/tick-load.js [--sizes 10000,100000,1000000] [--service-pool 1000000] [--duration-secs 20]
 //                                [--client native|node]   (the load generator: bench/loadgen by default)
+//                                [--load-inputs unmatchable|realistic]   (realistic: the load's tickets match
+//                                each other, so every tick also commits matches and builds their outcomes)
+//   BENCH_CPU_PROF (a directory: the service runs with --cpu-prof and writes its profiles there)
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -97,10 +100,16 @@ async function seed(dataDir: string, queueId: string, tickets: number): Promise<
   await store.close();
 }
 
+/** BENCH_CPU_PROF (a directory): the service runs with --cpu-prof and writes its profile there on exit. */
+function cpuProfArgs(label: string): string[] {
+  const dir = process.env.BENCH_CPU_PROF;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(dir)}`, `--cpu-prof-name=service-${label}-${Date.now()}.cpuprofile`] : [];
+}
+
 export interface ServiceUnderTick {
   poolTickets: number;
   load: LoadResult;
-  ticksDuringLoad: { count: number; medianMs: number; maxMs: number };
+  ticksDuringLoad: { count: number; medianMs: number; maxMs: number; matches: number };
   /** From spawning the service to its `listening` line: process start plus reading the stored tickets. */
   startMs: number;
   /** From spawning the service to its `pool restored` line (the pool's rows built; ticking starts). */
@@ -109,13 +118,18 @@ export interface ServiceUnderTick {
   pauses: ServicePauses;
 }
 
-/** Fixed-rate CreateTicket against a service whose pool holds `poolTickets` unmatchable tickets, ticking. */
+/**
+ * Fixed-rate CreateTicket against a service whose pool holds `poolTickets` unmatchable tickets, ticking. The
+ * load's own tickets are unmatchable too, or (`loadInputs` realistic) match one another: then each tick also
+ * commits matches and builds their outcomes beside the large pool.
+ */
 export async function createTicketsWhileTicking(
   poolTickets: number,
   durationSecs: number,
   client: 'native' | 'node',
   rate = 3000,
   tickIntervalMs = 250,
+  loadInputs: 'unmatchable' | 'realistic' = 'unmatchable',
 ): Promise<ServiceUnderTick> {
   const queueDir = mkdtempSync(join(tmpdir(), 'mm-tickbench-queues-'));
   const dataDir = mkdtempSync(join(tmpdir(), 'mm-tickbench-data-'));
@@ -131,16 +145,16 @@ export async function createTicketsWhileTicking(
       'service',
       [CLI, 'serve', '--config', queueDir, '--data', dataDir],
       { LOG_LEVEL: 'debug' },
-      { listenTimeoutMs: 300_000 },
+      { listenTimeoutMs: 300_000, nodeArgs: cpuProfArgs(`pool${poolTickets}`) },
     );
     const startMs = performance.now() - spawnedAt;
     // The load starts on a complete, ticking pool, not during the restart's rebuild of its rows.
     while (poolTickets > 0 && !service.lines.some((l) => l.msg === 'pool restored'))
       await new Promise((resolve) => setTimeout(resolve, 100));
     const restoredMs = performance.now() - spawnedAt;
-    const ticks = () => service.lines.filter((l) => l.msg === 'tick' && typeof l.ms === 'number').map((l) => l.ms as number);
+    const tickLines = () => service.lines.filter((l) => l.msg === 'tick' && typeof l.ms === 'number');
     try {
-      const before = ticks().length;
+      const before = tickLines().length;
       const watch = watchServicePauses(service.httpPort!);
       const generate = client === 'native' ? runNativeLoad : runLoad;
       const load = await generate({
@@ -149,19 +163,24 @@ export async function createTicketsWhileTicking(
         mode: 'fixed',
         rate,
         durationSecs,
-        inputs: 'unmatchable',
+        inputs: loadInputs,
       });
       const pauses = await watch.stop();
-      const during = ticks()
-        .slice(before)
-        .sort((a, b) => a - b);
+      const duringLines = tickLines().slice(before);
+      const during = duringLines.map((l) => l.ms as number).sort((a, b) => a - b);
+      const matches = duringLines.reduce((sum, l) => sum + (typeof l.matches === 'number' ? l.matches : 0), 0);
       return {
         poolTickets,
         startMs,
         restoredMs,
         pauses,
         load,
-        ticksDuringLoad: { count: during.length, medianMs: during[during.length >> 1] ?? 0, maxMs: during[during.length - 1] ?? 0 },
+        ticksDuringLoad: {
+          count: during.length,
+          medianMs: during[during.length >> 1] ?? 0,
+          maxMs: during[during.length - 1] ?? 0,
+          matches,
+        },
       };
     } finally {
       await service.stop();
@@ -181,8 +200,11 @@ async function main(): Promise<void> {
       'duration-secs': { type: 'string', default: '20' },
       client: { type: 'string', default: 'native' },
       'tick-interval-ms': { type: 'string', default: '250' },
+      'load-inputs': { type: 'string', default: 'unmatchable' },
     },
   });
+  const loadInputs = values['load-inputs'];
+  if (loadInputs !== 'unmatchable' && loadInputs !== 'realistic') throw new Error('--load-inputs: unmatchable or realistic');
   console.log(`# Tick time through the host path (TicketPool + TickRunner, native engine), 2x5, parties 1..5, 3 filters, 8 hosts`);
   console.log('tickets    matches   median ms   min ms   max ms   column B/ticket   host B/ticket');
   for (const n of values.sizes.split(',').map(Number)) {
@@ -196,16 +218,16 @@ async function main(): Promise<void> {
   const client = values.client === 'node' ? 'node' : 'native';
   const tickIntervalMs = Number(values['tick-interval-ms']);
   console.log(
-    `\n# CreateTicket at a fixed 3,000/s for ${duration} s: empty pool, then a ${poolSize}-ticket pool ticking every ${tickIntervalMs} ms, ${client} load generator`,
+    `\n# CreateTicket at a fixed 3,000/s for ${duration} s: empty pool, then a ${poolSize}-ticket pool ticking every ${tickIntervalMs} ms, ${client} load generator, ${loadInputs} inputs`,
   );
   const p99s: number[] = [];
   for (const size of [0, poolSize]) {
-    const r = await createTicketsWhileTicking(size, duration, client, 3000, tickIntervalMs);
+    const r = await createTicketsWhileTicking(size, duration, client, 3000, tickIntervalMs, loadInputs);
     p99s.push(r.load.latencyMs.p99);
     console.log(formatResult(`pool ${size}`, r.load));
     console.log(formatPauses(r.pauses));
     console.log(
-      `  ticks during the load: ${r.ticksDuringLoad.count}, median ${r.ticksDuringLoad.medianMs} ms, max ${r.ticksDuringLoad.maxMs} ms`,
+      `  ticks during the load: ${r.ticksDuringLoad.count}, median ${r.ticksDuringLoad.medianMs} ms, max ${r.ticksDuringLoad.maxMs} ms, ${r.ticksDuringLoad.matches} matches`,
     );
     console.log(
       `  service start to serving: ${(r.startMs / 1000).toFixed(1)} s; to its pool of ${r.poolTickets} restored: ${(r.restoredMs / 1000).toFixed(1)} s`,

@@ -6,11 +6,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BackfillRequestSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
 import {
+  ActiveTicketSchema,
   ConsumerPositionSchema,
   ParkedDeliverySchema,
   QueueCheckpointSchema,
 } from '../../src/gen/matchmaker/replication/v1/checkpoint_pb.js';
 import {
+  activeTicketFields,
   type Checkpoint,
   CheckpointDecodeError,
   CheckpointEncodeError,
@@ -350,5 +352,45 @@ describe('the checkpoint codec', () => {
         expect((err as CheckpointEncodeError).field).toBe(field);
       }
     }
+  });
+  it('reads an active ticket without its schema exactly as the schema reads it, and leaves every other shape to the schema', () => {
+    // Positions around the edges the shortcut checks: 0, 1, a varint byte's, 2^53 - 1 and past it, negative.
+    const position = fc.oneof(
+      fc.bigInt({ min: 0n, max: 300n }),
+      fc.bigInt({ min: 1n, max: BigInt(Number.MAX_SAFE_INTEGER) }),
+      fc.bigInt({ min: BigInt(Number.MAX_SAFE_INTEGER) - 2n, max: BigInt(Number.MAX_SAFE_INTEGER) + 2n }),
+      fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
+    );
+    const message = fc.record(
+      { ticket: fc.uint8Array({ maxLength: 300 }), position, unknown: fc.boolean() },
+      { requiredKeys: ['unknown'] },
+    );
+    const flip = fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }));
+    fc.assert(
+      fc.property(message, fc.option(flip), ({ ticket, position, unknown }, flipped) => {
+        const init = create(ActiveTicketSchema, { ticket, position });
+        if (unknown) init.$unknown = [{ no: 9, wireType: 0, data: new Uint8Array([1]) }];
+        const bytes = toBinary(ActiveTicketSchema, init);
+        if (flipped && bytes.length > 0) bytes[flipped[0] % bytes.length] = flipped[1];
+        const quick = activeTicketFields(bytes);
+        let whole: ReturnType<typeof fromBinary<typeof ActiveTicketSchema>>;
+        try {
+          whole = fromBinary(ActiveTicketSchema, bytes);
+        } catch {
+          expect(quick).toBeUndefined(); // what the schema refuses is left to it, to refuse by name
+          return;
+        }
+        if (quick) {
+          expect(quick.position >= 1 && quick.position <= Number.MAX_SAFE_INTEGER).toBe(true);
+          expect(whole.$unknown ?? []).toEqual([]);
+          expect([...quick.ticket]).toEqual([...(whole.ticket ?? [])]);
+          expect(BigInt(quick.position)).toBe(whole.position);
+        }
+        // The encoder's own output, in range, takes the shortcut.
+        const inRange = position !== undefined && position >= 1n && position <= BigInt(Number.MAX_SAFE_INTEGER);
+        if (!flipped && !unknown && ticket !== undefined && inRange) expect(quick).toBeDefined();
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

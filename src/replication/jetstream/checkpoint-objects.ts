@@ -16,8 +16,9 @@ const SHA256_KEY = 'sha256';
 const HASH_PIECE_BYTES = 1 << 20;
 
 /**
- * A checkpoint's sha256 (hex), in time slices: the leader saves checkpoints while it serves, and one hash of
- * a 1M-ticket checkpoint (430 MB) held its event loop for ~0.6 s; a replica reading one serves other queues.
+ * A checkpoint's sha256 (hex) as the leader saves it, in time slices: it saves checkpoints while it serves,
+ * and one hash of a 1M-ticket checkpoint (430 MB) held its event loop for ~0.6 s. (A replica reading one
+ * hashes each chunk as it arrives: readObject.)
  */
 async function sha256InSlices(bytes: Uint8Array): Promise<string> {
   const hash = createHash('sha256');

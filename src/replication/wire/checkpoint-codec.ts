@@ -258,28 +258,31 @@ const ACTIVE_POSITION_TAG = (ActiveTicketSchema.field.position!.number << 3) | W
  */
 export function activeTicketFields(raw: Uint8Array): { ticket: Uint8Array; position: number } | undefined {
   if (raw[0] !== ACTIVE_TICKET_TAG) return undefined;
-  let at = 1;
-  let length = 0;
-  for (let shift = 0; ; shift += 7) {
-    if (at >= raw.length || shift > 28) return undefined;
-    const b = raw[at++]!;
-    length += (b & 0x7f) * 2 ** shift;
-    if (b < 0x80) break;
-  }
-  const end = at + length;
-  if (end >= raw.length || raw[end] !== ACTIVE_POSITION_TAG) return undefined;
-  const ticket = raw.subarray(at, end);
-  at = end + 1;
-  let position = 0;
-  for (let shift = 0; ; shift += 7) {
-    // Eight bytes carry 56 bits: more is not a position this build can hold.
-    if (at >= raw.length || shift > 49) return undefined;
-    const b = raw[at++]!;
-    position += (b & 0x7f) * 2 ** shift;
-    if (b < 0x80) break;
-  }
-  if (at !== raw.length || position < 1 || position > Number.MAX_SAFE_INTEGER) return undefined;
+  const length = varintAt(raw, 1, 5);
+  const end = varintEnd + length;
+  if (length < 0 || end >= raw.length || raw[end] !== ACTIVE_POSITION_TAG) return undefined;
+  const ticket = raw.subarray(varintEnd, end);
+  // Eight bytes carry 56 bits: more is not a position this build can hold.
+  const position = varintAt(raw, end + 1, 8);
+  if (varintEnd !== raw.length || position < 1 || position > Number.MAX_SAFE_INTEGER) return undefined;
   return { ticket, position };
+}
+
+/** Where the varint that varintAt last read ended. */
+let varintEnd = 0;
+
+/** The varint at `at`, of at most `maxBytes` bytes, as a number (-1 when there is none); sets varintEnd. */
+function varintAt(raw: Uint8Array, at: number, maxBytes: number): number {
+  let value = 0;
+  for (let i = 0; i < maxBytes && at + i < raw.length; i++) {
+    const b = raw[at + i]!;
+    value += (b & 0x7f) * 2 ** (7 * i);
+    if (b < 0x80) {
+      varintEnd = at + i + 1;
+      return value;
+    }
+  }
+  return -1;
 }
 
 /** Whether an active ticket holds `position` (the active tickets ascend by position). */

@@ -3,6 +3,7 @@
 // skipped (with a log line) for the next older, other queues' objects are left alone, and pruning keeps
 // the newest. In process: no service.
 import { createHash, randomUUID } from 'node:crypto';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
@@ -92,6 +93,31 @@ describe('checkpoints in the object store', () => {
     expect(textOf(latest?.bytes)).toBe('good');
     expect(lines.map((l) => l.object)).toEqual(['eu@30', 'eu@20']);
     expect(lines[1]!.msg).toMatch(/do not match their sha256/);
+  });
+
+  it('skips a checkpoint whose stored chunks changed after it was saved, whether of the same length or longer', async () => {
+    const name = `TEST_CHECKPOINTS_${randomUUID().slice(0, 8)}`;
+    const os = await new Objm(nc).create(name);
+    const { log, lines } = capturingLogger();
+    await saveCheckpoint(os, 'eu', 10, bytesOf('good'));
+    await saveCheckpoint(os, 'eu', 20, bytesOf('newer'));
+    await saveCheckpoint(os, 'eu', 30, bytesOf('newest'));
+    // Each object's one chunk replaced under the store: its digest (and, for the longer one, its size) no
+    // longer match what the object's info says.
+    const jsm = await jetstreamManager(nc);
+    for (const [object, replacement] of [
+      ['eu@20', 'NEWER'],
+      ['eu@30', 'newest, and longer'],
+    ] as const) {
+      const subject = `$O.${name}.C.${(await os.info(object))!.nuid}`;
+      await jsm.streams.purge(`OBJ_${name}`, { filter: subject });
+      await jetstream(nc).publish(subject, bytesOf(replacement));
+    }
+    const latest = await latestCheckpoint(os, 'eu', log);
+    expect(latest?.seq).toBe(10);
+    expect(textOf(latest?.bytes)).toBe('good');
+    expect(lines.map((l) => l.object)).toEqual(['eu@30', 'eu@20']);
+    expect(lines.every((l) => /could not be read/.test(l.msg))).toBe(true);
   });
 
   it('prunes all but the newest checkpoints of the queue', async () => {

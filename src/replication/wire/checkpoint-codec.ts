@@ -349,8 +349,8 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   const nextPosition = num(s.nextPosition, 'state.next_position', 1n);
   const nextBackfillVersion = num(s.nextBackfillVersion, 'state.next_backfill_version', 1n);
 
-  // A sharded map, not a Set: a million ids in one Set cost a third of the whole decode (its rehashes, and a
-  // table far larger than the caches).
+  // A sharded map, not one Set: a Set of a million ids rehashes all of them at once each time it grows
+  // (sharded-map.ts).
   const ids = new ShardedMap<true>();
   /** A ticket's checks past its fields' own; `path` is made only for an error (a million tickets). */
   const admit = (bytes: Uint8Array, position: number, path: () => string): SnapshotTicket => {

@@ -26,8 +26,9 @@ const subjectPrefix = z
 
 /**
  * The most threads a tick spreads over by default: on a 16-core machine 8 threads ticked a fresh 1M pool
- * 1.66x-1.93x faster than one, and 15 or 16 threads 1.42x-1.83x, slower than 8 in each of three runs (more
- * threads wait longer for each batch's slowest try; bench/RESULTS.md, "Threads for the tick").
+ * 1.82x-1.93x faster than one, and 16 threads 1.42x-1.77x, slower than 8 in each of three runs (more threads
+ * wait longer for each batch's slowest try; bench/RESULTS.md, "Threads for the tick" and the seventeenth
+ * session).
  */
 export const DEFAULT_ENGINE_THREADS_MAX = 8;
 

@@ -246,43 +246,30 @@ function splitFields(bytes: Uint8Array, apart: readonly number[]): Split {
   return { rest: joined(rest), apart: found };
 }
 
-const ACTIVE_TICKET_TAG = (ActiveTicketSchema.field.ticket!.number << 3) | WireType.LengthDelimited;
-const ACTIVE_POSITION_TAG = (ActiveTicketSchema.field.position!.number << 3) | WireType.Varint;
+const ACTIVE_TICKET = ActiveTicketSchema.field.ticket!.number;
+const ACTIVE_POSITION = ActiveTicketSchema.field.position!.number;
 
 /**
  * An ActiveTicket read straight from its bytes when they have exactly the shape the encoder writes: its
- * ticket, then its position as a varint from 1 to 2^53-1, each once, nothing else. Decoding a million of
- * these small messages by their schema (a message object and a BigInt each, the generic reader) was most of
- * a large checkpoint's decode. Anything else answers undefined, and the caller decodes it by its schema,
- * with every check and error of that path.
+ * ticket, then its position as a varint from 1 to 2^53-1, each once, nothing else (as record-codec.ts's
+ * ticketCreates reads log entries). Decoding a million of these small messages by their schema (a message
+ * object each, unknown-field checks, paths for errors) was most of a large checkpoint's decode. Anything else
+ * answers undefined, and the caller decodes it by its schema, with every check and error of that path.
  */
 export function activeTicketFields(raw: Uint8Array): { ticket: Uint8Array; position: number } | undefined {
-  if (raw[0] !== ACTIVE_TICKET_TAG) return undefined;
-  const length = varintAt(raw, 1, 5);
-  const end = varintEnd + length;
-  if (length < 0 || end >= raw.length || raw[end] !== ACTIVE_POSITION_TAG) return undefined;
-  const ticket = raw.subarray(varintEnd, end);
-  // Eight bytes carry 56 bits: more is not a position this build can hold.
-  const position = varintAt(raw, end + 1, 8);
-  if (varintEnd !== raw.length || position < 1 || position > Number.MAX_SAFE_INTEGER) return undefined;
-  return { ticket, position };
-}
-
-/** Where the varint that varintAt last read ended. */
-let varintEnd = 0;
-
-/** The varint at `at`, of at most `maxBytes` bytes, as a number (-1 when there is none); sets varintEnd. */
-function varintAt(raw: Uint8Array, at: number, maxBytes: number): number {
-  let value = 0;
-  for (let i = 0; i < maxBytes && at + i < raw.length; i++) {
-    const b = raw[at + i]!;
-    value += (b & 0x7f) * 2 ** (7 * i);
-    if (b < 0x80) {
-      varintEnd = at + i + 1;
-      return value;
-    }
+  try {
+    const reader = new BinaryReader(raw);
+    const [ticketField, ticketType] = reader.tag();
+    if (ticketField !== ACTIVE_TICKET || ticketType !== WireType.LengthDelimited) return undefined;
+    const ticket = reader.bytes();
+    const [positionField, positionType] = reader.tag();
+    if (positionField !== ACTIVE_POSITION || positionType !== WireType.Varint) return undefined;
+    const position = Number(reader.int64());
+    if (reader.pos !== reader.len || position < 1 || position > Number.MAX_SAFE_INTEGER) return undefined;
+    return { ticket, position };
+  } catch {
+    return undefined;
   }
-  return -1;
 }
 
 /** Whether an active ticket holds `position` (the active tickets ascend by position). */

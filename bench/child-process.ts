@@ -1,6 +1,7 @@
 // Starts a server process for a benchmark (the real service's CLI or the bare server) on free loopback
 // ports and waits for its "listening" log line, which carries the gRPC port.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 
 export interface Child {
@@ -20,6 +21,15 @@ export interface SpawnOptions {
   nodeArgs?: string[];
   /** How long to wait for "listening" (a large stored pool takes a while to restore). Default 20 s. */
   listenTimeoutMs?: number;
+}
+
+/**
+ * Node arguments that profile a spawned server when BENCH_CPU_PROF names a directory: it runs with
+ * --cpu-prof and writes `<name>-<time>.cpuprofile` there on exit. None otherwise.
+ */
+export function cpuProfArgs(name: string): string[] {
+  const dir = process.env.BENCH_CPU_PROF;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(dir)}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
 }
 
 /** One line of a child's stdout: a pino JSON line, or (anything else it printed) `{ msg: text }`. */

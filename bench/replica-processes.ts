@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { spawnServer, type Child } from './child-process.js';
+import { cpuProfArgs, spawnServer, type Child } from './child-process.js';
 import { freePort } from './nats-cluster.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -53,12 +53,6 @@ export async function replicaSpecs(prefix: string, count: number, queueDir: stri
     });
   }
   return specs;
-}
-
-/** BENCH_CPU_PROF (a directory): every replica runs with --cpu-prof and writes its profile there on exit. */
-function cpuProfArgs(replicaId: string): string[] {
-  const dir = process.env.BENCH_CPU_PROF;
-  return dir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(dir)}`, `--cpu-prof-name=${replicaId}-${Date.now()}.cpuprofile`] : [];
 }
 
 export function startReplica(spec: ReplicaSpec): Promise<Child> {

@@ -33,7 +33,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { buildFingerprint, envNumber, machine, machineBusySecs, processCpuSecs, table } from './bench-report.js';
 import { assertBuildFresh } from './build-freshness.js';
-import { spawnServer, type Child } from './child-process.js';
+import { cpuProfArgs, spawnServer, type Child } from './child-process.js';
 import { formatResult, runLoad, type LoadHooks, type LoadOptions, type LoadResult } from './create-ticket-load.js';
 import { runMicro, type MicroRow } from './micro.js';
 import { ensureLoadgenBuilt, runNativeLoad } from './native-load.js';
@@ -169,9 +169,7 @@ async function loadPhase(client: ClientKind, phaseName: string, server: Child, o
 
 async function withRealService<T>(label: string, body: (service: Child) => Promise<T>): Promise<T> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mm-bench-data-'));
-  const nodeArgs = settings.cpuProfDir
-    ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`, `--cpu-prof-name=service-${label}-${Date.now()}.cpuprofile`]
-    : [];
+  const nodeArgs = cpuProfArgs(`service-${label}`);
   const service = await spawnServer(
     'real service',
     [CLI, 'serve', '--config', QUEUES, '--data', dataDir],

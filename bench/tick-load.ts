@@ -20,7 +20,7 @@ import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
 import type { StoreChange } from '../src/store/store.js';
 import { assertBuildFresh } from './build-freshness.js';
-import { spawnServer } from './child-process.js';
+import { cpuProfArgs, spawnServer } from './child-process.js';
 import { formatResult, realisticEngineInput, runLoad, type LoadResult } from './create-ticket-load.js';
 import { runNativeLoad } from './native-load.js';
 import { formatPauses, type ServicePauses, watchServicePauses } from './service-pauses.js';
@@ -100,12 +100,6 @@ async function seed(dataDir: string, queueId: string, tickets: number): Promise<
   await store.close();
 }
 
-/** BENCH_CPU_PROF (a directory): the service runs with --cpu-prof and writes its profile there on exit. */
-function cpuProfArgs(label: string): string[] {
-  const dir = process.env.BENCH_CPU_PROF;
-  return dir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(dir)}`, `--cpu-prof-name=service-${label}-${Date.now()}.cpuprofile`] : [];
-}
-
 export interface ServiceUnderTick {
   poolTickets: number;
   load: LoadResult;
@@ -145,7 +139,7 @@ export async function createTicketsWhileTicking(
       'service',
       [CLI, 'serve', '--config', queueDir, '--data', dataDir],
       { LOG_LEVEL: 'debug' },
-      { listenTimeoutMs: 300_000, nodeArgs: cpuProfArgs(`pool${poolTickets}`) },
+      { listenTimeoutMs: 300_000, nodeArgs: cpuProfArgs(`service-pool${poolTickets}`) },
     );
     const startMs = performance.now() - spawnedAt;
     // The load starts on a complete, ticking pool, not during the restart's rebuild of its rows.

@@ -96,7 +96,7 @@ export class EngineSystem implements MatchSystem {
     const matches = allMatches(result);
     const elapsed = performance.now() - started;
     // Rows -> ids before any row moves (swap-remove), as QueueRuntime does.
-    const resolved = matches.map((m) => ({ m, ids: Array.from(m.rows, (row) => this.pool.ids[row]!) }));
+    const resolved = matches.map((m) => ({ m, ids: Array.from(m.rows, (row) => this.pool.idAt(row)) }));
     for (const { m, ids } of resolved) {
       const tickets = ids.map((id) => this.list.byId.get(id)!);
       for (const id of ids) {

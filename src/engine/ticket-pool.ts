@@ -5,7 +5,7 @@
 import type { ParsedEngineInput } from './engine-input.js';
 import { HostColumns } from './host-columns.js';
 import { filterColumns, heldIndices, type PoolLayout, type PoolRow, type PoolTables, prepareRow, releaseRow, spare } from './pool-row.js';
-import { ShardedMap } from './sharded-map.js';
+import { IdColumn, IdMap } from './id-map.js';
 import { type TableKeys, ValueTable } from './value-table.js';
 
 export type { PoolLayout, PoolRow } from './pool-row.js';
@@ -49,9 +49,9 @@ export class TicketPool {
   private widths: number[];
   /** Columns per row: the sum of `widths`. */
   private columnCount: number;
-  /** Row -> ticket id. */
-  readonly ids: string[] = [];
-  private readonly rows = new ShardedMap<number>();
+  /** Row -> ticket id, and back: off the JS heap (id-map.ts). */
+  private readonly ids = new IdColumn();
+  private readonly rows = new IdMap();
   readonly hosts = new ValueTable('the host key set', MAX_HOST_KEYS);
   readonly attributeKeys: ValueTable[];
   private readonly tables: PoolTables;
@@ -133,6 +133,11 @@ export class TicketPool {
     return { values, accepts };
   }
 
+  /** The id of the ticket at row `row` (below `count`). */
+  idAt(row: number): string {
+    return this.ids.get(row);
+  }
+
   has(ticketId: string): boolean {
     return this.rows.has(ticketId);
   }
@@ -183,7 +188,7 @@ export class TicketPool {
     this.attrValues.set(values, r * f);
     this.attrAccepts.set(accepts, r * f);
     this.latency.write(r, row.latencies);
-    this.ids[r] = ticketId;
+    this.ids.set(r, ticketId);
     this.rows.set(ticketId, r);
   }
 
@@ -204,11 +209,11 @@ export class TicketPool {
       this.attrValues.copyWithin(r * f, last * f, (last + 1) * f);
       this.attrAccepts.copyWithin(r * f, last * f, (last + 1) * f);
       this.latency.move(last, r);
-      const moved = this.ids[last]!;
-      this.ids[r] = moved;
-      this.rows.set(moved, r);
+      this.ids.move(last, r);
+      this.rows.set(this.ids.get(r), r);
+    } else {
+      this.ids.forget(last);
     }
-    this.ids.length = last;
     return true;
   }
 
@@ -277,6 +282,7 @@ export class TicketPool {
     this.attrValues = copy(new BigUint64Array(capacity * f), this.attrValues, f);
     this.attrAccepts = copy(new BigUint64Array(capacity * f), this.attrAccepts, f);
     this.latency.grow(capacity, this.count);
+    this.ids.grow(capacity, this.count);
     this.capacity = capacity;
   }
 

@@ -8,6 +8,7 @@
 import { toBinary } from '@bufbuild/protobuf';
 import { BackfillRequestSchema, type BackfillRequest } from '../gen/matchmaker/core/v1/resources_pb.js';
 import type { StoreChange } from '../store/store.js';
+import type { ResolvedTicket } from './resolved-tickets.js';
 
 export interface SnapshotTicket {
   ticketId: string;
@@ -78,10 +79,10 @@ export function snapshotStoreChanges(queueId: string, data: QueueSnapshotData): 
 
 /** What a snapshot is taken from: the state's tickets (id -> position, or the resolved record) and the rest. */
 export interface SnapshotSource {
-  /** Active tickets, id -> position, as the maps of a ShardedMap. */
-  active: readonly ReadonlyMap<string, number>[];
-  /** Resolved tickets; their order is kept (per shard, resolution order). */
-  resolved: readonly ReadonlyMap<string, { position: number; matchId: string; resolvedAtMs: number }>[];
+  /** Active tickets, id -> position. */
+  active: { forEach(fn: (position: number, ticketId: string) => void): void };
+  /** Resolved tickets, in resolution order (kept). */
+  resolved: { forEach(fn: (record: ResolvedTicket, ticketId: string) => void): void };
   backfills: SnapshotBackfill[];
   nextBackfillVersion: number;
   nextPosition: number;
@@ -97,20 +98,18 @@ export interface SnapshotSource {
 export function snapshotFrame(source: SnapshotSource): { data: QueueSnapshotData; tickets: number; fill(i: number): void } {
   const ids: string[] = [];
   const positions: number[] = [];
-  // Map.forEach over the shards: a third of the time of iterating entries through a generator.
-  for (const shard of source.active)
-    shard.forEach((position, ticketId) => {
-      ids.push(ticketId);
-      positions.push(position);
-    });
+  // forEach: a third of the time of iterating entries through a generator.
+  source.active.forEach((position, ticketId) => {
+    ids.push(ticketId);
+    positions.push(position);
+  });
   const order = byPosition(positions);
   const resolvedIds: string[] = [];
-  const resolvedRecords: { position: number; matchId: string; resolvedAtMs: number }[] = [];
-  for (const shard of source.resolved)
-    shard.forEach((record, ticketId) => {
-      resolvedIds.push(ticketId);
-      resolvedRecords.push(record);
-    });
+  const resolvedRecords: ResolvedTicket[] = [];
+  source.resolved.forEach((record, ticketId) => {
+    resolvedIds.push(ticketId);
+    resolvedRecords.push(record);
+  });
   const data: QueueSnapshotData = {
     active: new Array<SnapshotTicket>(ids.length),
     resolved: new Array<SnapshotResolvedTicket>(resolvedIds.length),

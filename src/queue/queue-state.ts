@@ -11,7 +11,7 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import { BackfillRequestSchema, BackfillSchema, MatchSchema, TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import type { Outcome, RemovalReason } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import { ShardedMap } from '../engine/sharded-map.js';
+import { IdMap } from '../engine/id-map.js';
 import { encodeOutcome, matchCreatedOutcome } from '../outcomes/outcome-encoding.js';
 import {
   backfillCreated,
@@ -28,13 +28,8 @@ import type { QueueSnapshot, StoreChange, TicketRef } from '../store/store.js';
 import { BackfillBook } from './backfill-book.js';
 import { snapshotFrame, type QueueSnapshotData } from './queue-snapshot.js';
 import type { Eviction, QueueRecord, RecordOf, RecordResults, RecordType, TicketAt } from './records.js';
+import { ResolvedTickets } from './resolved-tickets.js';
 import { timeSliced } from './time-slices.js';
-
-export interface ResolvedTicket {
-  position: number;
-  matchId: string;
-  resolvedAtMs: number;
-}
 
 /** What applying a record did. */
 export interface Applied<T extends RecordType = RecordType> {
@@ -53,10 +48,10 @@ export type TicketReader = (ticketId: string, position: number) => Uint8Array;
 const record = (outcome: Outcome): StoreChange => ({ type: 'outcome.record', outcome: encodeOutcome(outcome) });
 
 export class QueueState {
-  /** Active tickets: id -> position (the ticket's place in the store and in arrival order). */
-  readonly active = new ShardedMap<number>();
-  /** Resolved tickets, kept for terminal_retention_ttl_secs; each shard is in resolution order. */
-  readonly resolved = new ShardedMap<ResolvedTicket>();
+  /** Active tickets: id -> position (the ticket's place in the store and in arrival order), off the JS heap. */
+  readonly active = new IdMap();
+  /** Resolved tickets, kept for terminal_retention_ttl_secs, in resolution order, off the JS heap. */
+  readonly resolved = new ResolvedTickets();
   readonly backfills = new BackfillBook();
   private nextPosition = 1;
 
@@ -107,8 +102,8 @@ export class QueueState {
 
   private snapshotFrame() {
     return snapshotFrame({
-      active: this.active.eachShard(),
-      resolved: this.resolved.eachShard(),
+      active: this.active,
+      resolved: this.resolved,
       backfills: Array.from(this.backfills.entries(), ([, open]) => ({ request: open.request, version: open.version })),
       nextBackfillVersion: this.backfills.nextVersion,
       nextPosition: this.nextPosition,
@@ -141,7 +136,7 @@ export class QueueState {
     return this.active.has(ticketId) || this.resolved.has(ticketId);
   }
 
-  /** The active tickets in arrival (position) order; the map itself iterates by shard. */
+  /** The active tickets in arrival (position) order; the map itself iterates in no order. */
   activeInArrivalOrder(): TicketAt[] {
     return Array.from(this.active, ([ticketId, position]) => ({ ticketId, position })).sort((a, b) => a.position - b.position);
   }

@@ -158,20 +158,23 @@ export class Ticker {
 
     const retentionMs = config.terminal_retention_ttl_secs * 1000;
     const forgotten: { ticketId: string; matchId: string }[] = [];
-    for (const shard of state.resolved.eachShard()) {
-      for (const [ticketId, resolved] of shard) {
-        if (nowMs - resolved.resolvedAtMs <= retentionMs) break; // a shard is in resolution order: the rest are younger
-        forgotten.push({ ticketId, matchId: resolved.matchId });
-      }
-    }
+    // In resolution order: the first still kept ends the scan, the rest are younger.
+    state.resolved.scan((resolved, ticketId) => {
+      if (nowMs - resolved.resolvedAtMs <= retentionMs) return false;
+      forgotten.push({ ticketId, matchId: resolved.matchId });
+      return true;
+    });
     if (forgotten.length > 0) records.push({ type: 'resolved.forget', tickets: forgotten });
 
     const oldestTicket = nowMs - config.ticket_ttl_secs * 1000;
-    const { arrivalMs, ids, count } = q.columns.pool;
+    const { pool } = q.columns;
+    const { arrivalMs, count } = pool;
     const expired: TicketAt[] = [];
     for (let r = 0; r < count; r++) {
-      const position = arrivalMs[r]! < oldestTicket ? state.active.get(ids[r]!) : undefined;
-      if (position !== undefined) expired.push({ ticketId: ids[r]!, position });
+      if (arrivalMs[r]! >= oldestTicket) continue;
+      const ticketId = pool.idAt(r);
+      const position = state.active.get(ticketId);
+      if (position !== undefined) expired.push({ ticketId, position });
     }
     if (expired.length > 0) records.push({ type: 'tickets.expire', tickets: expired, atMs: nowMs, operationId: randomUUID(), chunkSize });
 
@@ -201,7 +204,7 @@ export class Ticker {
     const nowMs = Date.now();
     await timeSliced(result.count, (m) => {
       const match = result.match(m);
-      const ids = Array.from(match.rows, (row) => pool.ids[row]!);
+      const ids = Array.from(match.rows, (row) => pool.idAt(row));
       if (ids.some((id) => this.leftDuringTick.has(id) || !state.active.has(id))) {
         log.debug({ queue: queueId, tickets: ids }, 'match dropped: one of its tickets left the pool during the tick');
         return;
@@ -303,7 +306,7 @@ export class Ticker {
       () => this.runner.backfill(pool, requests, Date.now()),
       (perRequest) =>
         perRequest.map((assigned) => ({
-          ids: assigned.map((row) => pool.ids[row]!),
+          ids: assigned.map((row) => pool.idAt(row)),
           players: assigned.reduce((sum, row) => sum + pool.partySize[row]!, 0),
         })),
     );

@@ -85,7 +85,7 @@ function refusal(run: () => unknown): ServiceError {
 
 async function tick(pool: TicketPool) {
   const result = await new TickRunner(engineParams(config)).run(pool, NOW, 1);
-  return { result, pairs: allMatches(result).map((m) => Array.from(m.rows, (r) => pool.ids[r]!).sort()) };
+  return { result, pairs: allMatches(result).map((m) => Array.from(m.rows, (r) => pool.idAt(r)).sort()) };
 }
 
 describe('a filter of 256 values', () => {

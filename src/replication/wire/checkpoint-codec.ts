@@ -12,7 +12,7 @@
 import { create, fromBinary, type Message, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
 import type { GenMessage } from '@bufbuild/protobuf/codegenv2';
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
-import { ShardedMap } from '../../engine/sharded-map.js';
+import { IdMap } from '../../engine/id-map.js';
 import { clip, quote } from '../../errors.js';
 import { OutcomeSchema } from '../../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import {
@@ -336,16 +336,16 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   const nextPosition = num(s.nextPosition, 'state.next_position', 1n);
   const nextBackfillVersion = num(s.nextBackfillVersion, 'state.next_backfill_version', 1n);
 
-  // A sharded map, not one Set: a Set of a million ids rehashes all of them at once each time it grows
-  // (sharded-map.ts).
-  const ids = new ShardedMap<true>();
+  // An IdMap, not a Set: a Set of a million ids rehashes all of them at once each time it grows, and holds
+  // a million strings for the collector to mark (id-map.ts).
+  const ids = new IdMap();
   /** A ticket's checks past its fields' own; `path` is made only for an error (a million tickets). */
   const admit = (bytes: Uint8Array, position: number, path: () => string): SnapshotTicket => {
     const ticketId = ticketIdOf(bytes, (problem, cause) => new CheckpointDecodeError(`${path()}.ticket`, problem, { cause }));
     if (position >= nextPosition)
       throw new CheckpointDecodeError(`${path()}.position`, `${position} is not below next_position ${nextPosition}`);
     const idsBefore = ids.size;
-    if (ids.set(ticketId, true).size === idsBefore)
+    if (ids.set(ticketId, 1).size === idsBefore)
       throw new CheckpointDecodeError(`${path()}.ticket`, `holds ticket id ${quote(ticketId)} a second time`);
     return { ticketId, position, ticket: bytes };
   };

@@ -1,0 +1,290 @@
+// A map from ticket ids to numbers that keeps its keys off the JS heap. A ticket id is a UUID, lowercased at
+// the API (matchmaker-core.ts requireUuid): its 16 bytes go into typed arrays, four 32-bit words a slot, in
+// open-addressed tables (linear probing, deletion by backward shift, so no tombstones). At a million waiting
+// tickets the maps of strings this replaces held a million id strings and three million map entries, which
+// every major collection marked: 48-52 ms of a full gc() (bench/RESULTS.md), paid as an event-loop pause. Typed
+// arrays are one object each, whatever they hold.
+//
+// Keys that are not canonical lowercase UUIDs (tests, benches, tools) go to a plain Map beside the tables, so
+// any string is a key and two different strings are two keys. The tables are sharded by hash: each shard
+// grows on its own, so no insert rehashes a million slots (one JS Map of a million entries took ~160 ms to
+// rehash, and held a CreateTicket that long). Iteration order is unspecified.
+
+const SHARD_BITS = 8;
+const SHARDS = 1 << SHARD_BITS;
+const INITIAL_SLOTS = 16;
+
+/** Hex digit values by UTF-16 code unit, -1 where a unit is not a lowercase hex digit. */
+const HEX_VALUE = new Int8Array(65536).fill(-1);
+for (let c = 0; c < 16; c++) HEX_VALUE['0123456789abcdef'.charCodeAt(c)] = c;
+const HEX_CHAR = new Uint8Array(16);
+for (let c = 0; c < 16; c++) HEX_CHAR[c] = '0123456789abcdef'.charCodeAt(c);
+/** Where each of the 16 bytes' two digits start in the 36-char form (8-4-4-4-12). */
+const BYTE_AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
+/** The words of the last key `pack` read. Module state: packing allocates nothing. */
+const words = new Uint32Array(4);
+/** The 36-char form being written by `unpack`: its hyphens never change. */
+const form = Buffer.alloc(36, '-');
+
+/** The byte whose two hex digits start at `i`; negative when either is not a lowercase hex digit. */
+function byteAt(key: string, i: number): number {
+  return (HEX_VALUE[key.charCodeAt(i)]! << 4) | HEX_VALUE[key.charCodeAt(i + 1)]!;
+}
+
+/** The word of bytes `b` to `b + 3`; -1 when one of their digits is not lowercase hex. */
+function wordAt(key: string, b: number): number {
+  const x0 = byteAt(key, BYTE_AT[b]!);
+  const x1 = byteAt(key, BYTE_AT[b + 1]!);
+  const x2 = byteAt(key, BYTE_AT[b + 2]!);
+  const x3 = byteAt(key, BYTE_AT[b + 3]!);
+  if ((x0 | x1 | x2 | x3) < 0) return -1;
+  return ((x0 << 24) | (x1 << 16) | (x2 << 8) | x3) >>> 0;
+}
+
+/** Packs a canonical lowercase UUID (8-4-4-4-12) into `words`; answers false for any other string. */
+function pack(key: string): boolean {
+  if (key.length !== 36) return false;
+  if (key.charCodeAt(8) !== 45 || key.charCodeAt(13) !== 45 || key.charCodeAt(18) !== 45 || key.charCodeAt(23) !== 45) return false;
+  const w0 = wordAt(key, 0);
+  const w1 = wordAt(key, 4);
+  const w2 = wordAt(key, 8);
+  const w3 = wordAt(key, 12);
+  if (w0 < 0 || w1 < 0 || w2 < 0 || w3 < 0) return false;
+  words[0] = w0;
+  words[1] = w1;
+  words[2] = w2;
+  words[3] = w3;
+  return true;
+}
+
+/** The 36-char form of the four words at `keys[4 * slot]`: written into a scratch buffer, read as one string. */
+function unpack(keys: Uint32Array, slot: number): string {
+  for (let k = 0; k < 4; k++) {
+    const w = keys[4 * slot + k]!;
+    for (let j = 0; j < 4; j++) {
+      const byte = (w >>> (24 - 8 * j)) & 255;
+      const at = BYTE_AT[4 * k + j]!;
+      form[at] = HEX_CHAR[byte >>> 4]!;
+      form[at + 1] = HEX_CHAR[byte & 15]!;
+    }
+  }
+  return form.toString('latin1', 0, 36);
+}
+
+/** A 32-bit hash of `words`, all 128 bits mixed in: v1, v4 and v7 ids vary in different words. */
+function hashWords(): number {
+  let h = Math.imul(words[0]! ^ 0x9e3779b9, 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 15) ^ words[1]!, 0xc2b2ae35);
+  h = Math.imul(h ^ (h >>> 13) ^ words[2]!, 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 16) ^ words[3]!, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** One shard: `slots` a power of two, at most half of them full. */
+class Shard {
+  keys: Uint32Array;
+  values: Float64Array;
+  full: Uint8Array;
+  count = 0;
+
+  constructor(readonly slots: number) {
+    this.keys = new Uint32Array(4 * slots);
+    this.values = new Float64Array(slots);
+    this.full = new Uint8Array(slots);
+  }
+
+  /** The slot of `words`, or -1. `start` is the hash's slot bits. */
+  find(start: number): number {
+    const mask = this.slots - 1;
+    const { keys, full } = this;
+    for (let i = start & mask; full[i] === 1; i = (i + 1) & mask) {
+      const k = 4 * i;
+      if (keys[k] === words[0] && keys[k + 1] === words[1] && keys[k + 2] === words[2] && keys[k + 3] === words[3]) return i;
+    }
+    return -1;
+  }
+
+  /** The first empty slot of the probe from `start`. */
+  empty(start: number): number {
+    const mask = this.slots - 1;
+    let i = start & mask;
+    while (this.full[i] === 1) i = (i + 1) & mask;
+    return i;
+  }
+
+  /** Empties slot `i` and shifts back each later entry of its cluster whose probe passes through `i`. */
+  remove(i: number): void {
+    const mask = this.slots - 1;
+    const { keys, values, full } = this;
+    let hole = i;
+    for (let j = (i + 1) & mask; full[j] === 1; j = (j + 1) & mask) {
+      for (let k = 0; k < 4; k++) words[k] = keys[4 * j + k]!;
+      const home = (hashWords() >>> SHARD_BITS) & mask;
+      // j's entry may move to the hole when the hole lies on its probe, from home to j (cyclically).
+      if (((j - home) & mask) < ((j - hole) & mask)) continue;
+      keys.copyWithin(4 * hole, 4 * j, 4 * j + 4);
+      values[hole] = values[j]!;
+      hole = j;
+    }
+    full[hole] = 0;
+    this.count--;
+  }
+}
+
+export class IdMap {
+  private shards: Shard[];
+  /** Keys that are not canonical UUIDs. */
+  private readonly other = new Map<string, number>();
+  private packedCount = 0;
+
+  /** `shardCount`, a power of two up to 256: fewer only so that tests see long probe clusters. */
+  constructor(private readonly shardCount = SHARDS) {
+    this.shards = Array.from({ length: shardCount }, () => new Shard(INITIAL_SLOTS));
+  }
+
+  get size(): number {
+    return this.packedCount + this.other.size;
+  }
+
+  get(key: string): number | undefined {
+    if (!pack(key)) return this.other.get(key);
+    const h = hashWords();
+    const shard = this.shards[h & (this.shardCount - 1)]!;
+    const i = shard.find(h >>> SHARD_BITS);
+    return i < 0 ? undefined : shard.values[i];
+  }
+
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  set(key: string, value: number): this {
+    if (!pack(key)) {
+      this.other.set(key, value);
+      return this;
+    }
+    const h = hashWords();
+    const s = h & (this.shardCount - 1);
+    let shard = this.shards[s]!;
+    const found = shard.find(h >>> SHARD_BITS);
+    if (found >= 0) {
+      shard.values[found] = value;
+      return this;
+    }
+    if (2 * (shard.count + 1) > shard.slots) {
+      shard = this.grown(shard);
+      this.shards[s] = shard;
+      pack(key);
+    }
+    const i = shard.empty(h >>> SHARD_BITS);
+    shard.keys.set(words, 4 * i);
+    shard.values[i] = value;
+    shard.full[i] = 1;
+    shard.count++;
+    this.packedCount++;
+    return this;
+  }
+
+  delete(key: string): boolean {
+    if (!pack(key)) return this.other.delete(key);
+    const h = hashWords();
+    const shard = this.shards[h & (this.shardCount - 1)]!;
+    const i = shard.find(h >>> SHARD_BITS);
+    if (i < 0) return false;
+    shard.remove(i);
+    this.packedCount--;
+    return true;
+  }
+
+  clear(): void {
+    this.shards = Array.from({ length: this.shardCount }, () => new Shard(INITIAL_SLOTS));
+    this.other.clear();
+    this.packedCount = 0;
+  }
+
+  /** Entries per shard of the tables (not the other keys): how evenly the hash spreads ids. */
+  shardSizes(): number[] {
+    return this.shards.map((shard) => shard.count);
+  }
+
+  /** Calls `fn` with each entry, in no particular order; `fn` must not change the map. */
+  forEach(fn: (value: number, key: string) => void): void {
+    for (const shard of this.shards) {
+      for (let i = 0; i < shard.slots; i++) if (shard.full[i] === 1) fn(shard.values[i]!, unpack(shard.keys, i));
+    }
+    this.other.forEach(fn);
+  }
+
+  *[Symbol.iterator](): IterableIterator<[string, number]> {
+    const entries: [string, number][] = [];
+    this.forEach((value, key) => {
+      entries.push([key, value]);
+    });
+    yield* entries;
+  }
+
+  /** A copy of `shard` with twice the slots. Overwrites `words`. */
+  private grown(shard: Shard): Shard {
+    const next = new Shard(2 * shard.slots);
+    for (let i = 0; i < shard.slots; i++) {
+      if (shard.full[i] !== 1) continue;
+      for (let k = 0; k < 4; k++) words[k] = shard.keys[4 * i + k]!;
+      const j = next.empty(hashWords() >>> SHARD_BITS);
+      next.keys.set(words, 4 * j);
+      next.values[j] = shard.values[i]!;
+      next.full[j] = 1;
+      next.count++;
+    }
+    return next;
+  }
+}
+
+/** Row -> ticket id, for the pool's columns: a UUID's 16 bytes a row, any other id in a Map beside. */
+export class IdColumn {
+  private packed = new Uint32Array(0);
+  private readonly other = new Map<number, string>();
+
+  /** Room for `capacity` rows, keeping the first `count`. */
+  grow(capacity: number, count: number): void {
+    const next = new Uint32Array(4 * capacity);
+    next.set(this.packed.subarray(0, 4 * count));
+    this.packed = next;
+  }
+
+  set(row: number, id: string): void {
+    if (pack(id)) {
+      this.packed.set(words, 4 * row);
+      this.other.delete(row);
+    } else {
+      this.other.set(row, id);
+    }
+  }
+
+  get(row: number): string {
+    return this.other.get(row) ?? unpack(this.packed, row);
+  }
+
+  /** Moves row `from`'s id to row `to` and forgets row `from`. */
+  move(from: number, to: number): void {
+    this.packed.copyWithin(4 * to, 4 * from, 4 * from + 4);
+    const id = this.other.get(from);
+    if (id === undefined) this.other.delete(to);
+    else this.other.set(to, id);
+    this.other.delete(from);
+  }
+
+  /** Drops the first `n` of `count` rows: row `n + i` becomes row `i`. */
+  dropFront(n: number, count: number): void {
+    this.packed.copyWithin(0, 4 * n, 4 * count);
+    if (this.other.size === 0) return;
+    const kept = [...this.other].filter(([row]) => row >= n);
+    this.other.clear();
+    for (const [row, id] of kept) this.other.set(row - n, id);
+  }
+
+  /** Forgets row `row`'s id (the last row, removed). */
+  forget(row: number): void {
+    this.other.delete(row);
+  }
+}

@@ -24,6 +24,13 @@ const BYTE_AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 
 /** The words of the last key `pack` read. Module state: packing allocates nothing. */
 const words = new Uint32Array(4);
+/**
+ * The key `words` holds, and whether it packed: an insert into the pool asks the same id of several maps in a
+ * row (has, set, the row's id), and a key is packed once for them. Code that writes `words` for another
+ * purpose (rehashing, shifting entries back) sets it undefined.
+ */
+let packedKey: string | undefined;
+let packedOk = false;
 /** The 36-char form being written by `unpack`: its hyphens never change. */
 const form = Buffer.alloc(36, '-');
 
@@ -44,6 +51,14 @@ function wordAt(key: string, b: number): number {
 
 /** Packs a canonical lowercase UUID (8-4-4-4-12) into `words`; answers false for any other string. */
 function pack(key: string): boolean {
+  if (key === packedKey) return packedOk;
+  packedKey = key;
+  packedOk = packWords(key);
+  return packedOk;
+}
+
+/** `pack` without the memo: writes `words` only when the key is a canonical UUID. */
+function packWords(key: string): boolean {
   if (key.length !== 36) return false;
   if (key.charCodeAt(8) !== 45 || key.charCodeAt(13) !== 45 || key.charCodeAt(18) !== 45 || key.charCodeAt(23) !== 45) return false;
   const w0 = wordAt(key, 0);
@@ -58,10 +73,10 @@ function pack(key: string): boolean {
   return true;
 }
 
-/** The 36-char form of the four words at `keys[4 * slot]`: written into a scratch buffer, read as one string. */
-function unpack(keys: Uint32Array, slot: number): string {
+/** The 36-char form of the four words from `keys[at]`: written into a scratch buffer, read as one string. */
+function unpack(keys: Uint32Array, at: number): string {
   for (let k = 0; k < 4; k++) {
-    const w = keys[4 * slot + k]!;
+    const w = keys[at + k]!;
     for (let j = 0; j < 4; j++) {
       const byte = (w >>> (24 - 8 * j)) & 255;
       const at = BYTE_AT[4 * k + j]!;
@@ -81,25 +96,59 @@ function hashWords(): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
-/** One shard: `slots` a power of two, at most three quarters of them full (linear probing stays short). */
+/** Words per slot: the key's four, then the value as a float64 (NaN in an empty slot). */
+const SLOT_WORDS = 6;
+
+/**
+ * One shard: `slots` a power of two, at most three quarters of them full (linear probing stays short). A
+ * slot's key and value sit side by side in one buffer, so a probe reads one place in memory, not three.
+ */
 class Shard {
-  keys: Uint32Array;
-  values: Float64Array;
-  full: Uint8Array;
+  /** Slot i's key: words 6i to 6i + 3. */
+  readonly keys: Uint32Array;
+  /** Slot i's value: element 3i + 2; NaN when the slot is empty. */
+  readonly values: Float64Array;
   count = 0;
 
   constructor(readonly slots: number) {
-    this.keys = new Uint32Array(4 * slots);
-    this.values = new Float64Array(slots);
-    this.full = new Uint8Array(slots);
+    const buffer = new ArrayBuffer(SLOT_WORDS * 4 * slots);
+    this.keys = new Uint32Array(buffer);
+    this.values = new Float64Array(buffer).fill(Number.NaN);
+  }
+
+  isFull(i: number): boolean {
+    return !Number.isNaN(this.values[3 * i + 2]!);
+  }
+
+  value(i: number): number {
+    return this.values[3 * i + 2]!;
+  }
+
+  /** Writes `words` and `value` into slot `i`. */
+  put(i: number, value: number): void {
+    const k = SLOT_WORDS * i;
+    this.keys[k] = words[0]!;
+    this.keys[k + 1] = words[1]!;
+    this.keys[k + 2] = words[2]!;
+    this.keys[k + 3] = words[3]!;
+    this.values[3 * i + 2] = value;
+  }
+
+  /** Copies slot `i`'s key into `words`. */
+  load(i: number): void {
+    const k = SLOT_WORDS * i;
+    words[0] = this.keys[k]!;
+    words[1] = this.keys[k + 1]!;
+    words[2] = this.keys[k + 2]!;
+    words[3] = this.keys[k + 3]!;
   }
 
   /** The slot of `words`, or -1. `start` is the hash's slot bits. */
   find(start: number): number {
     const mask = this.slots - 1;
-    const { keys, full } = this;
-    for (let i = start & mask; full[i] === 1; i = (i + 1) & mask) {
-      const k = 4 * i;
+    const { keys } = this;
+    for (let i = start & mask; this.isFull(i); i = (i + 1) & mask) {
+      const k = SLOT_WORDS * i;
       if (keys[k] === words[0] && keys[k + 1] === words[1] && keys[k + 2] === words[2] && keys[k + 3] === words[3]) return i;
     }
     return -1;
@@ -109,25 +158,24 @@ class Shard {
   empty(start: number): number {
     const mask = this.slots - 1;
     let i = start & mask;
-    while (this.full[i] === 1) i = (i + 1) & mask;
+    while (this.isFull(i)) i = (i + 1) & mask;
     return i;
   }
 
   /** Empties slot `i` and shifts back each later entry of its cluster whose probe passes through `i`. */
   remove(i: number): void {
+    packedKey = undefined;
     const mask = this.slots - 1;
-    const { keys, values, full } = this;
     let hole = i;
-    for (let j = (i + 1) & mask; full[j] === 1; j = (j + 1) & mask) {
-      for (let k = 0; k < 4; k++) words[k] = keys[4 * j + k]!;
+    for (let j = (i + 1) & mask; this.isFull(j); j = (j + 1) & mask) {
+      this.load(j);
       const home = (hashWords() >>> SHARD_BITS) & mask;
       // j's entry may move to the hole when the hole lies on its probe, from home to j (cyclically).
       if (((j - home) & mask) < ((j - hole) & mask)) continue;
-      keys.copyWithin(4 * hole, 4 * j, 4 * j + 4);
-      values[hole] = values[j]!;
+      this.put(hole, this.value(j));
       hole = j;
     }
-    full[hole] = 0;
+    this.values[3 * hole + 2] = Number.NaN;
     this.count--;
   }
 }
@@ -152,14 +200,16 @@ export class IdMap {
     const h = hashWords();
     const shard = this.shards[h & (this.shardCount - 1)]!;
     const i = shard.find(h >>> SHARD_BITS);
-    return i < 0 ? undefined : shard.values[i];
+    return i < 0 ? undefined : shard.value(i);
   }
 
   has(key: string): boolean {
     return this.get(key) !== undefined;
   }
 
+  /** `value` must not be NaN: NaN marks an empty slot. */
   set(key: string, value: number): this {
+    if (Number.isNaN(value)) throw new RangeError(`an IdMap value cannot be NaN (key ${key})`);
     if (!pack(key)) {
       this.other.set(key, value);
       return this;
@@ -169,7 +219,7 @@ export class IdMap {
     let shard = this.shards[s]!;
     const found = shard.find(h >>> SHARD_BITS);
     if (found >= 0) {
-      shard.values[found] = value;
+      shard.put(found, value);
       return this;
     }
     if (4 * (shard.count + 1) > 3 * shard.slots) {
@@ -177,10 +227,7 @@ export class IdMap {
       this.shards[s] = shard;
       pack(key);
     }
-    const i = shard.empty(h >>> SHARD_BITS);
-    shard.keys.set(words, 4 * i);
-    shard.values[i] = value;
-    shard.full[i] = 1;
+    shard.put(shard.empty(h >>> SHARD_BITS), value);
     shard.count++;
     this.packedCount++;
     return this;
@@ -211,7 +258,7 @@ export class IdMap {
   /** Calls `fn` with each entry, in no particular order; `fn` must not change the map. */
   forEach(fn: (value: number, key: string) => void): void {
     for (const shard of this.shards) {
-      for (let i = 0; i < shard.slots; i++) if (shard.full[i] === 1) fn(shard.values[i]!, unpack(shard.keys, i));
+      for (let i = 0; i < shard.slots; i++) if (shard.isFull(i)) fn(shard.value(i), unpack(shard.keys, SLOT_WORDS * i));
     }
     this.other.forEach(fn);
   }
@@ -226,14 +273,12 @@ export class IdMap {
 
   /** A copy of `shard` with twice the slots. Overwrites `words`. */
   private grown(shard: Shard): Shard {
+    packedKey = undefined;
     const next = new Shard(2 * shard.slots);
     for (let i = 0; i < shard.slots; i++) {
-      if (shard.full[i] !== 1) continue;
-      for (let k = 0; k < 4; k++) words[k] = shard.keys[4 * i + k]!;
-      const j = next.empty(hashWords() >>> SHARD_BITS);
-      next.keys.set(words, 4 * j);
-      next.values[j] = shard.values[i]!;
-      next.full[j] = 1;
+      if (!shard.isFull(i)) continue;
+      shard.load(i);
+      next.put(next.empty(hashWords() >>> SHARD_BITS), shard.value(i));
       next.count++;
     }
     return next;
@@ -262,7 +307,7 @@ export class IdColumn {
   }
 
   get(row: number): string {
-    return this.other.get(row) ?? unpack(this.packed, row);
+    return this.other.get(row) ?? unpack(this.packed, 4 * row);
   }
 
   /** Moves row `from`'s id to row `to` and forgets row `from`. */

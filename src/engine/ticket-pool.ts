@@ -68,6 +68,7 @@ export class TicketPool {
     this.tables = { hosts: this.hosts, attributes: this.attributeKeys };
     this.latency = new HostColumns(this.hosts, MAX_HOST_KEYS, layout.defaultLatencyMs);
     this.grow(initialCapacity);
+    this.rows.reserve(initialCapacity);
   }
 
   /** Per row, its worst latency per host index (row-major, `hostCount` a row). */

@@ -138,7 +138,7 @@ const INDEX_BITS = 2 ** 21;
  * The indices of `positions` in increasing position. Positions are unique: packed with their index into one
  * double each, a native numeric sort orders them (a comparator sort of a million indices takes 2-3 times longer).
  */
-function byPosition(positions: readonly number[]): Uint32Array {
+export function byPosition(positions: readonly number[]): Uint32Array {
   const n = positions.length;
   const packable = n <= INDEX_BITS && positions.every((p) => Number.isSafeInteger(p) && p >= 0 && p < 2 ** 53 / INDEX_BITS);
   if (!packable) return Uint32Array.from(positions.keys()).sort((a, b) => positions[a]! - positions[b]!);

@@ -26,7 +26,7 @@ import {
 } from '../outcomes/outcome-factory.js';
 import type { QueueSnapshot, StoreChange, TicketRef } from '../store/store.js';
 import { BackfillBook } from './backfill-book.js';
-import { snapshotFrame, type QueueSnapshotData } from './queue-snapshot.js';
+import { byPosition, snapshotFrame, type QueueSnapshotData } from './queue-snapshot.js';
 import type { Eviction, QueueRecord, RecordOf, RecordResults, RecordType, TicketAt } from './records.js';
 import { ResolvedTickets } from './resolved-tickets.js';
 import { timeSliced } from './time-slices.js';
@@ -117,6 +117,7 @@ export class QueueState {
    */
   static fromSnapshot(queueId: string, readTicket: TicketReader, data: QueueSnapshotData): QueueState {
     const state = new QueueState(queueId, readTicket);
+    state.active.reserve(data.active.length);
     for (const t of data.active) state.active.set(t.ticketId, t.position);
     for (const t of data.resolved) {
       state.resolved.set(t.ticketId, { position: t.position, matchId: t.matchId, resolvedAtMs: t.resolvedAtMs });
@@ -138,7 +139,14 @@ export class QueueState {
 
   /** The active tickets in arrival (position) order; the map itself iterates in no order. */
   activeInArrivalOrder(): TicketAt[] {
-    return Array.from(this.active, ([ticketId, position]) => ({ ticketId, position })).sort((a, b) => a.position - b.position);
+    // The map iterates in hash order: a comparator sort of a million objects from it took over a second.
+    const ids: string[] = [];
+    const positions: number[] = [];
+    this.active.forEach((position, ticketId) => {
+      ids.push(ticketId);
+      positions.push(position);
+    });
+    return Array.from(byPosition(positions), (k) => ({ ticketId: ids[k]!, position: positions[k]! }));
   }
 
   /** Applies one record: the only way this state changes. */

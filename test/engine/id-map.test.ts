@@ -118,3 +118,22 @@ describe('the id map over many tickets', () => {
     });
   }
 });
+
+describe('an id map made room for', () => {
+  it('keeps what it held and takes the rest as before', () => {
+    const map = new IdMap();
+    const model = new Map<string, number>();
+    const keys = fc.sample(fc.uuid(), { numRuns: 3000, seed: 11 });
+    keys.slice(0, 500).forEach((key, i) => {
+      map.set(key, i);
+      model.set(key, i);
+    });
+    map.reserve(100_000);
+    keys.slice(500).forEach((key, i) => {
+      map.set(key, i);
+      model.set(key, i);
+    });
+    expect(new Map(map)).toEqual(model);
+    expect(Math.min(...map.shardSizes())).toBeGreaterThan(0);
+  });
+});

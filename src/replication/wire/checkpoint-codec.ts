@@ -339,6 +339,7 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   // An IdMap, not a Set: a Set of a million ids rehashes all of them at once each time it grows, and holds
   // a million strings for the collector to mark (id-map.ts).
   const ids = new IdMap();
+  ids.reserve(split.apart.get(ACTIVE_FIELD)!.length + split.apart.get(RESOLVED_FIELD)!.length);
   /** A ticket's checks past its fields' own; `path` is made only for an error (a million tickets). */
   const admit = (bytes: Uint8Array, position: number, path: () => string): SnapshotTicket => {
     const ticketId = ticketIdOf(bytes, (problem, cause) => new CheckpointDecodeError(`${path()}.ticket`, problem, { cause }));

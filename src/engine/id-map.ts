@@ -1,6 +1,6 @@
 // A map from ticket ids to numbers that keeps its keys off the JS heap. A ticket id is a UUID, lowercased at
-// the API (matchmaker-core.ts requireUuid): its 16 bytes go into typed arrays, four 32-bit words a slot, in
-// open-addressed tables (linear probing, deletion by backward shift, so no tombstones). At a million waiting
+// the API (matchmaker-core.ts requireUuid): its 16 bytes go into typed arrays, as four 32-bit words beside the
+// value in a slot of open-addressed tables (linear probing, deletion by backward shift, so no tombstones). At a million waiting
 // tickets the maps of strings this replaces held a million id strings and three million map entries, which
 // every major collection marked: 48-52 ms of a full gc() (bench/RESULTS.md), paid as an event-loop pause. Typed
 // arrays are one object each, whatever they hold.

@@ -26,7 +26,7 @@ import {
 } from '../outcomes/outcome-factory.js';
 import type { QueueSnapshot, StoreChange, TicketRef } from '../store/store.js';
 import { BackfillBook } from './backfill-book.js';
-import { byPosition, snapshotFrame, type QueueSnapshotData } from './queue-snapshot.js';
+import { activeInPositionOrder, snapshotFrame, type QueueSnapshotData } from './queue-snapshot.js';
 import type { Eviction, QueueRecord, RecordOf, RecordResults, RecordType, TicketAt } from './records.js';
 import { ResolvedTickets } from './resolved-tickets.js';
 import { timeSliced } from './time-slices.js';
@@ -139,14 +139,9 @@ export class QueueState {
 
   /** The active tickets in arrival (position) order; the map itself iterates in no order. */
   activeInArrivalOrder(): TicketAt[] {
-    // The map iterates in hash order: a comparator sort of a million objects from it took over a second.
-    const ids: string[] = [];
-    const positions: number[] = [];
-    this.active.forEach((position, ticketId) => {
-      ids.push(ticketId);
-      positions.push(position);
-    });
-    return Array.from(byPosition(positions), (k) => ({ ticketId: ids[k]!, position: positions[k]! }));
+    // Sorted as packed positions: a comparator sort of a million objects in hash order took over a second.
+    const { ids, positions, order } = activeInPositionOrder(this.active);
+    return Array.from(order, (k) => ({ ticketId: ids[k]!, position: positions[k]! }));
   }
 
   /** Applies one record: the only way this state changes. */

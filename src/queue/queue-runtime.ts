@@ -23,7 +23,7 @@ import { PoolColumns } from './pool-columns.js';
 import { PoolRebuild } from './pool-rebuild.js';
 import { PreparedRows } from './prepared-rows.js';
 import { createdAtMs, layoutOf, type QueueContext } from './queue-context.js';
-import type { QueueSnapshotData } from './queue-snapshot.js';
+import { withActivated, type QueueSnapshotData } from './queue-snapshot.js';
 import { QueueState, type Applied } from './queue-state.js';
 import { EmbeddedHistory, isCreate, type HistoryFactory, type QueueApplier, type QueueHistory } from './queue-history.js';
 import type { QueueRecord, RecordOf, TicketAt } from './records.js';
@@ -46,9 +46,10 @@ export class QueueRuntime {
   /**
    * The state was restored whole (from the store, or a checkpoint) rather than built record by record: the
    * pool's rows are built once the history has caught up. `done` is the log line that says they are;
-   * `tickets`, the active tickets in arrival order when the restore listed them already (the store's).
+   * `tickets`, the active tickets in arrival order as the restore listed them; `activated`, the tickets
+   * records activated since (a replica replays its log after the checkpoint).
    */
-  private rowsToBuild: { done: string; tickets?: TicketAt[] } | undefined;
+  private rowsToBuild: { done: string; tickets: readonly TicketAt[]; activated: TicketAt[] } | undefined;
   private readonly columns: PoolColumns;
   /** Ticket bytes whose store commit is still in flight (the store only answers for committed records). */
   private readonly pending = new Map<string, Uint8Array>();
@@ -186,7 +187,7 @@ export class QueueRuntime {
         if (this.history.leading) this.checkAdmissionAsLeader();
       } else {
         void this.rebuild.evictMisfitBackfills();
-        void this.rebuild.fill(rowsToBuild.tickets ?? this.queue.activeInArrivalOrder(), rowsToBuild.done, true);
+        void this.rebuild.fill(withActivated(rowsToBuild.tickets, rowsToBuild.activated), rowsToBuild.done, true);
       }
       this.schedule();
     });
@@ -332,6 +333,7 @@ export class QueueRuntime {
     if (record.type === 'ticket.create' && (applied as Applied<'ticket.create'>).result.created)
       this.pending.set(record.ticketId, record.ticket);
     for (const at of applied.activated) this.insertActivated(at);
+    this.rowsToBuild?.activated.push(...applied.activated);
     if (this.history.leading) reportExits(this.queueId, record, applied, this.telemetry);
     return applied;
   }
@@ -345,13 +347,13 @@ export class QueueRuntime {
     if (this.lifecycle !== 'starting') throw new Error(`queue ${this.queueId} cannot restore a checkpoint once it runs`);
     this.queue = QueueState.fromSnapshot(this.queueId, (ticketId, position) => this.ticketBytes(ticketId, position), data);
     this.pending.clear();
-    this.rowsToBuild = { done: 'pool restored from a checkpoint' };
+    this.rowsToBuild = { done: 'pool restored from a checkpoint', tickets: data.active, activated: [] };
   }
 
   /** Loads the queue as the store holds it, before the first record is applied. */
   private load(stored: QueueSnapshot): void {
     if (this.lifecycle !== 'starting') throw new Error(`queue ${this.queueId} cannot load its stored state once it runs`);
-    this.rowsToBuild = { done: 'pool restored', tickets: this.queue.restore(stored) };
+    this.rowsToBuild = { done: 'pool restored', tickets: this.queue.restore(stored), activated: [] };
   }
 
   /** The store now answers for these records' new tickets: their bytes need not be kept here any longer. */

@@ -7,7 +7,9 @@
 // outbox beside it, as the replica's local store holds it (store.ts OutboxSnapshot).
 import { toBinary } from '@bufbuild/protobuf';
 import { BackfillRequestSchema, type BackfillRequest } from '../gen/matchmaker/core/v1/resources_pb.js';
+import type { IdMap } from '../engine/id-map.js';
 import type { StoreChange } from '../store/store.js';
+import type { TicketAt } from './records.js';
 import type { ResolvedTicket } from './resolved-tickets.js';
 
 export interface SnapshotTicket {
@@ -31,6 +33,12 @@ export interface SnapshotBackfill {
 export interface QueueSnapshotData {
   /** Active tickets in arrival (position) order. */
   active: SnapshotTicket[];
+  /**
+   * The same tickets' ids -> positions, when whoever made the data has built that map already (the
+   * checkpoint decoder does, to refuse an id held twice): the restored state keeps it rather than build
+   * its own. Nothing else may hold it.
+   */
+  activeIds?: IdMap;
   /** Resolved tickets in the state's own order (per shard, resolution order: the retention scan relies on it). */
   resolved: SnapshotResolvedTicket[];
   /** Open backfill requests in the order they were opened (a clear removes them in that order). */
@@ -156,4 +164,23 @@ function byPosition(positions: readonly number[]): Uint32Array {
   const order = new Uint32Array(n);
   for (let i = 0; i < n; i++) order[i] = keys[i]! % INDEX_BITS;
   return order;
+}
+
+/**
+ * The tickets a restore listed in arrival order (a checkpoint's, the store's) with those records activated
+ * after it (`activated`, in apply order: new tickets, and reactivated ones back at their old positions),
+ * merged by position, each position once. Some may have left since: the caller checks each one. Listing
+ * the state's whole map instead turned every id back into a string and sorted a million positions again.
+ */
+export function withActivated(restored: readonly TicketAt[], activated: readonly TicketAt[]): readonly TicketAt[] {
+  if (activated.length === 0) return restored;
+  const later = [...activated].sort((a, b) => a.position - b.position);
+  const merged: TicketAt[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < restored.length || j < later.length) {
+    const next = j === later.length || (i < restored.length && restored[i]!.position <= later[j]!.position) ? restored[i++]! : later[j++]!;
+    if (merged.length === 0 || merged[merged.length - 1]!.position !== next.position) merged.push(next);
+  }
+  return merged;
 }

@@ -49,7 +49,7 @@ const record = (outcome: Outcome): StoreChange => ({ type: 'outcome.record', out
 
 export class QueueState {
   /** Active tickets: id -> position (the ticket's place in the store and in arrival order), off the JS heap. */
-  readonly active = new IdMap();
+  readonly active: IdMap;
   /** Resolved tickets, kept for terminal_retention_ttl_secs, in resolution order, off the JS heap. */
   readonly resolved = new ResolvedTickets();
   readonly backfills = new BackfillBook();
@@ -58,7 +58,10 @@ export class QueueState {
   constructor(
     readonly queueId: string,
     private readonly readTicket: TicketReader,
-  ) {}
+    active = new IdMap(),
+  ) {
+    this.active = active;
+  }
 
   /** Loads the stored state; answers the active tickets in arrival order (their rows are built later). */
   restore(snapshot: QueueSnapshot): TicketAt[] {
@@ -116,9 +119,11 @@ export class QueueState {
    * `snapshotStoreChanges` of the same data to the store it reads before applying records.
    */
   static fromSnapshot(queueId: string, readTicket: TicketReader, data: QueueSnapshotData): QueueState {
-    const state = new QueueState(queueId, readTicket);
-    state.active.reserve(data.active.length);
-    for (const t of data.active) state.active.set(t.ticketId, t.position);
+    const state = new QueueState(queueId, readTicket, data.activeIds);
+    if (!data.activeIds) {
+      state.active.reserve(data.active.length);
+      for (const t of data.active) state.active.set(t.ticketId, t.position);
+    }
     for (const t of data.resolved) {
       state.resolved.set(t.ticketId, { position: t.position, matchId: t.matchId, resolvedAtMs: t.resolvedAtMs });
     }

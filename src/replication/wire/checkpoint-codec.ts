@@ -336,25 +336,27 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   const nextPosition = num(s.nextPosition, 'state.next_position', 1n);
   const nextBackfillVersion = num(s.nextBackfillVersion, 'state.next_backfill_version', 1n);
 
-  // An IdMap, not a Set: a Set of a million ids rehashes all of them at once each time it grows, and holds
-  // a million strings for the collector to mark (id-map.ts).
-  const ids = new IdMap();
-  ids.reserve(split.apart.get(ACTIVE_FIELD)!.length + split.apart.get(RESOLVED_FIELD)!.length);
+  // IdMaps, not Sets: a Set of a million ids rehashes all of them at once each time it grows, and holds a
+  // million strings for the collector to mark (id-map.ts). The active tickets' map (id -> position) is the
+  // one the restored state keeps (QueueSnapshotData.activeIds), so it is built once.
+  const activeIds = new IdMap();
+  activeIds.reserve(split.apart.get(ACTIVE_FIELD)!.length);
+  const resolvedIds = new IdMap();
   /** A ticket's checks past its fields' own; `path` is made only for an error (a million tickets). */
-  const admit = (bytes: Uint8Array, position: number, path: () => string): SnapshotTicket => {
+  const admit = (bytes: Uint8Array, position: number, path: () => string, ids: IdMap): SnapshotTicket => {
     const ticketId = ticketIdOf(bytes, (problem, cause) => new CheckpointDecodeError(`${path()}.ticket`, problem, { cause }));
     if (position >= nextPosition)
       throw new CheckpointDecodeError(`${path()}.position`, `${position} is not below next_position ${nextPosition}`);
     const idsBefore = ids.size;
-    if (ids.set(ticketId, 1).size === idsBefore)
+    if (ids.set(ticketId, position).size === idsBefore || (ids === resolvedIds && activeIds.has(ticketId)))
       throw new CheckpointDecodeError(`${path()}.ticket`, `holds ticket id ${quote(ticketId)} a second time`);
     return { ticketId, position, ticket: bytes };
   };
-  const ticket = (t: { ticket?: Uint8Array; position?: bigint } & Message, path: string): SnapshotTicket => {
+  const ticket = (t: { ticket?: Uint8Array; position?: bigint } & Message, path: string, ids: IdMap): SnapshotTicket => {
     known(t, path);
     // A view, not a copy: a million small copies cost more than the whole decode, and the restored tickets
     // keep the checkpoint's buffer alive only until the last of them leaves the queue.
-    return admit(present(t.ticket, `${path}.ticket`), num(t.position, `${path}.position`, 1n), () => path);
+    return admit(present(t.ticket, `${path}.ticket`), num(t.position, `${path}.position`, 1n), () => path, ids);
   };
   const heldTwice = (path: string, position: number) =>
     new CheckpointDecodeError(`${path}.position`, `${position} is held by another ticket`);
@@ -365,7 +367,9 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   for (const [i, raw] of split.apart.get(ACTIVE_FIELD)!.entries()) {
     const path = () => `state.active[${i}]`;
     const fields = activeTicketFields(raw);
-    const at = fields ? admit(fields.ticket, fields.position, path) : ticket(element(ActiveTicketSchema, raw), path());
+    const at = fields
+      ? admit(fields.ticket, fields.position, path, activeIds)
+      : ticket(element(ActiveTicketSchema, raw), path(), activeIds);
     if (at.position === last) throw heldTwice(path(), at.position);
     if (at.position < last) throw new CheckpointDecodeError(`${path()}.position`, `${at.position} is out of arrival order`);
     last = at.position;
@@ -377,7 +381,7 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   for (const [i, raw] of split.apart.get(RESOLVED_FIELD)!.entries()) {
     const p = `state.resolved[${i}]`;
     const t = element(ResolvedTicketSchema, raw);
-    const at = ticket(t, p);
+    const at = ticket(t, p, resolvedIds);
     if (resolvedPositions.has(at.position) || heldByActive(active, at.position)) throw heldTwice(p, at.position);
     resolvedPositions.add(at.position);
     resolved.push({ ...at, matchId: present(t.matchId, `${p}.match_id`), resolvedAtMs: num(t.resolvedAtMs, `${p}.resolved_at_ms`) });
@@ -402,7 +406,7 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
     }
     return { request, version };
   });
-  return { queueId: id, appliedSeq, term, outbox, state: { active, resolved, backfills, nextBackfillVersion, nextPosition } };
+  return { queueId: id, appliedSeq, term, outbox, state: { active, activeIds, resolved, backfills, nextBackfillVersion, nextPosition } };
 }
 
 function outboxFromWire(o: NonNullable<WireCheckpoint['outbox']>, queueId: string): OutboxSnapshot {

@@ -1,0 +1,108 @@
+// A queue restored whole from a snapshot (a replica's checkpoint), then brought up to date by the records
+// after it, builds its pool's rows from the snapshot's list and what those records activated
+// (queue-snapshot.ts withActivated): one row for each ticket then active, in arrival order, as a pool
+// built from the whole state would be. Random runs split anywhere; in process, on the memory store.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { queueFileSchema } from '../../src/config/queue-config.js';
+import { createLogger } from '../../src/log.js';
+import type { QueueApplier, QueueHistory } from '../../src/queue/queue-history.js';
+import { QueueRuntime } from '../../src/queue/queue-runtime.js';
+import { snapshotStoreChanges, withActivated, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
+import type { QueueRecord, TicketAt } from '../../src/queue/records.js';
+import type { TicketPool } from '../../src/engine/ticket-pool.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import { applyRecord, freshRun, opArb, QUEUE, recordOf } from '../support/queue-records.js';
+import { duelQueue, pollUntil } from '../support/queues.js';
+
+/** A history that restores `data`, applies `records` as a replica replays its log, then lets the queue run. */
+function replayingHistory(
+  applier: QueueApplier,
+  store: MemoryStore,
+  data: QueueSnapshotData,
+  records: readonly QueueRecord[],
+): QueueHistory {
+  return {
+    leading: false,
+    begin(caughtUp) {
+      void (async () => {
+        await store.commit(snapshotStoreChanges(QUEUE, data));
+        applier.restore(data);
+        for (const record of records) {
+          const applied = applier.apply(record);
+          await store.commit(applied.changes);
+          applier.committed([record]);
+        }
+        caughtUp();
+      })();
+    },
+    propose: () => Promise.reject(new Error('this test proposes nothing')),
+    stop: async () => undefined,
+  };
+}
+
+/** The pool's ticket ids, row by row, once its rows are all built (undefined before). */
+function rowIds(runtime: QueueRuntime): string[] | undefined {
+  const columns = (runtime as unknown as { columns: { pool: TicketPool; ready: boolean } }).columns;
+  if (runtime.lifecycle !== 'running' || !columns.ready) return undefined;
+  return Array.from({ length: columns.pool.count }, (_, row) => columns.pool.idAt(row));
+}
+
+describe('a pool restored from a snapshot', () => {
+  it('holds a row for each ticket active once the records after the snapshot are applied, in arrival order', async () => {
+    const config = queueFileSchema.parse(parse(duelQueue(60_000))).config;
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { maxLength: 40 }), fc.nat(), async (ops, cut) => {
+        // The whole run on one state: its records, and the snapshot after the first k.
+        const whole = freshRun();
+        const records: QueueRecord[] = [];
+        let data: QueueSnapshotData | undefined;
+        const k = cut % (ops.length + 1);
+        for (const [i, op] of ops.entries()) {
+          if (i === k) data = whole.state.snapshot();
+          const record = recordOf(op, whole.state, i);
+          records.push(record);
+          await applyRecord(whole, record);
+        }
+        data ??= whole.state.snapshot();
+        const store = new MemoryStore({ producerId: 'p' });
+        const runtime = new QueueRuntime(QUEUE, config, store, createLogger('silent'), (_id, applier) =>
+          replayingHistory(applier, store, data!, records.slice(k)),
+        );
+        runtime.start();
+        try {
+          const expected = whole.state.activeInArrivalOrder().map((t) => t.ticketId);
+          expect(
+            await pollUntil(
+              async () => rowIds(runtime),
+              (ids) => ids !== undefined,
+              5_000,
+              5,
+            ),
+          ).toEqual(expected);
+        } finally {
+          await runtime.stop();
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe('withActivated', () => {
+  it('merges the restored list and the tickets activated since by position, each position once', () => {
+    const at = (position: number): TicketAt => ({ ticketId: `t${position}`, position });
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 1, max: 200 }), { maxLength: 40 }),
+        fc.array(fc.integer({ min: 1, max: 300 }), { maxLength: 40 }),
+        (restored, activated) => {
+          const restoredList = [...restored].sort((a, b) => a - b).map(at);
+          const merged = withActivated(restoredList, activated.map(at)).map((t) => t.position);
+          expect(merged).toEqual([...new Set([...restored, ...activated])].sort((a, b) => a - b));
+        },
+      ),
+    );
+  });
+});

@@ -12,7 +12,6 @@ import {
   QueueCheckpointSchema,
 } from '../../src/gen/matchmaker/replication/v1/checkpoint_pb.js';
 import {
-  activeTicketFields,
   type Checkpoint,
   CheckpointDecodeError,
   CheckpointEncodeError,
@@ -23,6 +22,7 @@ import {
 import { QueueState } from '../../src/queue/queue-state.js';
 import { snapshotStoreChanges, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
 import type { QueueRecord } from '../../src/queue/records.js';
+import { activeTicketAt } from '../../src/replication/wire/wire-walk.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { applyRecord, opArb, QUEUE, run, type Op, type Run } from '../support/queue-records.js';
 
@@ -382,7 +382,10 @@ describe('the checkpoint codec', () => {
         if (unknown) init.$unknown = [{ no: 9, wireType: 0, data: new Uint8Array([1]) }];
         const bytes = toBinary(ActiveTicketSchema, init);
         if (flipped && bytes.length > 0) bytes[flipped[0] % bytes.length] = flipped[1];
-        const quick = activeTicketFields(bytes);
+        // Read where it sits inside a larger buffer, between bytes that would carry a varint on past its end.
+        const padded = new Uint8Array(bytes.length + 6).fill(0xff);
+        padded.set(bytes, 3);
+        const quick = activeTicketAt(padded, 3, 3 + bytes.length);
         let whole: ReturnType<typeof fromBinary<typeof ActiveTicketSchema>>;
         try {
           whole = fromBinary(ActiveTicketSchema, bytes);

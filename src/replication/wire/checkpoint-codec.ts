@@ -26,6 +26,7 @@ import {
 import type { OutboxSnapshot } from '../../store/store.js';
 import type { QueueSnapshotData, SnapshotBackfill, SnapshotResolvedTicket, SnapshotTicket } from '../../queue/queue-snapshot.js';
 import { copy, known as knownFields, ticketIdOf } from './field-checks.js';
+import { activeTicketAt } from './wire-walk.js';
 
 /** A queue's state at a log position. */
 export interface Checkpoint {
@@ -218,10 +219,14 @@ export async function decodeCheckpointInSlices(bytes: Uint8Array, queueId?: stri
   return next.value;
 }
 
-/** A message's bytes, split: the fields named in `apart` (each occurrence's payload), and all others. */
+/**
+ * A message's bytes, split: the fields named in `apart` (each occurrence's payload as its start and end
+ * offsets in the bytes, one after the other: a million views of small messages were garbage to collect),
+ * and all others.
+ */
 interface Split {
   rest: Uint8Array;
-  apart: Map<number, Uint8Array[]>;
+  apart: Map<number, number[]>;
 }
 
 /**
@@ -232,13 +237,17 @@ interface Split {
 function splitFields(bytes: Uint8Array, apart: readonly number[]): Split {
   const reader = new BinaryReader(bytes);
   const rest: Uint8Array[] = [];
-  const found = new Map<number, Uint8Array[]>(apart.map((no) => [no, []]));
+  const found = new Map<number, number[]>(apart.map((no) => [no, []]));
   while (reader.pos < reader.len) {
     const start = reader.pos;
     const [fieldNo, wireType] = reader.tag();
-    const list = found.get(fieldNo);
-    if (list && wireType === WireType.LengthDelimited) list.push(reader.bytes());
-    else {
+    const spans = found.get(fieldNo);
+    if (spans && wireType === WireType.LengthDelimited) {
+      const length = reader.uint32();
+      spans.push(reader.pos, reader.pos + length);
+      reader.pos += length;
+      if (reader.pos > reader.len) throw new RangeError(`premature EOF in field ${fieldNo}`);
+    } else {
       reader.skip(wireType, fieldNo);
       rest.push(bytes.subarray(start, reader.pos));
     }
@@ -246,30 +255,11 @@ function splitFields(bytes: Uint8Array, apart: readonly number[]): Split {
   return { rest: joined(rest), apart: found };
 }
 
-const ACTIVE_TICKET = ActiveTicketSchema.field.ticket!.number;
-const ACTIVE_POSITION = ActiveTicketSchema.field.position!.number;
-
-/**
- * An ActiveTicket read straight from its bytes when they have exactly the shape the encoder writes: its
- * ticket, then its position as a varint from 1 to 2^53-1, each once, nothing else (as record-codec.ts's
- * ticketCreates reads log entries). Decoding a million of these small messages by their schema (a message
- * object each, unknown-field checks, paths for errors) was most of a large checkpoint's decode. Anything else
- * answers undefined, and the caller decodes it by its schema, with every check and error of that path.
- */
-export function activeTicketFields(raw: Uint8Array): { ticket: Uint8Array; position: number } | undefined {
-  try {
-    const reader = new BinaryReader(raw);
-    const [ticketField, ticketType] = reader.tag();
-    if (ticketField !== ACTIVE_TICKET || ticketType !== WireType.LengthDelimited) return undefined;
-    const ticket = reader.bytes();
-    const [positionField, positionType] = reader.tag();
-    if (positionField !== ACTIVE_POSITION || positionType !== WireType.Varint) return undefined;
-    const position = Number(reader.int64());
-    if (reader.pos !== reader.len || position < 1 || position > Number.MAX_SAFE_INTEGER) return undefined;
-    return { ticket, position };
-  } catch {
-    return undefined;
-  }
+/** The payloads `spans` names (splitFields), as views of `bytes`. */
+function payloads(bytes: Uint8Array, spans: readonly number[]): Uint8Array[] {
+  const views: Uint8Array[] = [];
+  for (let i = 0; i < spans.length; i += 2) views.push(bytes.subarray(spans[i]!, spans[i + 1]!));
+  return views;
 }
 
 /** Whether an active ticket holds `position` (the active tickets ascend by position). */
@@ -305,7 +295,7 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   try {
     const envelope = splitFields(bytes, [STATE_FIELD]);
     wire = fromBinary(QueueCheckpointSchema, envelope.rest);
-    stateBytes = concat(envelope.apart.get(STATE_FIELD)!);
+    stateBytes = concat(payloads(bytes, envelope.apart.get(STATE_FIELD)!));
     split = splitFields(stateBytes ?? new Uint8Array(0), [ACTIVE_FIELD, RESOLVED_FIELD]);
   } catch (err) {
     throw notCheckpoint(err);
@@ -340,10 +330,12 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   // million strings for the collector to mark (id-map.ts). The active tickets' map (id -> position) is the
   // one the restored state keeps (QueueSnapshotData.activeIds), so it is built once.
   const activeIds = new IdMap();
-  activeIds.reserve(split.apart.get(ACTIVE_FIELD)!.length);
+  const activeSpans = split.apart.get(ACTIVE_FIELD)!;
+  activeIds.reserve(activeSpans.length / 2);
   const resolvedIds = new IdMap();
-  /** A ticket's checks past its fields' own; `path` is made only for an error (a million tickets). */
-  const admit = (bytes: Uint8Array, position: number, path: () => string, ids: IdMap): SnapshotTicket => {
+  /** A ticket's checks past its fields' own; its path, `pathOf(i)`, is made only for an error (a million tickets). */
+  const admit = (bytes: Uint8Array, position: number, ids: IdMap, i: number, pathOf: (i: number) => string): SnapshotTicket => {
+    const path = () => pathOf(i);
     const ticketId = ticketIdOf(bytes, (problem, cause) => new CheckpointDecodeError(`${path()}.ticket`, problem, { cause }));
     if (position >= nextPosition)
       throw new CheckpointDecodeError(`${path()}.position`, `${position} is not below next_position ${nextPosition}`);
@@ -352,11 +344,12 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
       throw new CheckpointDecodeError(`${path()}.ticket`, `holds ticket id ${quote(ticketId)} a second time`);
     return { ticketId, position, ticket: bytes };
   };
-  const ticket = (t: { ticket?: Uint8Array; position?: bigint } & Message, path: string, ids: IdMap): SnapshotTicket => {
+  const ticket = (t: { ticket?: Uint8Array; position?: bigint } & Message, ids: IdMap, i: number, pathOf: (i: number) => string) => {
+    const path = pathOf(i);
     known(t, path);
     // A view, not a copy: a million small copies cost more than the whole decode, and the restored tickets
     // keep the checkpoint's buffer alive only until the last of them leaves the queue.
-    return admit(present(t.ticket, `${path}.ticket`), num(t.position, `${path}.position`, 1n), () => path, ids);
+    return admit(present(t.ticket, `${path}.ticket`), num(t.position, `${path}.position`, 1n), ids, i, pathOf);
   };
   const heldTwice = (path: string, position: number) =>
     new CheckpointDecodeError(`${path}.position`, `${position} is held by another ticket`);
@@ -364,24 +357,27 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   // The active tickets come in arrival order, so a position held twice among them is the one before.
   let last = 0;
   const active: SnapshotTicket[] = [];
-  for (const [i, raw] of split.apart.get(ACTIVE_FIELD)!.entries()) {
-    const path = () => `state.active[${i}]`;
-    const fields = activeTicketFields(raw);
+  const activePath = (i: number) => `state.active[${i}]`;
+  for (let i = 0; i < activeSpans.length / 2; i++) {
+    const [start, end] = [activeSpans[2 * i]!, activeSpans[2 * i + 1]!];
+    // The encoder's shape read straight from the bytes (wire-walk.ts), anything else by the schema.
+    const fields = activeTicketAt(stateBytes!, start, end);
     const at = fields
-      ? admit(fields.ticket, fields.position, path, activeIds)
-      : ticket(element(ActiveTicketSchema, raw), path(), activeIds);
-    if (at.position === last) throw heldTwice(path(), at.position);
-    if (at.position < last) throw new CheckpointDecodeError(`${path()}.position`, `${at.position} is out of arrival order`);
+      ? admit(fields.ticket, fields.position, activeIds, i, activePath)
+      : ticket(element(ActiveTicketSchema, stateBytes!.subarray(start, end)), activeIds, i, activePath);
+    if (at.position === last) throw heldTwice(activePath(i), at.position);
+    if (at.position < last) throw new CheckpointDecodeError(`${activePath(i)}.position`, `${at.position} is out of arrival order`);
     last = at.position;
     active.push(at);
     if ((i + 1) % sliceSize === 0) yield;
   }
   const resolvedPositions = new Set<number>();
   const resolved: SnapshotResolvedTicket[] = [];
-  for (const [i, raw] of split.apart.get(RESOLVED_FIELD)!.entries()) {
-    const p = `state.resolved[${i}]`;
+  const resolvedPath = (i: number) => `state.resolved[${i}]`;
+  for (const [i, raw] of payloads(stateBytes!, split.apart.get(RESOLVED_FIELD)!).entries()) {
+    const p = resolvedPath(i);
     const t = element(ResolvedTicketSchema, raw);
-    const at = ticket(t, p, resolvedIds);
+    const at = ticket(t, resolvedIds, i, resolvedPath);
     if (resolvedPositions.has(at.position) || heldByActive(active, at.position)) throw heldTwice(p, at.position);
     resolvedPositions.add(at.position);
     resolved.push({ ...at, matchId: present(t.matchId, `${p}.match_id`), resolvedAtMs: num(t.resolvedAtMs, `${p}.resolved_at_ms`) });

@@ -4,6 +4,7 @@
 import type { Message } from '@bufbuild/protobuf';
 import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { TicketSchema } from '../../gen/matchmaker/core/v1/resources_pb.js';
+import { asciiTicketId } from './wire-walk.js';
 
 /** A log entry that is not what log.proto says: the replica reading it must stop. `field` is its path in the entry. */
 export class LogDecodeError extends Error {
@@ -82,6 +83,9 @@ const TICKET_ID_FIELD = TicketSchema.field.id!.number;
  * million tickets, and decoding each whole was most of the time it took to read one.
  */
 export function ticketIdOf(ticket: Uint8Array, fail: (problem: string, cause?: unknown) => Error): string {
+  // The usual shape, walked without a reader (wire-walk.ts); the reader decides everything else.
+  const ascii = asciiTicketId(ticket);
+  if (ascii !== undefined) return ascii;
   let id = '';
   try {
     const reader = new BinaryReader(ticket);

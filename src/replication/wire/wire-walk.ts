@@ -1,0 +1,107 @@
+// Reads of the two small messages a checkpoint and the log hold a million of, straight from their bytes:
+// a Ticket's id, and an ActiveTicket's ticket and position. A BinaryReader per message (it makes a
+// DataView) and a TextDecoder call per id were most of what decoding a 1M-ticket checkpoint cost (the
+// replicated mode's restart, docs/replication.md). Each read answers only when the bytes have the usual
+// shape; for anything else it answers undefined and the caller reads the bytes with the full reader, which
+// accepts or refuses them as ever. So where these answer, they answer what the full reader would.
+
+/** Latin-1 decoding of a Uint8Array's range, without a view of it; equal to UTF-8 for ASCII bytes. */
+const latin1Slice = Buffer.prototype.latin1Slice as (this: Uint8Array, start: number, end: number) => string;
+
+/** Where the walk is: its offset in the bytes, and the value of the last varint read. */
+interface Cursor {
+  at: number;
+  value: number;
+}
+
+const cursor: Cursor = { at: 0, value: 0 };
+
+/** Reads a varint of at most `maxBytes` at cursor.at (exact below 2^53); false if it does not end within them. */
+function varint(b: Uint8Array, end: number, maxBytes: number): boolean {
+  let value = 0;
+  let scale = 1;
+  for (let n = 0; n < maxBytes && cursor.at < end; n++) {
+    const byte = b[cursor.at++]!;
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) {
+      cursor.value = value;
+      return true;
+    }
+    scale *= 128;
+  }
+  return false;
+}
+
+/** Skips a field's payload of wire type `wireType` from cursor.at; false for a group, an unknown type or a short read. */
+function skip(b: Uint8Array, end: number, wireType: number): boolean {
+  switch (wireType) {
+    case 0:
+      for (let n = 0; n < 10; n++) {
+        if (cursor.at >= end) return false;
+        if (b[cursor.at++]! < 0x80) return true;
+      }
+      return false;
+    case 1:
+      cursor.at += 8;
+      return cursor.at <= end;
+    case 2:
+      if (!varint(b, end, 4)) return false;
+      cursor.at += cursor.value;
+      return cursor.at <= end;
+    case 5:
+      cursor.at += 4;
+      return cursor.at <= end;
+    default:
+      return false;
+  }
+}
+
+/**
+ * Ticket.id (field 1; the last occurrence wins) when every field of `ticket` walks cleanly and the id is
+ * ASCII and not empty; otherwise undefined.
+ */
+export function asciiTicketId(ticket: Uint8Array): string | undefined {
+  const end = ticket.length;
+  let idStart = 0;
+  let idEnd = 0;
+  cursor.at = 0;
+  while (cursor.at < end) {
+    // Tags of up to three bytes: field numbers below 2^18.
+    if (!varint(ticket, end, 3)) return undefined;
+    const field = cursor.value >>> 3;
+    const wireType = cursor.value & 7;
+    if (field === 0) return undefined;
+    if (field === 1) {
+      if (wireType !== 2 || !varint(ticket, end, 4)) return undefined;
+      idStart = cursor.at;
+      idEnd = cursor.at + cursor.value;
+      if (idEnd > end) return undefined;
+      cursor.at = idEnd;
+    } else if (!skip(ticket, end, wireType)) return undefined;
+  }
+  if (idEnd === idStart) return undefined;
+  for (let i = idStart; i < idEnd; i++) if (ticket[i]! >= 0x80) return undefined;
+  return latin1Slice.call(ticket, idStart, idEnd);
+}
+
+/** ActiveTicket's tags as the encoder writes them: `ticket` (1, length-delimited), `position` (2, varint). */
+const TICKET_TAG = (1 << 3) | 2;
+const POSITION_TAG = (2 << 3) | 0;
+
+/**
+ * An ActiveTicket read from `bytes[start, end)` when it has exactly the shape the encoder writes: its
+ * ticket, then its position as a varint from 1 to 2^53-1, each once, nothing else. The ticket is a view of
+ * `bytes`. Anything else answers undefined.
+ */
+export function activeTicketAt(bytes: Uint8Array, start: number, end: number): { ticket: Uint8Array; position: number } | undefined {
+  cursor.at = start;
+  if (start >= end || bytes[cursor.at++] !== TICKET_TAG || !varint(bytes, end, 4)) return undefined;
+  const ticketStart = cursor.at;
+  const ticketEnd = cursor.at + cursor.value;
+  if (ticketEnd >= end) return undefined;
+  cursor.at = ticketEnd;
+  if (bytes[cursor.at++] !== POSITION_TAG || !varint(bytes, end, 8)) return undefined;
+  const position = cursor.value;
+  if (cursor.at !== end || position < 1 || position > Number.MAX_SAFE_INTEGER) return undefined;
+  return { ticket: bytes.subarray(ticketStart, ticketEnd), position };
+}

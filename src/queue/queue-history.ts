@@ -23,7 +23,7 @@ export interface QueueApplier {
   snapshot(): Promise<QueueSnapshotData>;
   /**
    * Replaces the queue's state with a checkpoint's, before the first record is applied. The store must
-   * already answer for its tickets (snapshotStoreChanges committed).
+   * already answer for its tickets (commitSnapshot done).
    */
   restore(data: QueueSnapshotData): void;
   /** Loads the queue as the local store holds it, before the first record is applied. */

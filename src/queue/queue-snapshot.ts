@@ -8,7 +8,7 @@
 import { toBinary } from '@bufbuild/protobuf';
 import { BackfillRequestSchema, type BackfillRequest } from '../gen/matchmaker/core/v1/resources_pb.js';
 import type { IdMap } from '../engine/id-map.js';
-import type { StoreChange } from '../store/store.js';
+import type { Store, StoreChange, StoredTicket } from '../store/store.js';
 import type { TicketAt } from './records.js';
 import type { ResolvedTicket } from './resolved-tickets.js';
 
@@ -49,40 +49,40 @@ export interface QueueSnapshotData {
   nextPosition: number;
 }
 
+/** Tickets a commit of a restored state carries (commitSnapshot). */
+const RESTORE_SLICE_TICKETS = 10_000;
+
 /**
- * The store changes that give an empty local store the records of a restored state, so it answers
- * `readTicket` for restored tickets (matches and fills read their bytes) and lookups. The store must hold
- * nothing of the queue before: a restore replaces the queue, it does not merge.
+ * Gives an empty local store the records of a restored state, so it answers `readTicket` for restored
+ * tickets (matches and fills read their bytes) and lookups. The store must hold nothing of the queue
+ * before: a restore replaces the queue, it does not merge. The changes are made and committed a slice at a
+ * time, each once the one before has been applied: made all at once, a million tickets' change records
+ * lived long enough for the collector to move each of them to the old generation, only to die there.
  */
-export function snapshotStoreChanges(queueId: string, data: QueueSnapshotData): StoreChange[] {
-  const changes: StoreChange[] = [];
-  for (const t of data.active) {
-    changes.push({
-      type: 'ticket.put',
-      ticket: { queueId, ticketId: t.ticketId, position: t.position, ticket: t.ticket, state: 'active' },
-    });
+export async function commitSnapshot(store: Pick<Store, 'commit'>, queueId: string, data: QueueSnapshotData): Promise<void> {
+  const tickets = data.active.length + data.resolved.length;
+  for (let from = 0; from < tickets; from += RESTORE_SLICE_TICKETS) {
+    const changes: StoreChange[] = [];
+    for (let i = from; i < Math.min(tickets, from + RESTORE_SLICE_TICKETS); i++) {
+      let ticket: StoredTicket;
+      if (i < data.active.length) {
+        const { ticketId, position, ticket: bytes } = data.active[i]!;
+        ticket = { queueId, ticketId, position, ticket: bytes, state: 'active' };
+      } else {
+        const { ticketId, position, ticket: bytes, matchId, resolvedAtMs } = data.resolved[i - data.active.length]!;
+        ticket = { queueId, ticketId, position, ticket: bytes, state: 'resolved', matchId, resolvedAtMs };
+      }
+      changes.push({ type: 'ticket.put', ticket });
+    }
+    await store.commit(changes);
   }
-  for (const t of data.resolved) {
-    changes.push({
-      type: 'ticket.put',
-      ticket: {
-        queueId,
-        ticketId: t.ticketId,
-        position: t.position,
-        ticket: t.ticket,
-        state: 'resolved',
-        matchId: t.matchId,
-        resolvedAtMs: t.resolvedAtMs,
-      },
-    });
-  }
-  for (const b of data.backfills) {
-    changes.push({
+  const backfills = data.backfills.map(
+    (b): StoreChange => ({
       type: 'backfill.put',
       backfill: { queueId, backfillId: b.request.id, request: toBinary(BackfillRequestSchema, b.request) },
-    });
-  }
-  return changes;
+    }),
+  );
+  if (backfills.length > 0) await store.commit(backfills);
 }
 
 /** What a snapshot is taken from: the state's tickets (id -> position, or the resolved record) and the rest. */

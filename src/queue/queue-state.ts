@@ -116,7 +116,7 @@ export class QueueState {
 
   /**
    * A state as a snapshot holds it. `readTicket` must answer for its tickets: commit
-   * `snapshotStoreChanges` of the same data to the store it reads before applying records.
+   * `commitSnapshot` of the same data to the store it reads before applying records.
    */
   static fromSnapshot(queueId: string, readTicket: TicketReader, data: QueueSnapshotData): QueueState {
     const state = new QueueState(queueId, readTicket, data.activeIds);

@@ -21,7 +21,7 @@ import type { LogReader, ReplicationLog } from './jetstream/replication-log.js';
 import type { OutboxStore } from '../store/store.js';
 import type { Checkpoint } from './wire/checkpoint-codec.js';
 import type { QueueApplier, QueueHistory } from '../queue/queue-history.js';
-import { snapshotStoreChanges } from '../queue/queue-snapshot.js';
+import { commitSnapshot } from '../queue/queue-snapshot.js';
 import type { Applied } from '../queue/queue-state.js';
 import { decodeLogEntry, encodeLogEntry, LEADER_RECORD_TYPES, type LogEntry } from './wire/record-codec.js';
 import type { QueueRecord } from '../queue/records.js';
@@ -287,7 +287,7 @@ export class ReplicatedHistory implements QueueHistory {
    */
   private async restore(checkpoint: Checkpoint): Promise<void> {
     const { store, queueId, log } = this.options;
-    await store.commit(snapshotStoreChanges(queueId, checkpoint.state));
+    await commitSnapshot(store, queueId, checkpoint.state);
     store.restoreOutbox(queueId, checkpoint.outbox);
     this.applier.restore(checkpoint.state);
     this.applied = checkpoint.appliedSeq;

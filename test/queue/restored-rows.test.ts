@@ -9,7 +9,7 @@ import { queueFileSchema } from '../../src/config/queue-config.js';
 import { createLogger } from '../../src/log.js';
 import type { QueueApplier, QueueHistory } from '../../src/queue/queue-history.js';
 import { QueueRuntime } from '../../src/queue/queue-runtime.js';
-import { snapshotStoreChanges, withActivated, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
+import { commitSnapshot, withActivated, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
 import type { QueueRecord, TicketAt } from '../../src/queue/records.js';
 import type { TicketPool } from '../../src/engine/ticket-pool.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
@@ -27,7 +27,7 @@ function replayingHistory(
     leading: false,
     begin(caughtUp) {
       void (async () => {
-        await store.commit(snapshotStoreChanges(QUEUE, data));
+        await commitSnapshot(store, QUEUE, data);
         applier.restore(data);
         for (const record of records) {
           const applied = applier.apply(record);
@@ -87,6 +87,30 @@ describe('a pool restored from a snapshot', () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe('commitSnapshot', () => {
+  it('gives the store every ticket of the snapshot, active and resolved, across its slices', async () => {
+    const bytesOf = (position: number) => new Uint8Array([position & 255, position >> 8]);
+    const active = Array.from({ length: 25_003 }, (_, i) => ({ ticketId: `a${i}`, position: 2 * i + 1, ticket: bytesOf(2 * i + 1) }));
+    const resolved = Array.from({ length: 7 }, (_, i) => ({
+      ticketId: `r${i}`,
+      position: 2 * i + 2,
+      ticket: bytesOf(2 * i + 2),
+      matchId: `m${i}`,
+      resolvedAtMs: i,
+    }));
+    const store = new MemoryStore({ producerId: 'p' });
+    await commitSnapshot(store, QUEUE, { active, resolved, backfills: [], nextBackfillVersion: 1, nextPosition: 60_000 });
+    const { tickets } = store.loadQueue(QUEUE);
+    expect(tickets).toEqual(
+      [
+        ...active.map(({ ticketId, position }) => ({ queueId: QUEUE, ticketId, position, state: 'active' })),
+        ...resolved.map(({ ticket: _bytes, ...r }) => ({ queueId: QUEUE, ...r, state: 'resolved' })),
+      ].sort((a, b) => a.position - b.position),
+    );
+    for (const t of [...active, ...resolved]) expect(store.readTicket({ queueId: QUEUE, ...t })?.ticket).toEqual(t.ticket);
   });
 });
 

@@ -20,7 +20,7 @@ import {
   encodeCheckpointInSlices,
 } from '../../src/replication/wire/checkpoint-codec.js';
 import { QueueState } from '../../src/queue/queue-state.js';
-import { snapshotStoreChanges, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
+import { commitSnapshot, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
 import type { QueueRecord } from '../../src/queue/records.js';
 import { activeTicketAt } from '../../src/replication/wire/wire-walk.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
@@ -48,7 +48,7 @@ const stateOf = (state: QueueState) => {
 /** A fresh state and store restored from `data`, as a replica starting from a checkpoint would be. */
 async function restored(data: QueueSnapshotData): Promise<Run> {
   const store = new MemoryStore({ producerId: 'p' });
-  await store.commit(snapshotStoreChanges(QUEUE, data));
+  await commitSnapshot(store, QUEUE, data);
   const bytes = new Map<string, Uint8Array>();
   const state = QueueState.fromSnapshot(
     QUEUE,

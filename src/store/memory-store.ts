@@ -123,20 +123,24 @@ export class MemoryStore implements OutboxStore {
 
   private apply(change: StoreChange, sequence: bigint, outcomeQueues: Set<string>): void {
     switch (change.type) {
+      // A put record is kept as it is (a restore puts a million: a copy each was most of its time here), so
+      // a change makes a new record rather than change one a caller may still hold.
       case 'ticket.put':
-        this.queue(change.ticket.queueId).tickets.set(change.ticket.position, { ...change.ticket });
+        this.queue(change.ticket.queueId).tickets.set(change.ticket.position, change.ticket);
         return;
       case 'ticket.resolve': {
-        const ticket = this.queue(change.ref.queueId).tickets.get(change.ref.position);
-        if (ticket) Object.assign(ticket, { state: 'resolved', matchId: change.matchId, resolvedAtMs: change.resolvedAtMs });
+        const tickets = this.queue(change.ref.queueId).tickets;
+        const ticket = tickets.get(change.ref.position);
+        if (ticket)
+          tickets.set(change.ref.position, { ...ticket, state: 'resolved', matchId: change.matchId, resolvedAtMs: change.resolvedAtMs });
         return;
       }
       case 'ticket.reactivate': {
-        const ticket = this.queue(change.ref.queueId).tickets.get(change.ref.position);
+        const tickets = this.queue(change.ref.queueId).tickets;
+        const ticket = tickets.get(change.ref.position);
         if (ticket) {
-          ticket.state = 'active';
-          delete ticket.matchId;
-          delete ticket.resolvedAtMs;
+          const { matchId: _match, resolvedAtMs: _at, ...rest } = ticket;
+          tickets.set(change.ref.position, { ...rest, state: 'active' });
         }
         return;
       }

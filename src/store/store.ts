@@ -91,7 +91,9 @@ export interface Store {
   readonly producerId: string;
   /**
    * Applies the changes atomically. Resolves once they are durable on disk; concurrent commits share one
-   * disk flush (group commit). A failed commit is fatal: the store calls its onFatal handler.
+   * disk flush (group commit). A failed commit is fatal: the store calls its onFatal handler. The store may
+   * keep what the changes hold (the memory store keeps a put ticket's record as it is): the caller does not
+   * change them afterwards.
    */
   commit(changes: readonly StoreChange[]): Promise<void>;
   /**

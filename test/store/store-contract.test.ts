@@ -56,7 +56,9 @@ describe.each(backends)('Store contract: $name', (backend) => {
   it('keeps a queue’s tickets in position order, with their state through resolve, reactivate and delete', async () => {
     const store = open();
     const refs = [3, 1, 2].map((position) => ({ queueId: 'q', ticketId: uuid(), position }));
-    await store.commit(refs.map(put));
+    const puts = refs.map(put);
+    const asPut = structuredClone(puts);
+    await store.commit(puts);
     expect([...store.loadQueue('q').tickets].map((t) => t.position)).toEqual([1, 2, 3]);
 
     await store.commit([{ type: 'ticket.resolve', ref: refs[0]!, matchId: 'm-1', resolvedAtMs: 1234 }]);
@@ -74,6 +76,8 @@ describe.each(backends)('Store contract: $name', (backend) => {
 
     await store.commit([{ type: 'ticket.delete', ref: refs[1]! }]);
     expect(store.readTicket(refs[1]!)).toBeUndefined();
+    // The store may keep the records it was given, but changes none of them.
+    expect(puts).toEqual(asPut);
     expect([...store.loadQueue('q').tickets].map((t) => t.ticketId)).toEqual([refs[2]!.ticketId, refs[0]!.ticketId]);
     expect(store.loadQueue('other').backfills).toEqual([]);
   });

@@ -332,8 +332,10 @@ export class QueueRuntime {
     // Until its commit settles the store cannot answer for a new ticket: its bytes are kept here.
     if (record.type === 'ticket.create' && (applied as Applied<'ticket.create'>).result.created)
       this.pending.set(record.ticketId, record.ticket);
-    for (const at of applied.activated) this.insertActivated(at);
-    this.rowsToBuild?.activated.push(...applied.activated);
+    for (const at of applied.activated) {
+      this.insertActivated(at);
+      this.rowsToBuild?.activated.push(at);
+    }
     if (this.history.leading) reportExits(this.queueId, record, applied, this.telemetry);
     return applied;
   }

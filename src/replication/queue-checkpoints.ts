@@ -7,7 +7,8 @@ import type { ObjectStore } from '@nats-io/obj';
 import type { Logger } from 'pino';
 import { checkpointSequences, latestDecodedCheckpoint, pruneCheckpoints, saveCheckpoint } from './jetstream/checkpoint-objects.js';
 import type { ReplicationLog } from './jetstream/replication-log.js';
-import { type Checkpoint, CheckpointDecodeError, decodeCheckpointInSlices, encodeCheckpointInSlices } from './wire/checkpoint-codec.js';
+import { type Checkpoint, CheckpointDecodeError, encodeCheckpointInSlices } from './wire/checkpoint-codec.js';
+import { decodeCheckpointInSlices } from './wire/checkpoint-decode.js';
 
 /** How many checkpoints of a queue are kept. */
 const KEEP = 2;

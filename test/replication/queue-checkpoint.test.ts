@@ -15,10 +15,10 @@ import {
   type Checkpoint,
   CheckpointDecodeError,
   CheckpointEncodeError,
-  decodeCheckpoint,
   encodeCheckpoint,
   encodeCheckpointInSlices,
 } from '../../src/replication/wire/checkpoint-codec.js';
+import { decodeCheckpoint } from '../../src/replication/wire/checkpoint-decode.js';
 import { QueueState } from '../../src/queue/queue-state.js';
 import { commitSnapshot, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
 import type { QueueRecord } from '../../src/queue/records.js';

@@ -1,6 +1,7 @@
 // The wire form of a queue's checkpoint (proto/matchmaker/replication/v1/checkpoint.proto): a snapshot of
-// its state (queue-snapshot.ts) with the log position it was taken at and the term then. Converting is pure
-// and exact: decodeCheckpoint(encodeCheckpoint(c)) equals c. A replica restores the decoded state and
+// its state (queue-snapshot.ts) with the log position it was taken at and the term then, and its encoding
+// (its decoding is checkpoint-decode.ts). Converting is pure and exact: decodeCheckpoint(encodeCheckpoint(c))
+// equals c. A replica restores the decoded state and
 // applies the log after it, so, as with the log (record-codec.ts), anything that cannot be converted
 // exactly is refused loudly: encoding throws CheckpointEncodeError (a bug in whoever made the snapshot),
 // decoding throws CheckpointDecodeError naming the field (the caller falls back to an older checkpoint or
@@ -9,24 +10,13 @@
 // request per match. The outbox (the replica's local store's: store.ts OutboxSnapshot) is checked likewise:
 // outcomes ascending, above the delivery cursor and below the next sequence, each an Outcome of the queue
 // carrying its own sequence, each consumer named once.
-import { create, fromBinary, type Message, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
-import type { GenMessage } from '@bufbuild/protobuf/codegenv2';
-import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
-import { IdMap } from '../../engine/id-map.js';
-import { clip, quote } from '../../errors.js';
-import { OutcomeSchema } from '../../gen/matchmaker/outcomes/v1/outcomes_pb.js';
-import {
-  ActiveTicketSchema,
-  QueueCheckpointSchema,
-  QueueStateSnapshotSchema,
-  ResolvedTicketSchema,
-  type QueueCheckpoint as WireCheckpoint,
-  type QueueStateSnapshot,
-} from '../../gen/matchmaker/replication/v1/checkpoint_pb.js';
+import { create, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
+import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import { quote } from '../../errors.js';
+import { QueueCheckpointSchema, QueueStateSnapshotSchema } from '../../gen/matchmaker/replication/v1/checkpoint_pb.js';
 import type { OutboxSnapshot } from '../../store/store.js';
-import type { QueueSnapshotData, SnapshotBackfill, SnapshotResolvedTicket, SnapshotTicket } from '../../queue/queue-snapshot.js';
-import { copy, known as knownFields, ticketIdOf } from './field-checks.js';
-import { activeTicketAt } from './wire-walk.js';
+import type { QueueSnapshotData, SnapshotTicket } from '../../queue/queue-snapshot.js';
+import { ticketIdOf } from './field-checks.js';
 
 /** A queue's state at a log position. */
 export interface Checkpoint {
@@ -144,7 +134,7 @@ function* checkpointParts(checkpoint: Checkpoint, sliceSize: number): Generator<
 }
 
 /** The parts' bytes one after another, in one new array. */
-function joined(parts: readonly Uint8Array[]): Uint8Array {
+export function joined(parts: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
@@ -154,7 +144,7 @@ function joined(parts: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
-const STATE_FIELD = QueueCheckpointSchema.field.state!.number;
+export const STATE_FIELD = QueueCheckpointSchema.field.state!.number;
 
 function outboxToWire(outbox: OutboxSnapshot) {
   const seq = (value: bigint, path: string, min = 0n) => {
@@ -195,290 +185,5 @@ function text(value: string, path: string): string {
   return value;
 }
 
-// ---- decode -----------------------------------------------------------------------------------------------
-
-/** Decodes a checkpoint at once; with `queueId`, also refuses one of another queue. */
-export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoint {
-  const parts = checkpointFromParts(bytes, queueId, Number.POSITIVE_INFINITY);
-  let next = parts.next();
-  while (!next.done) next = parts.next();
-  return next.value;
-}
-
-/**
- * Decodes a checkpoint a slice of tickets at a time, letting the event loop run between slices (a
- * million tickets take seconds), with the same checks and result as decodeCheckpoint.
- */
-export async function decodeCheckpointInSlices(bytes: Uint8Array, queueId?: string, sliceSize = 5_000): Promise<Checkpoint> {
-  const parts = checkpointFromParts(bytes, queueId, sliceSize);
-  let next = parts.next();
-  while (!next.done) {
-    await new Promise((resolve) => setImmediate(resolve));
-    next = parts.next();
-  }
-  return next.value;
-}
-
-/**
- * A message's bytes, split: the fields named in `apart` (each occurrence's payload as its start and end
- * offsets in the bytes, one after the other: a million views of small messages were garbage to collect),
- * and all others.
- */
-interface Split {
-  rest: Uint8Array;
-  apart: Map<number, number[]>;
-}
-
-/**
- * Walks one message's fields without decoding them, setting the length-delimited fields `apart` aside. The
- * rest is decoded by its schema (unknown fields, presence and types checked as ever), the fields set apart
- * element by element. Throws on bytes that are not protobuf.
- */
-function splitFields(bytes: Uint8Array, apart: readonly number[]): Split {
-  const reader = new BinaryReader(bytes);
-  const rest: Uint8Array[] = [];
-  const found = new Map<number, number[]>(apart.map((no) => [no, []]));
-  while (reader.pos < reader.len) {
-    const start = reader.pos;
-    const [fieldNo, wireType] = reader.tag();
-    const spans = found.get(fieldNo);
-    if (spans && wireType === WireType.LengthDelimited) {
-      const length = reader.uint32();
-      spans.push(reader.pos, reader.pos + length);
-      reader.pos += length;
-      if (reader.pos > reader.len) throw new RangeError(`premature EOF in field ${fieldNo}`);
-    } else {
-      reader.skip(wireType, fieldNo);
-      rest.push(bytes.subarray(start, reader.pos));
-    }
-  }
-  return { rest: joined(rest), apart: found };
-}
-
-/** The payloads `spans` names (splitFields), as views of `bytes`. */
-function payloads(bytes: Uint8Array, spans: readonly number[]): Uint8Array[] {
-  const views: Uint8Array[] = [];
-  for (let i = 0; i < spans.length; i += 2) views.push(bytes.subarray(spans[i]!, spans[i + 1]!));
-  return views;
-}
-
-/** Whether an active ticket holds `position` (the active tickets ascend by position). */
-function heldByActive(active: readonly SnapshotTicket[], position: number): boolean {
-  let lo = 0;
-  let hi = active.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (active[mid]!.position < position) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < active.length && active[lo]!.position === position;
-}
-
-/** Several occurrences of one embedded message field merge, as their concatenation decodes. */
-function concat(parts: readonly Uint8Array[]): Uint8Array | undefined {
-  return parts.length <= 1 ? parts[0] : joined(parts);
-}
-
-const ACTIVE_FIELD = QueueStateSnapshotSchema.field.active!.number;
-const RESOLVED_FIELD = QueueStateSnapshotSchema.field.resolved!.number;
-
-/**
- * The checkpoint, decoded in parts: the envelope and the state's small fields by their schemas, then the
- * tickets one slice at a time (pausing after each).
- */
-function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sliceSize: number): Generator<void, Checkpoint> {
-  const notCheckpoint = (err: unknown) =>
-    new CheckpointDecodeError('checkpoint', `is not a QueueCheckpoint (${clip(String((err as Error).message))})`, { cause: err });
-  let wire: WireCheckpoint;
-  let stateBytes: Uint8Array | undefined;
-  let split: Split;
-  try {
-    const envelope = splitFields(bytes, [STATE_FIELD]);
-    wire = fromBinary(QueueCheckpointSchema, envelope.rest);
-    stateBytes = concat(payloads(bytes, envelope.apart.get(STATE_FIELD)!));
-    split = splitFields(stateBytes ?? new Uint8Array(0), [ACTIVE_FIELD, RESOLVED_FIELD]);
-  } catch (err) {
-    throw notCheckpoint(err);
-  }
-  known(wire, 'checkpoint');
-  const id = present(wire.queueId, 'queue_id');
-  if (id === '') throw new CheckpointDecodeError('queue_id', 'is empty');
-  if (queueId !== undefined && id !== queueId) throw new CheckpointDecodeError('queue_id', `is ${quote(id)}, not ${quote(queueId)}`);
-  const appliedSeq = num(wire.appliedSeq, 'applied_seq', 0n);
-  const term = num(wire.term, 'term', 0n);
-  if (term > appliedSeq) throw new CheckpointDecodeError('term', `${term} is after applied_seq ${appliedSeq}`);
-  const outbox = outboxFromWire(present(wire.outbox, 'outbox'), id);
-  present(stateBytes, 'state');
-  let s: QueueStateSnapshot;
-  try {
-    s = fromBinary(QueueStateSnapshotSchema, split.rest);
-  } catch (err) {
-    throw notCheckpoint(err);
-  }
-  known(s, 'state');
-  const element = <T extends Message>(schema: GenMessage<T>, raw: Uint8Array): T => {
-    try {
-      return fromBinary(schema, raw);
-    } catch (err) {
-      throw notCheckpoint(err);
-    }
-  };
-  const nextPosition = num(s.nextPosition, 'state.next_position', 1n);
-  const nextBackfillVersion = num(s.nextBackfillVersion, 'state.next_backfill_version', 1n);
-
-  // IdMaps, not Sets: a Set of a million ids rehashes all of them at once each time it grows, and holds a
-  // million strings for the collector to mark (id-map.ts). The active tickets' map (id -> position) is the
-  // one the restored state keeps (QueueSnapshotData.activeIds), so it is built once.
-  const activeIds = new IdMap();
-  const activeSpans = split.apart.get(ACTIVE_FIELD)!;
-  activeIds.reserve(activeSpans.length / 2);
-  const resolvedIds = new IdMap();
-  /** A ticket's checks past its fields' own; its path, `pathOf(i)`, is made only for an error (a million tickets). */
-  const admit = (bytes: Uint8Array, position: number, ids: IdMap, i: number, pathOf: (i: number) => string): SnapshotTicket => {
-    const path = () => pathOf(i);
-    const ticketId = ticketIdOf(bytes, (problem, cause) => new CheckpointDecodeError(`${path()}.ticket`, problem, { cause }));
-    if (position >= nextPosition)
-      throw new CheckpointDecodeError(`${path()}.position`, `${position} is not below next_position ${nextPosition}`);
-    const idsBefore = ids.size;
-    if (ids.set(ticketId, position).size === idsBefore || (ids === resolvedIds && activeIds.has(ticketId)))
-      throw new CheckpointDecodeError(`${path()}.ticket`, `holds ticket id ${quote(ticketId)} a second time`);
-    return { ticketId, position, ticket: bytes };
-  };
-  const ticket = (t: { ticket?: Uint8Array; position?: bigint } & Message, ids: IdMap, i: number, pathOf: (i: number) => string) => {
-    const path = pathOf(i);
-    known(t, path);
-    // A view, not a copy: a million small copies cost more than the whole decode, and the restored tickets
-    // keep the checkpoint's buffer alive only until the last of them leaves the queue.
-    return admit(present(t.ticket, `${path}.ticket`), num(t.position, `${path}.position`, 1n), ids, i, pathOf);
-  };
-  const heldTwice = (path: string, position: number) =>
-    new CheckpointDecodeError(`${path}.position`, `${position} is held by another ticket`);
-
-  // The active tickets come in arrival order, so a position held twice among them is the one before.
-  let last = 0;
-  const active: SnapshotTicket[] = [];
-  const activePath = (i: number) => `state.active[${i}]`;
-  for (let i = 0; i < activeSpans.length / 2; i++) {
-    const [start, end] = [activeSpans[2 * i]!, activeSpans[2 * i + 1]!];
-    // The encoder's shape read straight from the bytes (wire-walk.ts), anything else by the schema.
-    const fields = activeTicketAt(stateBytes!, start, end);
-    const at = fields
-      ? admit(fields.ticket, fields.position, activeIds, i, activePath)
-      : ticket(element(ActiveTicketSchema, stateBytes!.subarray(start, end)), activeIds, i, activePath);
-    if (at.position === last) throw heldTwice(activePath(i), at.position);
-    if (at.position < last) throw new CheckpointDecodeError(`${activePath(i)}.position`, `${at.position} is out of arrival order`);
-    last = at.position;
-    active.push(at);
-    if ((i + 1) % sliceSize === 0) yield;
-  }
-  const resolvedPositions = new Set<number>();
-  const resolved: SnapshotResolvedTicket[] = [];
-  const resolvedPath = (i: number) => `state.resolved[${i}]`;
-  for (const [i, raw] of payloads(stateBytes!, split.apart.get(RESOLVED_FIELD)!).entries()) {
-    const p = resolvedPath(i);
-    const t = element(ResolvedTicketSchema, raw);
-    const at = ticket(t, resolvedIds, i, resolvedPath);
-    if (resolvedPositions.has(at.position) || heldByActive(active, at.position)) throw heldTwice(p, at.position);
-    resolvedPositions.add(at.position);
-    resolved.push({ ...at, matchId: present(t.matchId, `${p}.match_id`), resolvedAtMs: num(t.resolvedAtMs, `${p}.resolved_at_ms`) });
-    if ((i + 1) % sliceSize === 0) yield;
-  }
-  const backfillIds = new Set<string>();
-  const matches = new Set<string>();
-  const backfills = s.backfills.map((b, i): SnapshotBackfill => {
-    const p = `state.backfills[${i}]`;
-    known(b, p);
-    const request = present(b.request, `${p}.request`);
-    if (request.id === '') throw new CheckpointDecodeError(`${p}.request.id`, 'is empty');
-    if (backfillIds.has(request.id)) throw new CheckpointDecodeError(`${p}.request.id`, `${quote(request.id)} is open twice`);
-    if (matches.has(request.matchId)) {
-      throw new CheckpointDecodeError(`${p}.request.match_id`, `${quote(request.matchId)} has another open request`);
-    }
-    backfillIds.add(request.id);
-    matches.add(request.matchId);
-    const version = num(b.version, `${p}.version`, 1n);
-    if (version >= nextBackfillVersion) {
-      throw new CheckpointDecodeError(`${p}.version`, `${version} is not below next_backfill_version ${nextBackfillVersion}`);
-    }
-    return { request, version };
-  });
-  return { queueId: id, appliedSeq, term, outbox, state: { active, activeIds, resolved, backfills, nextBackfillVersion, nextPosition } };
-}
-
-function outboxFromWire(o: NonNullable<WireCheckpoint['outbox']>, queueId: string): OutboxSnapshot {
-  known(o, 'outbox');
-  const nextSequence = seqOf(o.nextProducerSequence, 'outbox.next_producer_sequence', 1n);
-  const deliveryCursor = seqOf(o.deliveryCursor, 'outbox.delivery_cursor');
-  if (deliveryCursor >= nextSequence) {
-    throw new CheckpointDecodeError('outbox.delivery_cursor', `${deliveryCursor} is not below next_producer_sequence ${nextSequence}`);
-  }
-  let parked: OutboxSnapshot['parked'];
-  if (o.parked !== undefined) {
-    known(o.parked, 'outbox.parked');
-    parked = {
-      sequence: seqOf(o.parked.sequence, 'outbox.parked.sequence'),
-      attempts: num(o.parked.attempts, 'outbox.parked.attempts', 0n),
-      lastError: present(o.parked.lastError, 'outbox.parked.last_error'),
-      parkedAtMs: num(o.parked.parkedAtMs, 'outbox.parked.parked_at_ms', 0n),
-    };
-  }
-  const names = new Set<string>();
-  const consumers = o.consumers.map((c, i) => {
-    const p = `outbox.consumers[${i}]`;
-    known(c, p);
-    const consumer = present(c.consumer, `${p}.consumer`);
-    if (names.has(consumer)) throw new CheckpointDecodeError(`${p}.consumer`, `${quote(consumer)} is named twice`);
-    names.add(consumer);
-    const sequence = seqOf(c.sequence, `${p}.sequence`);
-    return c.owner === undefined ? { consumer, sequence } : { consumer, sequence, owner: c.owner };
-  });
-  let last = deliveryCursor;
-  const outcomes = o.outcomes.map((r, i) => {
-    const p = `outbox.outcomes[${i}]`;
-    known(r, p);
-    const sequence = seqOf(r.sequence, `${p}.sequence`, 1n);
-    if (sequence <= last)
-      throw new CheckpointDecodeError(`${p}.sequence`, `${sequence} is not above ${last} (the cursor or the one before)`);
-    if (sequence >= nextSequence) {
-      throw new CheckpointDecodeError(`${p}.sequence`, `${sequence} is not below next_producer_sequence ${nextSequence}`);
-    }
-    last = sequence;
-    const bytes = copy(present(r.outcome, `${p}.outcome`));
-    let outcome: ReturnType<typeof fromBinary<typeof OutcomeSchema>>;
-    try {
-      outcome = fromBinary(OutcomeSchema, bytes);
-    } catch (err) {
-      throw new CheckpointDecodeError(`${p}.outcome`, `is not an Outcome (${clip(String((err as Error).message))})`, { cause: err });
-    }
-    if (outcome.producerSequence !== sequence) {
-      throw new CheckpointDecodeError(`${p}.outcome`, `carries producer_sequence ${outcome.producerSequence}, not ${sequence}`);
-    }
-    if (outcome.queueId !== queueId) throw new CheckpointDecodeError(`${p}.outcome`, `is of queue ${quote(outcome.queueId)}`);
-    return { sequence, bytes };
-  });
-  return { nextSequence, deliveryCursor, parked, consumers, outcomes };
-}
-
-/** A present int64 within `min`..2^53-1, as a bigint (outcome sequences are bigints throughout). */
-function seqOf(value: bigint | undefined, path: string, min = 0n): bigint {
-  const v = present(value, path);
-  if (v < min || v > MAX) throw new CheckpointDecodeError(path, `${v} is out of range (${min}..2^53-1)`);
-  return v;
-}
-
-function present<T>(value: T | undefined, path: string): T {
-  if (value === undefined) throw new CheckpointDecodeError(path, 'is missing');
-  return value;
-}
-
-const MAX = BigInt(Number.MAX_SAFE_INTEGER);
-
-/** A present int64 within `min`..2^53-1, as a number. */
-function num(value: bigint | undefined, path: string, min = -MAX): number {
-  const v = present(value, path);
-  if (v < min || v > MAX) throw new CheckpointDecodeError(path, `${v} is out of range (${min}..2^53-1)`);
-  return Number(v);
-}
-
-/** Refuses fields this build does not know: a state restored without them could diverge. */
-const known = (msg: Message, path: string) => knownFields(msg, path, (at, problem) => new CheckpointDecodeError(at, problem));
+/** The largest whole number both forms hold exactly: 2^53 - 1. */
+export const MAX = BigInt(Number.MAX_SAFE_INTEGER);

@@ -1,6 +1,6 @@
-// The checks both codecs of the wire (record-wire.ts for log entries, checkpoint-codec.ts for checkpoints)
-// make on the way: the encoder refuses a value it cannot write exactly, the decoder a missing, out-of-range
-// or unknown field, each naming the field by its path.
+// The checks both codecs of the wire make on the way (record-wire.ts for log entries; checkpoint-codec.ts and
+// checkpoint-decode.ts for checkpoints): the encoder refuses a value it cannot write exactly, the decoder a
+// missing, out-of-range or unknown field, each naming the field by its path.
 import type { Message } from '@bufbuild/protobuf';
 import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { TicketSchema } from '../../gen/matchmaker/core/v1/resources_pb.js';

@@ -1,7 +1,7 @@
 // A record of records.ts and its message in log.proto, both ways (record-codec.ts frames them into log
 // entries). Each direction checks what the other relies on: the encoder refuses a value it cannot write
 // exactly, the decoder refuses a missing, out-of-range or unknown field, naming it by its path in the entry
-// (the checks are field-checks.ts, shared with checkpoint-codec.ts).
+// (the checks are field-checks.ts, shared with checkpoint-codec.ts and checkpoint-decode.ts).
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { quote } from '../../errors.js';
 import { RemovalReason, RemovalReasonSchema } from '../../gen/matchmaker/outcomes/v1/outcomes_pb.js';

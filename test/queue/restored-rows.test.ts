@@ -1,7 +1,8 @@
 // A queue restored whole from a snapshot (a replica's checkpoint), then brought up to date by the records
 // after it, builds its pool's rows from the snapshot's list and what those records activated
 // (queue-snapshot.ts withActivated): one row for each ticket then active, in arrival order, as a pool
-// built from the whole state would be. Random runs split anywhere; in process, on the memory store.
+// built from the whole state would be. Random runs split anywhere; in process, on the memory store. Also
+// the local store's part of a restore (commitSnapshot), over several of its slices.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';

@@ -159,13 +159,12 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   const resolvedIds = new IdMap();
   /** A ticket's checks past its fields' own; its path, `pathOf(i)`, is made only for an error (a million tickets). */
   const admit = (bytes: Uint8Array, position: number, ids: IdMap, i: number, pathOf: (i: number) => string): SnapshotTicket => {
-    const path = () => pathOf(i);
-    const ticketId = ticketIdOf(bytes, (problem, cause) => new CheckpointDecodeError(`${path()}.ticket`, problem, { cause }));
+    const ticketId = ticketIdOf(bytes, (problem, cause) => new CheckpointDecodeError(`${pathOf(i)}.ticket`, problem, { cause }));
     if (position >= nextPosition)
-      throw new CheckpointDecodeError(`${path()}.position`, `${position} is not below next_position ${nextPosition}`);
+      throw new CheckpointDecodeError(`${pathOf(i)}.position`, `${position} is not below next_position ${nextPosition}`);
     const idsBefore = ids.size;
     if (ids.set(ticketId, position).size === idsBefore || (ids === resolvedIds && activeIds.has(ticketId)))
-      throw new CheckpointDecodeError(`${path()}.ticket`, `holds ticket id ${quote(ticketId)} a second time`);
+      throw new CheckpointDecodeError(`${pathOf(i)}.ticket`, `holds ticket id ${quote(ticketId)} a second time`);
     return { ticketId, position, ticket: bytes };
   };
   const ticket = (t: { ticket?: Uint8Array; position?: bigint } & Message, ids: IdMap, i: number, pathOf: (i: number) => string) => {

@@ -20,6 +20,7 @@ import { createLogger } from '../src/log.js';
 import { encodeCheckpointInSlices } from '../src/replication/wire/checkpoint-codec.js';
 import { decodeCheckpoint } from '../src/replication/wire/checkpoint-decode.js';
 import { latestCheckpoint, saveCheckpoint } from '../src/replication/jetstream/checkpoint-objects.js';
+import { ticketRunOf, ticketsOf } from '../src/queue/queue-snapshot.js';
 import type { Child } from './child-process.js';
 import { createOneTicket, engineInputPool } from './create-ticket-load.js';
 import type { BenchNatsCluster } from './nats-cluster.js';
@@ -93,19 +94,21 @@ export async function runCatchUp(cluster: BenchNatsCluster, extraTickets: number
     const inputs = engineInputPool(4096, 11, true);
     const createdAt = timestampFromMs(Date.now());
     let position = checkpoint.state.nextPosition;
+    const active = ticketsOf(checkpoint.state.active);
     for (let i = 0; i < extraTickets; i++) {
       const ticketId = randomUUID();
       const ticket = toBinary(
         TicketSchema,
         create(TicketSchema, { id: ticketId, queueId, createdAt, engineInput: inputs[i % inputs.length]! }),
       );
-      checkpoint.state.active.push({ ticketId, position: position++, ticket });
+      active.push({ ticketId, position: position++, ticket });
     }
+    checkpoint.state.active = ticketRunOf(active);
     checkpoint.state.nextPosition = position;
     const bytes = await encodeCheckpointInSlices(checkpoint);
     const prepareMs = performance.now() - prepareStart;
-    const tickets = checkpoint.state.active.length;
-    checkpoint.state.active = [];
+    const tickets = active.length;
+    active.length = 0;
     const saveStart = performance.now();
     await saveCheckpoint(os, queueId, found.seq, bytes);
     const saveMs = performance.now() - saveStart;

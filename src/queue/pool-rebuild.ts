@@ -14,6 +14,7 @@ import { backfillFate, ticketFate } from './admission.js';
 import { createdAtMs, layoutOf, type QueueContext } from './queue-context.js';
 import type { BackfillAt, Eviction, TicketAt } from './records.js';
 import { timeSliced } from './time-slices.js';
+import type { ArrivalOrder } from './queue-snapshot.js';
 
 type TicketEviction = TicketAt & { eviction: Eviction };
 
@@ -52,7 +53,7 @@ export class PoolRebuild {
    * skipped, one that arrives meanwhile goes straight in, and when another rebuild replaces this pool the
    * rest is left to it. With `admit`, each ticket is first checked against the configuration.
    */
-  async fill(tickets: readonly TicketAt[], done: string, admitWanted: boolean): Promise<void> {
+  async fill(tickets: ArrivalOrder, done: string, admitWanted: boolean): Promise<void> {
     const { q } = this;
     // Evictions are a leader's records: a replica that does not act for the queue builds rows only.
     const admit = admitWanted && q.leading;
@@ -71,7 +72,7 @@ export class PoolRebuild {
         tickets.length,
         (i) => {
           if (q.columns.pool !== pool || !q.running) return false;
-          const ticket = tickets[i]!;
+          const ticket = { ticketId: tickets.ticketId(i), position: tickets.position(i) };
           if (q.state.isActiveAt(ticket)) this.insertStored(pool, ticket, admit ? evictions : undefined);
         },
         admit ? commitEvictions : undefined,

@@ -23,7 +23,7 @@ import { PoolColumns } from './pool-columns.js';
 import { PoolRebuild } from './pool-rebuild.js';
 import { PreparedRows } from './prepared-rows.js';
 import { createdAtMs, layoutOf, type QueueContext } from './queue-context.js';
-import { withActivated, type QueueSnapshotData } from './queue-snapshot.js';
+import { inArrivalOrder, withActivated, type ArrivalOrder, type QueueSnapshotData } from './queue-snapshot.js';
 import { QueueState, type Applied } from './queue-state.js';
 import { EmbeddedHistory, isCreate, type HistoryFactory, type QueueApplier, type QueueHistory } from './queue-history.js';
 import type { QueueRecord, RecordOf, TicketAt } from './records.js';
@@ -49,7 +49,7 @@ export class QueueRuntime {
    * `tickets`, the active tickets in arrival order as the restore listed them; `activated`, the tickets
    * records activated since (a replica replays its log after the checkpoint).
    */
-  private rowsToBuild: { done: string; tickets: readonly TicketAt[]; activated: TicketAt[] } | undefined;
+  private rowsToBuild: { done: string; tickets: ArrivalOrder; activated: TicketAt[] } | undefined;
   private readonly columns: PoolColumns;
   /** Ticket bytes whose store commit is still in flight (the store only answers for committed records). */
   private readonly pending = new Map<string, Uint8Array>();
@@ -206,7 +206,11 @@ export class QueueRuntime {
     if (this.rebuild.checksAdmission) void this.rebuild.evictMisfitBackfills();
     this.columns.withPool(() => {
       this.runner.configure(engineParams(config));
-      void this.rebuild.fill(this.queue.activeInArrivalOrder(), 'pool rebuilt for the new configuration', this.rebuild.checksAdmission);
+      void this.rebuild.fill(
+        inArrivalOrder(this.queue.activeInArrivalOrder()),
+        'pool rebuilt for the new configuration',
+        this.rebuild.checksAdmission,
+      );
     });
   }
 
@@ -355,7 +359,7 @@ export class QueueRuntime {
   /** Loads the queue as the store holds it, before the first record is applied. */
   private load(stored: QueueSnapshot): void {
     if (this.lifecycle !== 'starting') throw new Error(`queue ${this.queueId} cannot load its stored state once it runs`);
-    this.rowsToBuild = { done: 'pool restored', tickets: this.queue.restore(stored), activated: [] };
+    this.rowsToBuild = { done: 'pool restored', tickets: inArrivalOrder(this.queue.restore(stored)), activated: [] };
   }
 
   /** The store now answers for these records' new tickets: their bytes need not be kept here any longer. */

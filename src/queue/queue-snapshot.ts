@@ -8,7 +8,7 @@
 import { toBinary } from '@bufbuild/protobuf';
 import { BackfillRequestSchema, type BackfillRequest } from '../gen/matchmaker/core/v1/resources_pb.js';
 import type { IdMap } from '../engine/id-map.js';
-import type { Store, StoreChange, StoredTicket } from '../store/store.js';
+import type { Store, StoreChange, TicketRun } from '../store/store.js';
 import type { TicketAt } from './records.js';
 import type { ResolvedTicket } from './resolved-tickets.js';
 
@@ -31,8 +31,8 @@ export interface SnapshotBackfill {
 }
 
 export interface QueueSnapshotData {
-  /** Active tickets in arrival (position) order. */
-  active: SnapshotTicket[];
+  /** Active tickets in arrival (position) order: a restore's are the checkpoint's columns, not objects. */
+  active: TicketRun;
   /**
    * The same tickets' ids -> positions, when whoever made the data has built that map already (the
    * checkpoint decoder does, to refuse an id held twice): the restored state keeps it rather than build
@@ -49,31 +49,50 @@ export interface QueueSnapshotData {
   nextPosition: number;
 }
 
-/** Tickets a commit of a restored state carries (commitSnapshot). */
+/** Tickets in arrival order, read one at a time (a restore's are columns: TicketRun). */
+export type ArrivalOrder = Pick<TicketRun, 'length' | 'ticketId' | 'position'>;
+
+/** Tickets listed in arrival order, as an ArrivalOrder. */
+export function inArrivalOrder(tickets: readonly TicketAt[]): ArrivalOrder {
+  return {
+    get length() {
+      return tickets.length;
+    },
+    ticketId: (i) => tickets[i]!.ticketId,
+    position: (i) => tickets[i]!.position,
+  };
+}
+
+/** Snapshot tickets listed in arrival order, as a run (a leader's snapshot, tests). */
+export function ticketRunOf(tickets: readonly SnapshotTicket[]): TicketRun {
+  return Object.assign(inArrivalOrder(tickets), { ticket: (i: number) => tickets[i]!.ticket });
+}
+
+/** A run's tickets as a list (tools and tests: a restore keeps the run). */
+export function ticketsOf(run: TicketRun): SnapshotTicket[] {
+  return Array.from({ length: run.length }, (_, i) => ({ ticketId: run.ticketId(i), position: run.position(i), ticket: run.ticket(i) }));
+}
+
+/** Resolved tickets a commit of a restored state carries (commitSnapshot). */
 const RESTORE_SLICE_TICKETS = 10_000;
 
 /**
  * Gives an empty local store the records of a restored state, so it answers `readTicket` for restored
  * tickets (matches and fills read their bytes) and lookups. The store must hold nothing of the queue
- * before: a restore replaces the queue, it does not merge. The changes are made and committed a slice at a
- * time, each once the one before has been applied: made all at once, a million tickets' change records
- * lived long enough for the collector to move each of them to the old generation, only to die there.
+ * before: a restore replaces the queue, it does not merge. The active tickets go in as the run they are;
+ * the resolved ones a slice at a time, each once the one before has been applied: made all at once, a
+ * million change records lived long enough for the collector to move each to the old generation, only to
+ * die there.
  */
 export async function commitSnapshot(store: Pick<Store, 'commit'>, queueId: string, data: QueueSnapshotData): Promise<void> {
-  const tickets = data.active.length + data.resolved.length;
-  for (let from = 0; from < tickets; from += RESTORE_SLICE_TICKETS) {
-    const changes: StoreChange[] = [];
-    for (let i = from; i < Math.min(tickets, from + RESTORE_SLICE_TICKETS); i++) {
-      let ticket: StoredTicket;
-      if (i < data.active.length) {
-        const { ticketId, position, ticket: bytes } = data.active[i]!;
-        ticket = { queueId, ticketId, position, ticket: bytes, state: 'active' };
-      } else {
-        const { ticketId, position, ticket: bytes, matchId, resolvedAtMs } = data.resolved[i - data.active.length]!;
-        ticket = { queueId, ticketId, position, ticket: bytes, state: 'resolved', matchId, resolvedAtMs };
-      }
-      changes.push({ type: 'ticket.put', ticket });
-    }
+  await store.commit([{ type: 'tickets.put', queueId, run: data.active }]);
+  for (let from = 0; from < data.resolved.length; from += RESTORE_SLICE_TICKETS) {
+    const changes = data.resolved.slice(from, from + RESTORE_SLICE_TICKETS).map(
+      ({ ticketId, position, ticket, matchId, resolvedAtMs }): StoreChange => ({
+        type: 'ticket.put',
+        ticket: { queueId, ticketId, position, ticket, state: 'resolved', matchId, resolvedAtMs },
+      }),
+    );
     await store.commit(changes);
   }
   const backfills = data.backfills.map(
@@ -111,8 +130,9 @@ export function snapshotFrame(source: SnapshotSource): { data: QueueSnapshotData
     resolvedIds.push(ticketId);
     resolvedRecords.push(record);
   });
+  const active = new Array<SnapshotTicket>(ids.length);
   const data: QueueSnapshotData = {
-    active: new Array<SnapshotTicket>(ids.length),
+    active: ticketRunOf(active),
     resolved: new Array<SnapshotResolvedTicket>(resolvedIds.length),
     backfills: source.backfills,
     nextBackfillVersion: source.nextBackfillVersion,
@@ -122,7 +142,7 @@ export function snapshotFrame(source: SnapshotSource): { data: QueueSnapshotData
     if (i < ids.length) {
       const k = order[i]!;
       const [ticketId, position] = [ids[k]!, positions[k]!];
-      data.active[i] = { ticketId, position, ticket: source.readTicket(ticketId, position) };
+      active[i] = { ticketId, position, ticket: source.readTicket(ticketId, position) };
     } else {
       const r = i - ids.length;
       const [ticketId, { position, matchId, resolvedAtMs }] = [resolvedIds[r]!, resolvedRecords[r]!];
@@ -171,16 +191,32 @@ function byPosition(positions: readonly number[]): Uint32Array {
  * after it (`activated`, in apply order: new tickets, and reactivated ones back at their old positions),
  * merged by position, each position once. Some may have left since: the caller checks each one. Listing
  * the state's whole map instead turned every id back into a string and sorted a million positions again.
+ * The merge is a list of indices (`from` says whose), so a restore's columns stay columns.
  */
-export function withActivated(restored: readonly TicketAt[], activated: readonly TicketAt[]): readonly TicketAt[] {
+export function withActivated(restored: ArrivalOrder, activated: readonly TicketAt[]): ArrivalOrder {
   if (activated.length === 0) return restored;
   const later = [...activated].sort((a, b) => a.position - b.position);
-  const merged: TicketAt[] = [];
+  const index = new Uint32Array(restored.length + later.length);
+  /** 1 where the merged ticket is one of `later`. */
+  const from = new Uint8Array(index.length);
+  let n = 0;
+  let lastPosition = Number.NaN;
   let i = 0;
   let j = 0;
   while (i < restored.length || j < later.length) {
-    const next = j === later.length || (i < restored.length && restored[i]!.position <= later[j]!.position) ? restored[i++]! : later[j++]!;
-    if (merged.length === 0 || merged[merged.length - 1]!.position !== next.position) merged.push(next);
+    const fromRestored = j === later.length || (i < restored.length && restored.position(i) <= later[j]!.position);
+    const position = fromRestored ? restored.position(i) : later[j]!.position;
+    if (position !== lastPosition) {
+      index[n] = fromRestored ? i : j;
+      from[n++] = fromRestored ? 0 : 1;
+      lastPosition = position;
+    }
+    if (fromRestored) i++;
+    else j++;
   }
-  return merged;
+  return {
+    length: n,
+    ticketId: (k) => (from[k] === 0 ? restored.ticketId(index[k]!) : later[index[k]!]!.ticketId),
+    position: (k) => (from[k] === 0 ? restored.position(index[k]!) : later[index[k]!]!.position),
+  };
 }

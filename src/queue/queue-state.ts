@@ -121,8 +121,9 @@ export class QueueState {
   static fromSnapshot(queueId: string, readTicket: TicketReader, data: QueueSnapshotData): QueueState {
     const state = new QueueState(queueId, readTicket, data.activeIds);
     if (!data.activeIds) {
-      state.active.reserve(data.active.length);
-      for (const t of data.active) state.active.set(t.ticketId, t.position);
+      const { active } = data;
+      state.active.reserve(active.length);
+      for (let i = 0; i < active.length; i++) state.active.set(active.ticketId(i), active.position(i));
     }
     for (const t of data.resolved) {
       state.resolved.set(t.ticketId, { position: t.position, matchId: t.matchId, resolvedAtMs: t.resolvedAtMs });

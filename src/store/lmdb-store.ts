@@ -182,6 +182,15 @@ export class LmdbStore implements Store {
         if (ticket.state === 'active') return written;
         return both(written, this.resolutions.put(ticketKey(ticket), encodeResolution(ticket.matchId ?? '', ticket.resolvedAtMs ?? 0)));
       }
+      case 'tickets.put': {
+        const { queueId, run } = change;
+        const written: Promise<unknown>[] = [];
+        for (let i = 0; i < run.length; i++) {
+          const ticket = { queueId, ticketId: run.ticketId(i), position: run.position(i) };
+          written.push(this.tickets.put(ticketKey(ticket), encodeTicketRecord(ticket.ticketId, run.ticket(i))));
+        }
+        return Promise.all(written);
+      }
       case 'ticket.resolve':
         return this.resolutions.put(ticketKey(change.ref), encodeResolution(change.matchId, change.resolvedAtMs));
       case 'ticket.reactivate':

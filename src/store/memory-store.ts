@@ -9,6 +9,7 @@ import { fromBinary } from '@bufbuild/protobuf';
 import { OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { type EncodedOutcome, withProducer } from './outcome-record.js';
 import { SequenceIndex } from './sequence-index.js';
+import { TicketRecords } from './ticket-records.js';
 import type {
   OutboxSnapshot,
   OutboxStore,
@@ -24,7 +25,7 @@ import type {
 
 interface QueueRecords {
   /** position -> ticket (with its resolution, if any). */
-  tickets: Map<number, StoredTicket>;
+  tickets: TicketRecords;
   backfills: Map<string, StoredBackfill>;
   /** This queue's outcome sequences, ascending. */
   outcomes: SequenceIndex;
@@ -117,7 +118,8 @@ export class MemoryStore implements OutboxStore {
 
   private queue(queueId: string): QueueRecords {
     let records = this.queues.get(queueId);
-    if (!records) this.queues.set(queueId, (records = { tickets: new Map(), backfills: new Map(), outcomes: new SequenceIndex() }));
+    if (!records)
+      this.queues.set(queueId, (records = { tickets: new TicketRecords(queueId), backfills: new Map(), outcomes: new SequenceIndex() }));
     return records;
   }
 
@@ -126,13 +128,15 @@ export class MemoryStore implements OutboxStore {
       // A put record is kept as it is (a restore puts a million: a copy each was most of its time here), so
       // a change makes a new record rather than change one a caller may still hold.
       case 'ticket.put':
-        this.queue(change.ticket.queueId).tickets.set(change.ticket.position, change.ticket);
+        this.queue(change.ticket.queueId).tickets.set(change.ticket);
+        return;
+      case 'tickets.put':
+        this.queue(change.queueId).tickets.putRun(change.run);
         return;
       case 'ticket.resolve': {
         const tickets = this.queue(change.ref.queueId).tickets;
         const ticket = tickets.get(change.ref.position);
-        if (ticket)
-          tickets.set(change.ref.position, { ...ticket, state: 'resolved', matchId: change.matchId, resolvedAtMs: change.resolvedAtMs });
+        if (ticket) tickets.set({ ...ticket, state: 'resolved', matchId: change.matchId, resolvedAtMs: change.resolvedAtMs });
         return;
       }
       case 'ticket.reactivate': {
@@ -140,7 +144,7 @@ export class MemoryStore implements OutboxStore {
         const ticket = tickets.get(change.ref.position);
         if (ticket) {
           const { matchId: _match, resolvedAtMs: _at, ...rest } = ticket;
-          tickets.set(change.ref.position, { ...rest, state: 'active' });
+          tickets.set({ ...rest, state: 'active' });
         }
         return;
       }

@@ -117,6 +117,7 @@ function queueOf(change: StoreChange): string | undefined {
       return change.ref.queueId;
     case 'outcome.record':
       return change.outcome.queueId;
+    case 'tickets.put':
     case 'backfill.delete':
     case 'outcome.delete':
     case 'delivery.advance':

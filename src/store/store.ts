@@ -24,6 +24,19 @@ export interface StoredTicket {
   resolvedAtMs?: number;
 }
 
+/**
+ * Active tickets of one queue in ascending position, read one at a time: a replica's restore hands its
+ * store a million of them as the checkpoint's columns (replication/wire/checkpoint-decode.ts), not as a
+ * million records. A store keeps the run as given and reads a ticket from it only when asked.
+ */
+export interface TicketRun {
+  readonly length: number;
+  position(i: number): number;
+  ticketId(i: number): string;
+  /** Binary matchmaker.core.v1.Ticket. */
+  ticket(i: number): Uint8Array;
+}
+
 /** A stored ticket without its bytes (read with `readTicket` when needed). */
 export type StoredTicketState = Omit<StoredTicket, 'ticket'>;
 
@@ -44,6 +57,8 @@ export interface StoredBackfill {
 export type StoreChange =
   /** A new active ticket (or one written back whole). */
   | { type: 'ticket.put'; ticket: StoredTicket }
+  /** Active tickets at once, none of them stored before (a restore). */
+  | { type: 'tickets.put'; queueId: string; run: TicketRun }
   /** The ticket went into a committed match; its Ticket bytes stay as they were. */
   | { type: 'ticket.resolve'; ref: TicketRef; matchId: string; resolvedAtMs: number }
   /** A resolved ticket is back in the pool. */

@@ -10,7 +10,7 @@ import { queueFileSchema } from '../../src/config/queue-config.js';
 import { createLogger } from '../../src/log.js';
 import type { QueueApplier, QueueHistory } from '../../src/queue/queue-history.js';
 import { QueueRuntime } from '../../src/queue/queue-runtime.js';
-import { commitSnapshot, withActivated, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
+import { commitSnapshot, inArrivalOrder, ticketRunOf, withActivated, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
 import type { QueueRecord, TicketAt } from '../../src/queue/records.js';
 import type { TicketPool } from '../../src/engine/ticket-pool.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
@@ -95,7 +95,7 @@ describe('commitSnapshot', () => {
   it('gives the store every ticket of the snapshot, active and resolved, across its slices', async () => {
     const bytesOf = (position: number) => new Uint8Array([position & 255, position >> 8]);
     const active = Array.from({ length: 25_003 }, (_, i) => ({ ticketId: `a${i}`, position: 2 * i + 1, ticket: bytesOf(2 * i + 1) }));
-    const resolved = Array.from({ length: 7 }, (_, i) => ({
+    const resolved = Array.from({ length: 10_007 }, (_, i) => ({
       ticketId: `r${i}`,
       position: 2 * i + 2,
       ticket: bytesOf(2 * i + 2),
@@ -103,7 +103,13 @@ describe('commitSnapshot', () => {
       resolvedAtMs: i,
     }));
     const store = new MemoryStore({ producerId: 'p' });
-    await commitSnapshot(store, QUEUE, { active, resolved, backfills: [], nextBackfillVersion: 1, nextPosition: 60_000 });
+    await commitSnapshot(store, QUEUE, {
+      active: ticketRunOf(active),
+      resolved,
+      backfills: [],
+      nextBackfillVersion: 1,
+      nextPosition: 60_000,
+    });
     const { tickets } = store.loadQueue(QUEUE);
     expect(tickets).toEqual(
       [
@@ -124,8 +130,10 @@ describe('withActivated', () => {
         fc.array(fc.integer({ min: 1, max: 300 }), { maxLength: 40 }),
         (restored, activated) => {
           const restoredList = [...restored].sort((a, b) => a - b).map(at);
-          const merged = withActivated(restoredList, activated.map(at)).map((t) => t.position);
-          expect(merged).toEqual([...new Set([...restored, ...activated])].sort((a, b) => a - b));
+          const order = withActivated(inArrivalOrder(restoredList), activated.map(at));
+          const merged = Array.from({ length: order.length }, (_, k) => ({ ticketId: order.ticketId(k), position: order.position(k) }));
+          expect(merged.map((t) => t.ticketId)).toEqual(merged.map((t) => `t${t.position}`));
+          expect(merged.map((t) => t.position)).toEqual([...new Set([...restored, ...activated])].sort((a, b) => a - b));
         },
       ),
     );

@@ -20,9 +20,9 @@ import {
 } from '../../src/replication/wire/checkpoint-codec.js';
 import { decodeCheckpoint } from '../../src/replication/wire/checkpoint-decode.js';
 import { QueueState } from '../../src/queue/queue-state.js';
-import { commitSnapshot, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
+import { commitSnapshot, ticketRunOf, ticketsOf, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
 import type { QueueRecord } from '../../src/queue/records.js';
-import { activeTicketAt } from '../../src/replication/wire/wire-walk.js';
+import { activeTicketAt, type ActiveTicketParts } from '../../src/replication/wire/wire-walk.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { applyRecord, opArb, QUEUE, run, type Op, type Run } from '../support/queue-records.js';
 
@@ -37,7 +37,7 @@ const appliedBytes = (applied: Run['applied']) =>
 const stateOf = (state: QueueState) => {
   const data = state.snapshot();
   return {
-    active: data.active.map(({ ticketId, position }) => ({ ticketId, position })),
+    active: ticketsOf(data.active).map(({ ticketId, position }) => ({ ticketId, position })),
     resolved: data.resolved.map(({ ticket: _bytes, ...rest }) => rest),
     backfills: data.backfills.map((b) => ({ id: b.request.id, matchId: b.request.matchId, version: b.version })),
     nextBackfillVersion: data.nextBackfillVersion,
@@ -110,7 +110,7 @@ describe('a queue snapshot', () => {
       'the next position (taken as after the highest held, as a store restore does)',
       (d) => ({
         ...d,
-        nextPosition: 1 + Math.max(0, ...d.active.map((t) => t.position), ...d.resolved.map((t) => t.position)),
+        nextPosition: 1 + Math.max(0, ...ticketsOf(d.active).map((t) => t.position), ...d.resolved.map((t) => t.position)),
       }),
     ],
     ['the posting versions (renumbered)', (d) => ({ ...d, backfills: d.backfills.map((b, i) => ({ ...b, version: i + 1 })) })],
@@ -135,11 +135,15 @@ const comparable = (c: Checkpoint) => {
   const { activeIds, ...state } = c.state;
   if (activeIds) {
     expect(activeIds.size).toBe(state.active.length);
-    for (const t of state.active) expect(activeIds.get(t.ticketId)).toBe(t.position);
+    for (const t of ticketsOf(state.active)) expect(activeIds.get(t.ticketId)).toBe(t.position);
   }
   return {
     ...c,
-    state: { ...state, backfills: state.backfills.map((b) => ({ ...b, request: toBinary(BackfillRequestSchema, b.request) })) },
+    state: {
+      ...state,
+      active: ticketsOf(state.active),
+      backfills: state.backfills.map((b) => ({ ...b, request: toBinary(BackfillRequestSchema, b.request) })),
+    },
   };
 };
 
@@ -348,7 +352,10 @@ describe('the checkpoint codec', () => {
 
   it('refuses to write what it could not give back', async () => {
     const checkpoint = await checkpointOf([{ op: 'create', id: 0 }]);
-    const wrongId = { ...checkpoint, state: { ...checkpoint.state, active: [{ ...checkpoint.state.active[0]!, ticketId: 'x' }] } };
+    const wrongId = {
+      ...checkpoint,
+      state: { ...checkpoint.state, active: ticketRunOf([{ ...ticketsOf(checkpoint.state.active)[0]!, ticketId: 'x' }]) },
+    };
     const fractional = { ...checkpoint, appliedSeq: 1.5 };
     for (const [bad, field] of [
       [wrongId, 'state.active[0].ticket'],
@@ -385,7 +392,10 @@ describe('the checkpoint codec', () => {
         // Read where it sits inside a larger buffer, between bytes that would carry a varint on past its end.
         const padded = new Uint8Array(bytes.length + 6).fill(0xff);
         padded.set(bytes, 3);
-        const quick = activeTicketAt(padded, 3, 3 + bytes.length);
+        const parts: ActiveTicketParts = { ticketStart: 0, ticketEnd: 0, position: 0 };
+        const quick = activeTicketAt(padded, 3, 3 + bytes.length, parts)
+          ? { ticket: padded.subarray(parts.ticketStart, parts.ticketEnd), position: parts.position }
+          : undefined;
         let whole: ReturnType<typeof fromBinary<typeof ActiveTicketSchema>>;
         try {
           whole = fromBinary(ActiveTicketSchema, bytes);

@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BackfillRequestSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
 import { OutcomeSchema } from '../../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { createLogger } from '../../src/log.js';
-import type { QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
+import { ticketsOf, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
 import { CheckpointSchedule } from '../../src/replication/queue-checkpoints.js';
 import { ReplicatedHistory } from '../../src/replication/replicated-history.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
@@ -131,7 +131,7 @@ async function eventually(what: string, done: () => Promise<boolean>, timeoutMs 
 function stateOf(replica: Replica) {
   const data = (replica.runtime as unknown as { queue: { snapshot(): QueueSnapshotData } }).queue.snapshot();
   return {
-    active: data.active.map((t) => [t.ticketId, t.position, [...t.ticket]]),
+    active: ticketsOf(data.active).map((t) => [t.ticketId, t.position, [...t.ticket]]),
     resolved: data.resolved.map((t) => [t.ticketId, t.position, t.matchId, t.resolvedAtMs, [...t.ticket]]),
     backfills: data.backfills.map((b) => [toBinary(BackfillRequestSchema, b.request), b.version]),
     nextPosition: data.nextPosition,

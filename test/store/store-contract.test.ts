@@ -8,6 +8,7 @@ import { encodeOutcome } from '../../src/outcomes/outcome-encoding.js';
 import { stampOf, ticketsRemoved } from '../../src/outcomes/outcome-factory.js';
 import { LmdbStore } from '../../src/store/lmdb-store.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import { ticketRunOf } from '../../src/queue/queue-snapshot.js';
 import type { Store, StoreChange, TicketRef } from '../../src/store/store.js';
 import { uuid } from '../support/fixtures.js';
 import { removeDirs, tempDir } from '../support/service.js';
@@ -80,6 +81,46 @@ describe.each(backends)('Store contract: $name', (backend) => {
     expect(puts).toEqual(asPut);
     expect([...store.loadQueue('q').tickets].map((t) => t.ticketId)).toEqual([refs[2]!.ticketId, refs[0]!.ticketId]);
     expect(store.loadQueue('other').backfills).toEqual([]);
+  });
+
+  it('takes a run of active tickets at once, and changes each of them as if it had been put alone', async () => {
+    const store = open();
+    const listed = [2, 5, 9, 14].map((position) => ({ ticketId: uuid(), position, ticket: ticketBytes(`${position}`) }));
+    const run = ticketRunOf(listed);
+    const [a, b, c, d] = listed.map(({ ticketId, position }) => ({ queueId: 'q', ticketId, position }));
+    await store.commit([{ type: 'tickets.put', queueId: 'q', run }, put({ queueId: 'q', ticketId: uuid(), position: 20 })]);
+    expect(store.storedQueueIds()).toEqual(['q']);
+    expect([...store.loadQueue('q').tickets].map((t) => [t.position, t.state])).toEqual([
+      [2, 'active'],
+      [5, 'active'],
+      [9, 'active'],
+      [14, 'active'],
+      [20, 'active'],
+    ]);
+    expect(store.readTicket(b!)).toMatchObject({ queueId: 'q', ticketId: b!.ticketId, position: 5, state: 'active' });
+    expect([...store.readTicket(b!)!.ticket]).toEqual([...listed[1]!.ticket]);
+    expect(store.readTicket({ queueId: 'q', ticketId: 'none', position: 3 })).toBeUndefined();
+
+    await store.commit([
+      { type: 'ticket.resolve', ref: a!, matchId: 'm-1', resolvedAtMs: 7 },
+      { type: 'ticket.delete', ref: c! },
+      { type: 'ticket.resolve', ref: d!, matchId: 'm-2', resolvedAtMs: 8 },
+    ]);
+    await store.commit([{ type: 'ticket.reactivate', ref: d! }]);
+    expect(store.readTicket(a!)).toMatchObject({ state: 'resolved', matchId: 'm-1', resolvedAtMs: 7 });
+    expect([...store.readTicket(a!)!.ticket]).toEqual([...listed[0]!.ticket]);
+    expect(store.readTicket(c!)).toBeUndefined();
+    expect(store.readTicket(d!)).toMatchObject({ state: 'active' });
+    expect([...store.loadQueue('q').tickets].map((t) => [t.position, t.state])).toEqual([
+      [2, 'resolved'],
+      [5, 'active'],
+      [14, 'active'],
+      [20, 'active'],
+    ]);
+    for (const ref of [a!, b!, d!]) await store.commit([{ type: 'ticket.delete', ref }]);
+    await store.commit([{ type: 'ticket.delete', ref: { queueId: 'q', ticketId: '', position: 20 } }]);
+    expect([...store.loadQueue('q').tickets]).toEqual([]);
+    expect(store.storedQueueIds()).toEqual([]);
   });
 
   it('shows a commit only once it has settled, and applies commits in call order', async () => {

@@ -6,6 +6,7 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import fc from 'fast-check';
 import { BackfillRequestSchema, TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
 import { OutcomeSchema, RemovalReason } from '../../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { ticketsOf, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
 import { QueueState, type Applied } from '../../src/queue/queue-state.js';
 import type { QueueRecord, TicketAt } from '../../src/queue/records.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
@@ -13,6 +14,9 @@ import type { StoreChange } from '../../src/store/store.js';
 import { engineInput } from './fixtures.js';
 
 export const QUEUE = 'state.q';
+
+/** Snapshot data with its active tickets listed, to compare (a run reads its tickets through functions). */
+export const listed = (data: QueueSnapshotData) => ({ ...data, active: ticketsOf(data.active) });
 const IDS = Array.from({ length: 6 }, (_, i) => `00000000-0000-4000-8000-00000000000${i}`);
 const MATCHES = Array.from({ length: 4 }, (_, i) => `10000000-0000-4000-8000-00000000000${i}`);
 const INPUT = engineInput({ players: [{ playerId: 'p', mmr: 0.5 }] });

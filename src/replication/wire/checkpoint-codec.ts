@@ -109,9 +109,13 @@ function* checkpointParts(checkpoint: Checkpoint, sliceSize: number): Generator<
       nextBackfillVersion: whole(state.nextBackfillVersion, 'state.next_backfill_version', 1),
     }),
   ];
-  for (let at = 0; at < state.active.length; at += sliceSize) {
-    const slice = state.active.slice(at, at + sliceSize);
-    parts.push(stateBytes({ active: slice.map((t, i) => ticket(t, `state.active[${at + i}]`)) }));
+  const { active } = state;
+  for (let at = 0; at < active.length; at += sliceSize) {
+    const slice: ReturnType<typeof ticket>[] = [];
+    for (let i = at; i < Math.min(active.length, at + sliceSize); i++) {
+      slice.push(ticket({ ticketId: active.ticketId(i), position: active.position(i), ticket: active.ticket(i) }, `state.active[${i}]`));
+    }
+    parts.push(stateBytes({ active: slice }));
     yield;
   }
   for (let at = 0; at < state.resolved.length; at += sliceSize) {

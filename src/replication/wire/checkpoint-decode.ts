@@ -16,10 +16,11 @@ import {
   type QueueStateSnapshot,
 } from '../../gen/matchmaker/replication/v1/checkpoint_pb.js';
 import type { OutboxSnapshot } from '../../store/store.js';
-import type { SnapshotBackfill, SnapshotResolvedTicket, SnapshotTicket } from '../../queue/queue-snapshot.js';
+import type { SnapshotBackfill, SnapshotResolvedTicket } from '../../queue/queue-snapshot.js';
 import { type Checkpoint, CheckpointDecodeError, joined, MAX, STATE_FIELD } from './checkpoint-codec.js';
-import { copy, known as knownFields, ticketIdOf } from './field-checks.js';
-import { activeTicketAt } from './wire-walk.js';
+import { CheckpointTickets } from './checkpoint-tickets.js';
+import { copy, known as knownFields, ticketIdIn, ticketIdOf } from './field-checks.js';
+import { activeTicketAt, type ActiveTicketParts } from './wire-walk.js';
 
 /** Decodes a checkpoint at once; with `queueId`, also refuses one of another queue. */
 export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoint {
@@ -86,16 +87,16 @@ function payloads(bytes: Uint8Array, spans: readonly number[]): Uint8Array[] {
   return views;
 }
 
-/** Whether an active ticket holds `position` (the active tickets ascend by position). */
-function heldByActive(active: readonly SnapshotTicket[], position: number): boolean {
+/** Whether an active ticket holds `position` (the active tickets' positions ascend). */
+function heldByActive(positions: Float64Array, position: number): boolean {
   let lo = 0;
-  let hi = active.length;
+  let hi = positions.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (active[mid]!.position < position) lo = mid + 1;
+    if (positions[mid]! < position) lo = mid + 1;
     else hi = mid;
   }
-  return lo < active.length && active[lo]!.position === position;
+  return lo < positions.length && positions[lo]! === position;
 }
 
 /** Several occurrences of one embedded message field merge, as their concatenation decodes. */
@@ -155,45 +156,63 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   // one the restored state keeps (QueueSnapshotData.activeIds), so it is built once.
   const activeIds = new IdMap();
   const activeSpans = split.apart.get(ACTIVE_FIELD)!;
-  activeIds.reserve(activeSpans.length / 2);
+  const activeCount = activeSpans.length / 2;
+  activeIds.reserve(activeCount);
   const resolvedIds = new IdMap();
   /** A ticket's checks past its fields' own; its path, `pathOf(i)`, is made only for an error (a million tickets). */
-  const admit = (bytes: Uint8Array, position: number, ids: IdMap, i: number, pathOf: (i: number) => string): SnapshotTicket => {
-    const ticketId = ticketIdOf(bytes, (problem, cause) => new CheckpointDecodeError(`${pathOf(i)}.ticket`, problem, { cause }));
+  const admit = (ticketId: string, position: number, ids: IdMap, i: number, pathOf: (i: number) => string): void => {
     if (position >= nextPosition)
       throw new CheckpointDecodeError(`${pathOf(i)}.position`, `${position} is not below next_position ${nextPosition}`);
     const idsBefore = ids.size;
     if (ids.set(ticketId, position).size === idsBefore || (ids === resolvedIds && activeIds.has(ticketId)))
       throw new CheckpointDecodeError(`${pathOf(i)}.ticket`, `holds ticket id ${quote(ticketId)} a second time`);
-    return { ticketId, position, ticket: bytes };
   };
+  const idFailure = (path: string) => (problem: string, cause?: unknown) => new CheckpointDecodeError(`${path}.ticket`, problem, { cause });
+  /** A ticket read by its schema: its bytes and position, checked. */
   const ticket = (t: { ticket?: Uint8Array; position?: bigint } & Message, ids: IdMap, i: number, pathOf: (i: number) => string) => {
     const path = pathOf(i);
     known(t, path);
     // A view, not a copy: a million small copies cost more than the whole decode, and the restored tickets
     // keep the checkpoint's buffer alive only until the last of them leaves the queue.
-    return admit(present(t.ticket, `${path}.ticket`), num(t.position, `${path}.position`, 1n), ids, i, pathOf);
+    const bytes = present(t.ticket, `${path}.ticket`);
+    const position = num(t.position, `${path}.position`, 1n);
+    const ticketId = ticketIdOf(bytes, idFailure(path));
+    admit(ticketId, position, ids, i, pathOf);
+    return { ticketId, position, ticket: bytes };
   };
   const heldTwice = (path: string, position: number) =>
     new CheckpointDecodeError(`${path}.position`, `${position} is held by another ticket`);
 
-  // The active tickets come in arrival order, so a position held twice among them is the one before.
+  // The active tickets come in arrival order, so a position held twice among them is the one before. They
+  // are kept as columns (checkpoint-tickets.ts): offsets into the state's bytes, not a view each.
   let last = 0;
-  const active: SnapshotTicket[] = [];
+  const positions = new Float64Array(activeCount);
+  const spans = new Uint32Array(2 * activeCount);
+  const unusual = new Map<number, Uint8Array>();
+  const parts: ActiveTicketParts = { ticketStart: 0, ticketEnd: 0, position: 0 };
   const activePath = (i: number) => `state.active[${i}]`;
-  for (let i = 0; i < activeSpans.length / 2; i++) {
+  for (let i = 0; i < activeCount; i++) {
     const [start, end] = [activeSpans[2 * i]!, activeSpans[2 * i + 1]!];
+    let position: number;
     // The encoder's shape read straight from the bytes (wire-walk.ts), anything else by the schema.
-    const fields = activeTicketAt(stateBytes!, start, end);
-    const at = fields
-      ? admit(fields.ticket, fields.position, activeIds, i, activePath)
-      : ticket(element(ActiveTicketSchema, stateBytes!.subarray(start, end)), activeIds, i, activePath);
-    if (at.position === last) throw heldTwice(activePath(i), at.position);
-    if (at.position < last) throw new CheckpointDecodeError(`${activePath(i)}.position`, `${at.position} is out of arrival order`);
-    last = at.position;
-    active.push(at);
+    if (activeTicketAt(stateBytes!, start, end, parts)) {
+      position = parts.position;
+      const ticketId = ticketIdIn(stateBytes!, parts.ticketStart, parts.ticketEnd, idFailure(activePath(i)));
+      admit(ticketId, position, activeIds, i, activePath);
+      spans[2 * i] = parts.ticketStart;
+      spans[2 * i + 1] = parts.ticketEnd;
+    } else {
+      const read = ticket(element(ActiveTicketSchema, stateBytes!.subarray(start, end)), activeIds, i, activePath);
+      position = read.position;
+      unusual.set(i, read.ticket);
+    }
+    if (position === last) throw heldTwice(activePath(i), position);
+    if (position < last) throw new CheckpointDecodeError(`${activePath(i)}.position`, `${position} is out of arrival order`);
+    last = position;
+    positions[i] = position;
     if ((i + 1) % sliceSize === 0) yield;
   }
+  const active = new CheckpointTickets(stateBytes!, positions, spans, unusual);
   const resolvedPositions = new Set<number>();
   const resolved: SnapshotResolvedTicket[] = [];
   const resolvedPath = (i: number) => `state.resolved[${i}]`;
@@ -201,7 +220,7 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
     const p = resolvedPath(i);
     const t = element(ResolvedTicketSchema, raw);
     const at = ticket(t, resolvedIds, i, resolvedPath);
-    if (resolvedPositions.has(at.position) || heldByActive(active, at.position)) throw heldTwice(p, at.position);
+    if (resolvedPositions.has(at.position) || heldByActive(positions, at.position)) throw heldTwice(p, at.position);
     resolvedPositions.add(at.position);
     resolved.push({ ...at, matchId: present(t.matchId, `${p}.match_id`), resolvedAtMs: num(t.resolvedAtMs, `${p}.resolved_at_ms`) });
     if ((i + 1) % sliceSize === 0) yield;

@@ -103,5 +103,10 @@ export function ticketIdOf(ticket: Uint8Array, fail: (problem: string, cause?: u
   return id;
 }
 
+/** ticketIdOf the Ticket in `bytes[start, end)`, making no view of it for the usual shape. */
+export function ticketIdIn(bytes: Uint8Array, start: number, end: number, fail: (problem: string, cause?: unknown) => Error): string {
+  return asciiTicketId(bytes, start, end) ?? ticketIdOf(bytes.subarray(start, end), fail);
+}
+
 /** Decoded bytes are views of the message's buffer: a copy keeps a record from pinning the whole entry. */
 export const copy = (bytes: Uint8Array): Uint8Array => new Uint8Array(bytes);

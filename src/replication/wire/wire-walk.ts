@@ -57,51 +57,61 @@ function skip(b: Uint8Array, end: number, wireType: number): boolean {
 }
 
 /**
- * Ticket.id (field 1; the last occurrence wins) when every field of `ticket` walks cleanly and the id is
- * ASCII and not empty; otherwise undefined.
+ * Ticket.id (field 1; the last occurrence wins) of the Ticket in `bytes[start, end)` when every field walks
+ * cleanly and the id is ASCII and not empty; otherwise undefined.
  */
-export function asciiTicketId(ticket: Uint8Array): string | undefined {
-  const end = ticket.length;
+export function asciiTicketId(bytes: Uint8Array, start = 0, end = bytes.length): string | undefined {
   let idStart = 0;
   let idEnd = 0;
-  cursor.at = 0;
+  cursor.at = start;
   while (cursor.at < end) {
     // Tags of up to three bytes: field numbers below 2^18.
-    if (!varint(ticket, end, 3)) return undefined;
+    if (!varint(bytes, end, 3)) return undefined;
     const field = cursor.value >>> 3;
     const wireType = cursor.value & 7;
     if (field === 0) return undefined;
     if (field === 1) {
-      if (wireType !== 2 || !varint(ticket, end, 4)) return undefined;
+      if (wireType !== 2 || !varint(bytes, end, 4)) return undefined;
       idStart = cursor.at;
       idEnd = cursor.at + cursor.value;
       if (idEnd > end) return undefined;
       cursor.at = idEnd;
-    } else if (!skip(ticket, end, wireType)) return undefined;
+    } else if (!skip(bytes, end, wireType)) return undefined;
   }
   if (idEnd === idStart) return undefined;
-  for (let i = idStart; i < idEnd; i++) if (ticket[i]! >= 0x80) return undefined;
-  return latin1Slice.call(ticket, idStart, idEnd);
+  for (let i = idStart; i < idEnd; i++) if (bytes[i]! >= 0x80) return undefined;
+  return latin1Slice.call(bytes, idStart, idEnd);
 }
 
 /** ActiveTicket's tags as the encoder writes them: `ticket` (1, length-delimited), `position` (2, varint). */
 const TICKET_TAG = (1 << 3) | 2;
 const POSITION_TAG = (2 << 3) | 0;
 
+/** Where activeTicketAt found an ActiveTicket's parts. */
+export interface ActiveTicketParts {
+  /** The Ticket's bytes: `bytes[ticketStart, ticketEnd)`. */
+  ticketStart: number;
+  ticketEnd: number;
+  position: number;
+}
+
 /**
- * An ActiveTicket read from `bytes[start, end)` when it has exactly the shape the encoder writes: its
- * ticket, then its position as a varint from 1 to 2^53-1, each once, nothing else. The ticket is a view of
- * `bytes`. Anything else answers undefined.
+ * Reads the ActiveTicket in `bytes[start, end)` into `parts` when it has exactly the shape the encoder
+ * writes: its ticket, then its position as a varint from 1 to 2^53-1, each once, nothing else. Answers
+ * false for anything else. Offsets, not a view: a million views were garbage for the collector.
  */
-export function activeTicketAt(bytes: Uint8Array, start: number, end: number): { ticket: Uint8Array; position: number } | undefined {
+export function activeTicketAt(bytes: Uint8Array, start: number, end: number, parts: ActiveTicketParts): boolean {
   cursor.at = start;
-  if (start >= end || bytes[cursor.at++] !== TICKET_TAG || !varint(bytes, end, 4)) return undefined;
+  if (start >= end || bytes[cursor.at++] !== TICKET_TAG || !varint(bytes, end, 4)) return false;
   const ticketStart = cursor.at;
   const ticketEnd = cursor.at + cursor.value;
-  if (ticketEnd >= end) return undefined;
+  if (ticketEnd >= end) return false;
   cursor.at = ticketEnd;
-  if (bytes[cursor.at++] !== POSITION_TAG || !varint(bytes, end, 8)) return undefined;
+  if (bytes[cursor.at++] !== POSITION_TAG || !varint(bytes, end, 8)) return false;
   const position = cursor.value;
-  if (cursor.at !== end || position < 1 || position > Number.MAX_SAFE_INTEGER) return undefined;
-  return { ticket: bytes.subarray(ticketStart, ticketEnd), position };
+  if (cursor.at !== end || position < 1 || position > Number.MAX_SAFE_INTEGER) return false;
+  parts.ticketStart = ticketStart;
+  parts.ticketEnd = ticketEnd;
+  parts.position = position;
+  return true;
 }

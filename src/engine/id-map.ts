@@ -73,6 +73,31 @@ function packWords(key: string): boolean {
   return true;
 }
 
+/** The byte whose two hex digits are `bytes[i]` and `bytes[i + 1]`; negative when either is not a lowercase hex digit. */
+function byteIn(bytes: Uint8Array, i: number): number {
+  return (HEX_VALUE[bytes[i]!]! << 4) | HEX_VALUE[bytes[i + 1]!]!;
+}
+
+/**
+ * `packWords` of the ASCII key in `bytes[start, end)`, read from its bytes: a restore puts a million ids
+ * into a map without making a string of each. Forgets the memo of `pack`.
+ */
+function packBytes(bytes: Uint8Array, start: number, end: number): boolean {
+  packedKey = undefined;
+  if (end - start !== 36) return false;
+  if (bytes[start + 8] !== 45 || bytes[start + 13] !== 45 || bytes[start + 18] !== 45 || bytes[start + 23] !== 45) return false;
+  for (let w = 0; w < 4; w++) {
+    let word = 0;
+    for (let j = 0; j < 4; j++) {
+      const byte = byteIn(bytes, start + BYTE_AT[4 * w + j]!);
+      if (byte < 0) return false;
+      word = (word << 8) | byte;
+    }
+    words[w] = word >>> 0;
+  }
+  return true;
+}
+
 /** The 36-char form of the four words from `keys[at]`: written into a scratch buffer, read as one string. */
 function unpack(keys: Uint32Array, at: number): string {
   for (let k = 0; k < 4; k++) {
@@ -214,23 +239,40 @@ export class IdMap {
       this.other.set(key, value);
       return this;
     }
+    this.setPacked(value, key);
+    return this;
+  }
+
+  /** `set` of the ASCII key in `bytes[start, end)`, read from its bytes (a string is made only for a key that is not a UUID). */
+  setAscii(bytes: Uint8Array, start: number, end: number, value: number): this {
+    if (packBytes(bytes, start, end) && !Number.isNaN(value)) {
+      this.setPacked(value, undefined);
+      return this;
+    }
+    return this.set(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1'), value);
+  }
+
+  /** Sets the key `words` holds (`key`, when it came from one, to pack again after a shard grows). */
+  private setPacked(value: number, key: string | undefined): void {
     const h = hashWords();
     const s = h & (this.shardCount - 1);
     let shard = this.shards[s]!;
     const found = shard.find(h >>> SHARD_BITS);
     if (found >= 0) {
       shard.put(found, value);
-      return this;
+      return;
     }
     if (4 * (shard.count + 1) > 3 * shard.slots) {
+      const held = Uint32Array.from(words);
       shard = this.grown(shard);
       this.shards[s] = shard;
-      pack(key);
+      words.set(held);
+      packedKey = key;
+      packedOk = true;
     }
     shard.put(shard.empty(h >>> SHARD_BITS), value);
     shard.count++;
     this.packedCount++;
-    return this;
   }
 
   delete(key: string): boolean {
@@ -257,9 +299,9 @@ export class IdMap {
   reserve(entries: number): void {
     const perShard = Math.ceil(entries / this.shardCount);
     this.shards = this.shards.map((shard) => {
-      let next = shard;
-      while (4 * perShard > 3 * next.slots) next = this.grown(next);
-      return next;
+      let slots = shard.slots;
+      while (4 * perShard > 3 * slots) slots *= 2;
+      return slots === shard.slots ? shard : this.grown(shard, slots);
     });
   }
 
@@ -284,10 +326,10 @@ export class IdMap {
     yield* entries;
   }
 
-  /** A copy of `shard` with twice the slots. Overwrites `words`. */
-  private grown(shard: Shard): Shard {
+  /** A copy of `shard` with `slots` slots (twice its own unless told). Overwrites `words`. */
+  private grown(shard: Shard, slots = 2 * shard.slots): Shard {
     packedKey = undefined;
-    const next = new Shard(2 * shard.slots);
+    const next = new Shard(slots);
     for (let i = 0; i < shard.slots; i++) {
       if (!shard.isFull(i)) continue;
       shard.load(i);

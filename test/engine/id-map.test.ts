@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { IdMap } from '../../src/engine/id-map.js';
 
-type Op = { kind: 'set'; key: string; value: number } | { kind: 'delete'; key: string } | { kind: 'clear' };
+type Op = { kind: 'set' | 'setAscii'; key: string; value: number } | { kind: 'delete'; key: string } | { kind: 'clear' };
 
 /** UUIDs from a small set (so sets and deletes meet the same keys), some not canonical, and other strings. */
 const keyArb = fc.oneof(
@@ -27,6 +27,14 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 6,
     arbitrary: fc.record({ kind: fc.constant('set' as const), key: keyArb, value: fc.oneof(fc.integer(), fc.double({ noNaN: true })) }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('setAscii' as const),
+      key: keyArb,
+      value: fc.oneof(fc.integer(), fc.double({ noNaN: true })),
+    }),
   },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('delete' as const), key: keyArb }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'clear' as const }) },
@@ -53,6 +61,12 @@ describe('the off-heap id map', () => {
         for (const op of ops) {
           if (op.kind === 'set') {
             map.set(op.key, op.value);
+            model.set(op.key, op.value);
+          } else if (op.kind === 'setAscii') {
+            // The key's bytes amid others, in a view that does not start its buffer (every key here is ASCII).
+            const framed = new Uint8Array(op.key.length + 5);
+            framed.set(Buffer.from(`ab${op.key}cd`, 'latin1'), 1);
+            map.setAscii(framed.subarray(1), 2, 2 + op.key.length, op.value);
             model.set(op.key, op.value);
           } else if (op.kind === 'delete') {
             expect(map.delete(op.key)).toBe(model.delete(op.key));

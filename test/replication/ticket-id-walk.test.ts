@@ -1,13 +1,14 @@
 // A ticket's id read by walking its bytes (wire-walk.ts asciiTicketId, the shortcut ticketIdOf takes for
 // the log's and a checkpoint's million tickets) answers only what the full reader answers, and takes the
 // usual shape: random tickets, unknown and repeated fields, non-ASCII and empty ids, flipped bytes, and
-// every prefix of each.
+// every prefix of each. A message's fields split by the same walk (walkFields, how a checkpoint's million
+// entries are found) are where the full reader finds them.
 import { create, toBinary } from '@bufbuild/protobuf';
 import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
-import { asciiTicketId } from '../../src/replication/wire/wire-walk.js';
+import { asciiTicketId, walkFields } from '../../src/replication/wire/wire-walk.js';
 
 /** The full reader's answer: the last id field's string, or an error for bytes it cannot walk. */
 function readerId(bytes: Uint8Array): string | Error {
@@ -62,6 +63,73 @@ describe('a ticket id walked from its bytes', () => {
         // biome-ignore lint/suspicious/noControlCharactersInRegex: ASCII is exactly U+0000..U+007F
         if (!flipped && finalId !== '' && /^[\u0000-\u007f]*$/.test(finalId)) expect(walked).toBe(finalId);
       }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+/** The full reader's split: the payload offsets of the length-delimited fields numbered in `apart`, and every other field's. */
+function readerSplit(bytes: Uint8Array, apart: readonly number[]): { apart: Map<number, number[]>; rest: number[] } | Error {
+  try {
+    const reader = new BinaryReader(bytes);
+    const found = new Map<number, number[]>(apart.map((no) => [no, []]));
+    const rest: number[] = [];
+    while (reader.pos < reader.len) {
+      const start = reader.pos;
+      const [fieldNo, wireType] = reader.tag();
+      const spans = found.get(fieldNo);
+      if (spans && wireType === WireType.LengthDelimited) {
+        const length = reader.uint32();
+        spans.push(reader.pos, reader.pos + length);
+        reader.pos += length;
+        if (reader.pos > reader.len) throw new RangeError('premature EOF');
+      } else {
+        reader.skip(wireType, fieldNo);
+        rest.push(start, reader.pos);
+      }
+    }
+    return { apart: found, rest };
+  } catch (err) {
+    return err as Error;
+  }
+}
+
+describe('a message’s fields walked from its bytes', () => {
+  it('are split where the full reader splits them, wherever the walk answers, and the walk answers for usual messages', () => {
+    // Fields of every wire type, the ones set apart among them, field numbers past a two-byte tag.
+    const fieldArb = fc.record({
+      no: fc.oneof(fc.constantFrom(1, 2, 3), fc.integer({ min: 1, max: 2 ** 18 - 1 })),
+      wireType: fc.constantFrom(0, 1, 2, 5),
+      data: fc.uint8Array({ maxLength: 12 }),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(fieldArb, { maxLength: 12 }),
+        fc.option(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }))),
+        (fields, flipped) => {
+          const payloads = { 0: [0x96, 0x01], 1: [1, 2, 3, 4, 5, 6, 7, 8], 5: [1, 2, 3, 4] } as Record<number, number[]>;
+          const msg = create(TicketSchema);
+          msg.$unknown = fields.map((f) => ({
+            no: f.no,
+            wireType: f.wireType,
+            data: new Uint8Array(f.wireType === 2 ? [f.data.length, ...f.data] : payloads[f.wireType]!),
+          }));
+          const bytes = toBinary(TicketSchema, msg);
+          if (flipped && bytes.length > 0) bytes[flipped[0] % bytes.length] = flipped[1];
+          for (let cut = 0; cut <= bytes.length; cut++) {
+            const prefix = bytes.slice(0, cut);
+            const apart = new Map<number, number[]>([
+              [1, []],
+              [3, []],
+            ]);
+            const rest: number[] = [];
+            const walked = walkFields(prefix, apart, rest);
+            const expected = readerSplit(prefix, [1, 3]);
+            if (walked) expect({ apart, rest }).toEqual(expected);
+            if (cut === bytes.length && !flipped) expect(walked).toBe(true);
+          }
+        },
+      ),
       { numRuns: 1000 },
     );
   });

@@ -20,7 +20,7 @@ import type { SnapshotBackfill, SnapshotResolvedTicket } from '../../queue/queue
 import { type Checkpoint, CheckpointDecodeError, joined, MAX, STATE_FIELD } from './checkpoint-codec.js';
 import { CheckpointTickets } from './checkpoint-tickets.js';
 import { copy, known as knownFields, ticketIdIn, ticketIdOf } from './field-checks.js';
-import { activeTicketAt, type ActiveTicketParts } from './wire-walk.js';
+import { activeTicketAt, latin1Slice, ticketIdSpan, walkFields, type ActiveTicketParts, type Span } from './wire-walk.js';
 
 /** Decodes a checkpoint at once; with `queueId`, also refuses one of another queue. */
 export function decodeCheckpoint(bytes: Uint8Array, queueId?: string): Checkpoint {
@@ -60,6 +60,14 @@ interface Split {
  * element by element. Throws on bytes that are not protobuf.
  */
 function splitFields(bytes: Uint8Array, apart: readonly number[]): Split {
+  // The usual shape walked without a reader (a million ActiveTickets each made a tag's array in it).
+  const walked = new Map<number, number[]>(apart.map((no) => [no, []]));
+  const restSpans: number[] = [];
+  if (walkFields(bytes, walked, restSpans)) {
+    const rest: Uint8Array[] = [];
+    for (let i = 0; i < restSpans.length; i += 2) rest.push(bytes.subarray(restSpans[i]!, restSpans[i + 1]!));
+    return { rest: joined(rest), apart: walked };
+  }
   const reader = new BinaryReader(bytes);
   const rest: Uint8Array[] = [];
   const found = new Map<number, number[]>(apart.map((no) => [no, []]));
@@ -161,12 +169,17 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   const resolvedIds = new IdMap();
   /** A ticket's checks past its fields' own; its path, `pathOf(i)`, is made only for an error (a million tickets). */
   const admit = (ticketId: string, position: number, ids: IdMap, i: number, pathOf: (i: number) => string): void => {
-    if (position >= nextPosition)
-      throw new CheckpointDecodeError(`${pathOf(i)}.position`, `${position} is not below next_position ${nextPosition}`);
+    admitPosition(position, i, pathOf);
     const idsBefore = ids.size;
     if (ids.set(ticketId, position).size === idsBefore || (ids === resolvedIds && activeIds.has(ticketId)))
-      throw new CheckpointDecodeError(`${pathOf(i)}.ticket`, `holds ticket id ${quote(ticketId)} a second time`);
+      throw heldAgain(ticketId, i, pathOf);
   };
+  const admitPosition = (position: number, i: number, pathOf: (i: number) => string) => {
+    if (position >= nextPosition)
+      throw new CheckpointDecodeError(`${pathOf(i)}.position`, `${position} is not below next_position ${nextPosition}`);
+  };
+  const heldAgain = (ticketId: string, i: number, pathOf: (i: number) => string) =>
+    new CheckpointDecodeError(`${pathOf(i)}.ticket`, `holds ticket id ${quote(ticketId)} a second time`);
   const idFailure = (path: string) => (problem: string, cause?: unknown) => new CheckpointDecodeError(`${path}.ticket`, problem, { cause });
   /** A ticket read by its schema: its bytes and position, checked. */
   const ticket = (t: { ticket?: Uint8Array; position?: bigint } & Message, ids: IdMap, i: number, pathOf: (i: number) => string) => {
@@ -190,6 +203,7 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   const spans = new Uint32Array(2 * activeCount);
   const unusual = new Map<number, Uint8Array>();
   const parts: ActiveTicketParts = { ticketStart: 0, ticketEnd: 0, position: 0 };
+  const idSpan: Span = { start: 0, end: 0 };
   const activePath = (i: number) => `state.active[${i}]`;
   for (let i = 0; i < activeCount; i++) {
     const [start, end] = [activeSpans[2 * i]!, activeSpans[2 * i + 1]!];
@@ -197,8 +211,14 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
     // The encoder's shape read straight from the bytes (wire-walk.ts), anything else by the schema.
     if (activeTicketAt(stateBytes!, start, end, parts)) {
       position = parts.position;
-      const ticketId = ticketIdIn(stateBytes!, parts.ticketStart, parts.ticketEnd, idFailure(activePath(i)));
-      admit(ticketId, position, activeIds, i, activePath);
+      if (ticketIdSpan(stateBytes!, parts.ticketStart, parts.ticketEnd, idSpan)) {
+        // The id goes into the map from its bytes; a string of it is made only to name it in an error.
+        admitPosition(position, i, activePath);
+        const idsBefore = activeIds.size;
+        if (activeIds.setAscii(stateBytes!, idSpan.start, idSpan.end, position).size === idsBefore)
+          throw heldAgain(latin1Slice.call(stateBytes!, idSpan.start, idSpan.end), i, activePath);
+      } else
+        admit(ticketIdIn(stateBytes!, parts.ticketStart, parts.ticketEnd, idFailure(activePath(i))), position, activeIds, i, activePath);
       spans[2 * i] = parts.ticketStart;
       spans[2 * i + 1] = parts.ticketEnd;
     } else {

@@ -6,7 +6,7 @@
 // accepts or refuses them as ever. So where these answer, they answer what the full reader would.
 
 /** Latin-1 decoding of a Uint8Array's range, without a view of it; equal to UTF-8 for ASCII bytes. */
-const latin1Slice = Buffer.prototype.latin1Slice as (this: Uint8Array, start: number, end: number) => string;
+export const latin1Slice = Buffer.prototype.latin1Slice as (this: Uint8Array, start: number, end: number) => string;
 
 /** Where the walk is: its offset in the bytes, and the value of the last varint read. */
 interface Cursor {
@@ -57,30 +57,76 @@ function skip(b: Uint8Array, end: number, wireType: number): boolean {
 }
 
 /**
- * Ticket.id (field 1; the last occurrence wins) of the Ticket in `bytes[start, end)` when every field walks
- * cleanly and the id is ASCII and not empty; otherwise undefined.
+ * Walks the fields of the message in `bytes`: pushes the payload's offsets (start, end) of each
+ * length-delimited field whose number `apart` lists to that list, and every other field's own offsets to
+ * `rest`. Answers false where a tag is longer than three bytes or a field does not walk: the caller then
+ * reads the message with the full reader, which accepts or refuses it by name.
  */
-export function asciiTicketId(bytes: Uint8Array, start = 0, end = bytes.length): string | undefined {
+export function walkFields(bytes: Uint8Array, apart: ReadonlyMap<number, number[]>, rest: number[]): boolean {
+  const end = bytes.length;
+  cursor.at = 0;
+  while (cursor.at < end) {
+    const start = cursor.at;
+    if (!varint(bytes, end, 3)) return false;
+    const field = cursor.value >>> 3;
+    const wireType = cursor.value & 7;
+    if (field === 0) return false;
+    const spans = wireType === 2 ? apart.get(field) : undefined;
+    if (spans) {
+      if (!varint(bytes, end, 4)) return false;
+      const payloadEnd = cursor.at + cursor.value;
+      if (payloadEnd > end) return false;
+      spans.push(cursor.at, payloadEnd);
+      cursor.at = payloadEnd;
+    } else {
+      if (!skip(bytes, end, wireType)) return false;
+      rest.push(start, cursor.at);
+    }
+  }
+  return true;
+}
+
+/** Where ticketIdSpan found an id: `bytes[start, end)`. */
+export interface Span {
+  start: number;
+  end: number;
+}
+
+/**
+ * Finds Ticket.id (field 1; the last occurrence wins) of the Ticket in `bytes[start, end)`, into `span`, when
+ * every field walks cleanly and the id is ASCII and not empty; otherwise answers false. No string is made:
+ * a restore puts a million ids into its map straight from their bytes (id-map.ts setAscii).
+ */
+export function ticketIdSpan(bytes: Uint8Array, start: number, end: number, span: Span): boolean {
   let idStart = 0;
   let idEnd = 0;
   cursor.at = start;
   while (cursor.at < end) {
     // Tags of up to three bytes: field numbers below 2^18.
-    if (!varint(bytes, end, 3)) return undefined;
+    if (!varint(bytes, end, 3)) return false;
     const field = cursor.value >>> 3;
     const wireType = cursor.value & 7;
-    if (field === 0) return undefined;
+    if (field === 0) return false;
     if (field === 1) {
-      if (wireType !== 2 || !varint(bytes, end, 4)) return undefined;
+      if (wireType !== 2 || !varint(bytes, end, 4)) return false;
       idStart = cursor.at;
       idEnd = cursor.at + cursor.value;
-      if (idEnd > end) return undefined;
+      if (idEnd > end) return false;
       cursor.at = idEnd;
-    } else if (!skip(bytes, end, wireType)) return undefined;
+    } else if (!skip(bytes, end, wireType)) return false;
   }
-  if (idEnd === idStart) return undefined;
-  for (let i = idStart; i < idEnd; i++) if (bytes[i]! >= 0x80) return undefined;
-  return latin1Slice.call(bytes, idStart, idEnd);
+  if (idEnd === idStart) return false;
+  for (let i = idStart; i < idEnd; i++) if (bytes[i]! >= 0x80) return false;
+  span.start = idStart;
+  span.end = idEnd;
+  return true;
+}
+
+const idSpan: Span = { start: 0, end: 0 };
+
+/** The id ticketIdSpan finds, as a string; undefined where it finds none. */
+export function asciiTicketId(bytes: Uint8Array, start = 0, end = bytes.length): string | undefined {
+  return ticketIdSpan(bytes, start, end, idSpan) ? latin1Slice.call(bytes, idSpan.start, idSpan.end) : undefined;
 }
 
 /** ActiveTicket's tags as the encoder writes them: `ticket` (1, length-delimited), `position` (2, varint). */

@@ -200,7 +200,8 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
   // are kept as columns (checkpoint-tickets.ts): offsets into the state's bytes, not a view each.
   let last = 0;
   const positions = new Float64Array(activeCount);
-  const spans = new Uint32Array(2 * activeCount);
+  // Doubles, not 32-bit offsets: a state's bytes may reach 4 GiB.
+  const spans = new Float64Array(2 * activeCount);
   const unusual = new Map<number, Uint8Array>();
   const parts: ActiveTicketParts = { ticketStart: 0, ticketEnd: 0, position: 0 };
   const idSpan: Span = { start: 0, end: 0 };

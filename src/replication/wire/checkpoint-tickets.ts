@@ -18,7 +18,7 @@ export class CheckpointTickets implements TicketRun {
   constructor(
     private readonly bytes: Uint8Array,
     private readonly positions: Float64Array,
-    private readonly spans: Uint32Array,
+    private readonly spans: Float64Array,
     private readonly unusual: ReadonlyMap<number, Uint8Array>,
   ) {}
 

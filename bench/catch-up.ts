@@ -51,6 +51,8 @@ export interface CatchUpResult {
   listeningMs: number | undefined;
   restoredMs: number | undefined;
   runningMs: number;
+  /** -> "pool restored from a checkpoint": its rows built after `running`, so its engine can match. */
+  rowsMs: number | undefined;
   errorLines: number;
 }
 
@@ -122,6 +124,8 @@ export async function runCatchUp(cluster: BenchNatsCluster, extraTickets: number
       // The restore is what was measured only if the replica holds every ticket of the checkpoint.
       if (running.activeTickets !== tickets)
         throw new Error(`the replica holds ${running.activeTickets} active tickets, the checkpoint ${tickets}`);
+      const rowsLine = 'pool restored from a checkpoint';
+      await pollFor('the pool rows built', async () => child.lines.find((l) => l.msg === rowsLine), 10 * 60_000, 50);
       return {
         tickets,
         checkpointBytes: bytes.length,
@@ -130,6 +134,7 @@ export async function runCatchUp(cluster: BenchNatsCluster, extraTickets: number
         listeningMs: lineAt(child, 'listening', startMs),
         restoredMs: lineAt(child, 'queue restored from a checkpoint', startMs),
         runningMs,
+        rowsMs: lineAt(child, rowsLine, startMs),
         errorLines: problems.length + errorLines(child).length,
       };
     } finally {

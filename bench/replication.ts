@@ -454,13 +454,24 @@ function failoverTable(results: FailoverResult[]): string {
 function catchUpTable(results: CatchUpResult[]): string {
   const at = (x: number | undefined) => (x === undefined ? 'n/a' : String(Math.round(x)));
   return table(
-    ['active tickets', 'checkpoint MB', 'listening', 'restored', 'running', 'bench: build + encode ms', 'bench: save ms', 'error lines'],
+    [
+      'active tickets',
+      'checkpoint MB',
+      'listening',
+      'restored',
+      'running',
+      'rows built',
+      'bench: build + encode ms',
+      'bench: save ms',
+      'error lines',
+    ],
     results.map((r) => [
       String(r.tickets),
       (r.checkpointBytes / 1e6).toFixed(1),
       at(r.listeningMs),
       at(r.restoredMs),
       at(r.runningMs),
+      at(r.rowsMs),
       at(r.prepareMs),
       at(r.saveMs),
       String(r.errorLines),

@@ -8,6 +8,7 @@ import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
+import { fieldSpansByReader } from '../../src/replication/wire/checkpoint-decode.js';
 import { asciiTicketId, walkFields } from '../../src/replication/wire/wire-walk.js';
 
 /** The full reader's answer: the last id field's string, or an error for bytes it cannot walk. */
@@ -68,32 +69,6 @@ describe('a ticket id walked from its bytes', () => {
   });
 });
 
-/** The full reader's split: the payload offsets of the length-delimited fields numbered in `apart`, and every other field's. */
-function readerSplit(bytes: Uint8Array, apart: readonly number[]): { apart: Map<number, number[]>; rest: number[] } | Error {
-  try {
-    const reader = new BinaryReader(bytes);
-    const found = new Map<number, number[]>(apart.map((no) => [no, []]));
-    const rest: number[] = [];
-    while (reader.pos < reader.len) {
-      const start = reader.pos;
-      const [fieldNo, wireType] = reader.tag();
-      const spans = found.get(fieldNo);
-      if (spans && wireType === WireType.LengthDelimited) {
-        const length = reader.uint32();
-        spans.push(reader.pos, reader.pos + length);
-        reader.pos += length;
-        if (reader.pos > reader.len) throw new RangeError('premature EOF');
-      } else {
-        reader.skip(wireType, fieldNo);
-        rest.push(start, reader.pos);
-      }
-    }
-    return { apart: found, rest };
-  } catch (err) {
-    return err as Error;
-  }
-}
-
 describe('a message’s fields walked from its bytes', () => {
   it('are split where the full reader splits them, wherever the walk answers, and the walk answers for usual messages', () => {
     // Fields of every wire type, the ones set apart among them, field numbers past a two-byte tag.
@@ -124,7 +99,12 @@ describe('a message’s fields walked from its bytes', () => {
             ]);
             const rest: number[] = [];
             const walked = walkFields(prefix, apart, rest);
-            const expected = readerSplit(prefix, [1, 3]);
+            let expected: ReturnType<typeof fieldSpansByReader> | Error;
+            try {
+              expected = fieldSpansByReader(prefix, [1, 3]);
+            } catch (err) {
+              expected = err as Error;
+            }
             if (walked) expect({ apart, rest }).toEqual(expected);
             if (cut === bytes.length && !flipped) expect(walked).toBe(true);
           }

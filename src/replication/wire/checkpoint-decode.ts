@@ -60,17 +60,23 @@ interface Split {
  * element by element. Throws on bytes that are not protobuf.
  */
 function splitFields(bytes: Uint8Array, apart: readonly number[]): Split {
-  // The usual shape walked without a reader (a million ActiveTickets each made a tag's array in it).
-  const walked = new Map<number, number[]>(apart.map((no) => [no, []]));
-  const restSpans: number[] = [];
-  if (walkFields(bytes, walked, restSpans)) {
-    const rest: Uint8Array[] = [];
-    for (let i = 0; i < restSpans.length; i += 2) rest.push(bytes.subarray(restSpans[i]!, restSpans[i + 1]!));
-    return { rest: joined(rest), apart: walked };
-  }
-  const reader = new BinaryReader(bytes);
+  // The usual shape is walked without a reader (a million ActiveTickets each made a tag's array in it).
+  let found = new Map<number, number[]>(apart.map((no) => [no, []]));
+  let restSpans: number[] = [];
+  if (!walkFields(bytes, found, restSpans)) ({ apart: found, rest: restSpans } = fieldSpansByReader(bytes, apart));
   const rest: Uint8Array[] = [];
+  for (let i = 0; i < restSpans.length; i += 2) rest.push(bytes.subarray(restSpans[i]!, restSpans[i + 1]!));
+  return { rest: joined(rest), apart: found };
+}
+
+/**
+ * What walkFields finds, read by the full reader: the payload offsets of the length-delimited fields
+ * numbered in `apart`, and every other field's own. Throws on bytes that are not protobuf.
+ */
+export function fieldSpansByReader(bytes: Uint8Array, apart: readonly number[]): { apart: Map<number, number[]>; rest: number[] } {
+  const reader = new BinaryReader(bytes);
   const found = new Map<number, number[]>(apart.map((no) => [no, []]));
+  const rest: number[] = [];
   while (reader.pos < reader.len) {
     const start = reader.pos;
     const [fieldNo, wireType] = reader.tag();
@@ -82,10 +88,10 @@ function splitFields(bytes: Uint8Array, apart: readonly number[]): Split {
       if (reader.pos > reader.len) throw new RangeError(`premature EOF in field ${fieldNo}`);
     } else {
       reader.skip(wireType, fieldNo);
-      rest.push(bytes.subarray(start, reader.pos));
+      rest.push(start, reader.pos);
     }
   }
-  return { rest: joined(rest), apart: found };
+  return { apart: found, rest };
 }
 
 /** The payloads `spans` names (splitFields), as views of `bytes`. */

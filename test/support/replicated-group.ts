@@ -165,6 +165,20 @@ export async function expectNoTicketLost(g: Group, queueId: string, acked: reado
   if (!settled.all.every((c) => JSON.stringify(c) === JSON.stringify(settled.all[0]))) {
     console.log(`not settled: matches in the stream ${settled.matched / 2}; per replica ${JSON.stringify(settled.all)}`);
   }
+  if (settled.all[0]!.find((q) => q.queueId === queueId)!.resolvedTickets !== settled.matched) {
+    // Whether a resolved match's outcome was never delivered or was delivered and is not in the stream: each
+    // replica's delivery position against the outcomes the stream holds.
+    const deliveries = await Promise.all(
+      running.map(async (i) => (await g.cluster.deliveries(i).catch(() => [])).find((d) => d.queueId === queueId)),
+    );
+    const sequences = g.outcomes.unique.filter((o) => o.outcome.queueId === queueId).map((o) => o.outcome.producerSequence);
+    let highest = 0n;
+    for (const sequence of sequences) if (sequence > highest) highest = sequence;
+    console.log(
+      `the stream lacks matches: ${sequences.length} outcomes of the queue in it, the highest producer_sequence ${highest}; ` +
+        `deliveries per replica ${JSON.stringify(deliveries)}`,
+    );
+  }
   for (const c of settled.all) expect(c).toEqual(settled.all[0]);
   const inMatch = matchedTickets(g.outcomes.unique, queueId);
   const unmatched = acked.filter((id) => !inMatch.has(id));

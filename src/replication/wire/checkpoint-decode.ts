@@ -19,7 +19,7 @@ import type { OutboxSnapshot } from '../../store/store.js';
 import type { SnapshotBackfill, SnapshotResolvedTicket } from '../../queue/queue-snapshot.js';
 import { type Checkpoint, CheckpointDecodeError, joined, MAX, STATE_FIELD } from './checkpoint-codec.js';
 import { CheckpointTickets } from './checkpoint-tickets.js';
-import { copy, known as knownFields, ticketIdIn, ticketIdOf } from './field-checks.js';
+import { copy, known as knownFields, ticketIdOf } from './field-checks.js';
 import { activeTicketAt, latin1Slice, ticketIdSpan, walkFields, type ActiveTicketParts, type Span } from './wire-walk.js';
 
 /** Decodes a checkpoint at once; with `queueId`, also refuses one of another queue. */
@@ -224,8 +224,11 @@ function* checkpointFromParts(bytes: Uint8Array, queueId: string | undefined, sl
         const idsBefore = activeIds.size;
         if (activeIds.setAscii(stateBytes!, idSpan.start, idSpan.end, position).size === idsBefore)
           throw heldAgain(latin1Slice.call(stateBytes!, idSpan.start, idSpan.end), i, activePath);
-      } else
-        admit(ticketIdIn(stateBytes!, parts.ticketStart, parts.ticketEnd, idFailure(activePath(i))), position, activeIds, i, activePath);
+      } else {
+        // Not the usual shape, which ticketIdSpan just walked: the full reader decides.
+        const ticketBytes = stateBytes!.subarray(parts.ticketStart, parts.ticketEnd);
+        admit(ticketIdOf(ticketBytes, idFailure(activePath(i))), position, activeIds, i, activePath);
+      }
       spans[2 * i] = parts.ticketStart;
       spans[2 * i + 1] = parts.ticketEnd;
     } else {

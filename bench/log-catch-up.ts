@@ -1,7 +1,8 @@
 // A replica's restart against the log it must replay, measured: a replica starting against a queue whose log
 // holds N request entries (of K CreateTicket records each) after its newest checkpoint, or with no
 // checkpoint at all, timed from its process start to the queue's state `running` (it serves from then on;
-// bench/catch-up.ts measures the start from a large checkpoint instead).
+// bench/catch-up.ts measures the start from a large checkpoint instead), and to its pool's rows built (they
+// are made once the replay is done, so the engine matches from then on).
 //
 // Filling the log: a seeding replica creates the queue's stream and claims a term; the bench then appends N
 // request entries itself, each K `ticket.create` records as a replica's CreateTicket appends them (term 0, a
@@ -91,6 +92,8 @@ interface RestartResult {
   /** Process start -> "queue restored from a checkpoint" (undefined without one) -> state `running`, ms. */
   restoredMs: number | undefined;
   runningMs: number;
+  /** Process start -> the pool's rows built (they are made after `running`, so its engine can match). */
+  rowsMs: number | undefined;
   activeTickets: number;
   errorLines: number;
 }
@@ -252,6 +255,8 @@ async function runRestart(
         throw new Error(`the replica holds ${running.activeTickets} active tickets, expected ${expected}`);
       if (mode === 'after-checkpoint' && !restored) throw new Error('the fresh replica restored no checkpoint');
       const since = await logAfter(jsm, stream, appended, restoredSeq, lastSeq);
+      const rowsLine = restored ? 'pool restored from a checkpoint' : 'pool built from the replication log';
+      const rows = await pollFor('the pool rows built', async () => lineOf(child, rowsLine), 10 * 60_000, 50);
       return {
         mode,
         entriesAppended: entries,
@@ -265,6 +270,7 @@ async function runRestart(
         checkpointsSaved,
         restoredMs: typeof restored?.time === 'number' ? restored.time - startMs : undefined,
         runningMs,
+        rowsMs: typeof rows.time === 'number' ? rows.time - startMs : undefined,
         activeTickets: running.activeTickets,
         errorLines: problems + errorLines(child).length,
       };
@@ -326,6 +332,7 @@ async function main(): Promise<void> {
         'restored ms',
         'time to serve ms',
         'records/s replayed',
+        'rows built ms',
         'bench: fill ms',
         'error lines',
       ],
@@ -338,6 +345,7 @@ async function main(): Promise<void> {
         at(r.restoredMs),
         String(r.runningMs),
         String(Math.round(r.recordsSince / ((r.runningMs - (r.restoredMs ?? 0)) / 1000))),
+        at(r.rowsMs),
         String(Math.round(r.fillMs)),
         String(r.errorLines),
       ]),

@@ -48,7 +48,7 @@ const KEEP: Fate = { kind: 'keep' };
  * gone -> orphaned; its party no longer fits the rulesets -> removed with RULESET_PARAMS_CHANGED; it breaks a
  * queue-wide limit -> removed with QUEUE_CONFIG_CHANGED; anything else -> it stays.
  */
-export function ticketFate(config: QueueConfig, ticket: Ticket, partySize: number): Fate {
+export function ticketFate(config: QueueConfig, ticket: Pick<Ticket, 'rulesetIds' | 'engineInput' | 'metadata'>, partySize: number): Fate {
   const gone = missingRuleset(config, ticket.rulesetIds);
   if (gone !== undefined) return { kind: 'orphaned', rulesetId: gone };
   if (overLimit(config, ticket)) return { kind: 'removed', reason: RemovalReason.QUEUE_CONFIG_CHANGED };

@@ -5,10 +5,9 @@
 // slice), so a large pool is checked without holding the event loop and the engine never runs on a ticket
 // the configuration refuses.
 import { randomUUID } from 'node:crypto';
-import { fromBinary } from '@bufbuild/protobuf';
 import type { QueueConfig } from '../config/queue-config.js';
-import { TicketSchema } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { parseTicketEngineInput } from '../engine/engine-input.js';
+import { poolFieldsOf } from '../store/ticket-encoding.js';
 import type { TicketPool } from '../engine/ticket-pool.js';
 import { backfillFate, ticketFate } from './admission.js';
 import { createdAtMs, layoutOf, type QueueContext } from './queue-context.js';
@@ -116,7 +115,7 @@ export class PoolRebuild {
         if (!q.running || !q.leading) return false;
         const { ticketId, position } = tickets[i]!;
         if (!q.state.isActiveAt(tickets[i]!)) return;
-        const ticket = fromBinary(TicketSchema, q.ticketBytes(ticketId, position));
+        const ticket = poolFieldsOf(q.ticketBytes(ticketId, position));
         let players: number;
         try {
           players = parseTicketEngineInput(ticket.engineInput, ticketId, 'engine_input').playerIds.length;
@@ -173,7 +172,7 @@ export class PoolRebuild {
   /** A stored ticket's row, into `pool`; with `evictions`, only if the configuration still admits it. */
   private insertStored(pool: TicketPool, { ticketId, position }: TicketAt, evictions: TicketEviction[] | undefined): void {
     const { q } = this;
-    const ticket = fromBinary(TicketSchema, q.ticketBytes(ticketId, position));
+    const ticket = poolFieldsOf(q.ticketBytes(ticketId, position));
     try {
       const input = parseTicketEngineInput(ticket.engineInput, ticketId, 'engine_input');
       if (evictions) {

@@ -44,10 +44,10 @@ export class QueueRuntime {
   /** Replaced once, before the queue runs, when a history restores a checkpoint. */
   private queue: QueueState;
   /**
-   * The state was restored whole (from the store, or a checkpoint) rather than built record by record: the
-   * pool's rows are built once the history has caught up. `done` is the log line that says they are;
-   * `tickets`, the active tickets in arrival order as the restore listed them; `activated`, the tickets
-   * records activated since (a replica replays its log after the checkpoint).
+   * Rows the pool is to get once the history has caught up: the queue starts from a state restored whole
+   * (from the store, or a checkpoint), or from records replayed (apply), and no row is made before. `done`
+   * is the log line that says they are built; `tickets`, the active tickets in arrival order as the restore
+   * listed them; `activated`, the tickets records activated since (a replica replays its log).
    */
   private rowsToBuild: { done: string; tickets: ArrivalOrder; activated: TicketAt[] } | undefined;
   private readonly columns: PoolColumns;
@@ -325,20 +325,28 @@ export class QueueRuntime {
     await this.history.stop();
   }
 
-  /** Applies a record to the queue's state and keeps the pool's columns in step. */
+  /**
+   * Applies a record to the queue's state and keeps the pool's columns in step. While the queue starts (a
+   * replica replaying its log), rows wait: the rebuild at `running` makes the row of every ticket then
+   * active, so a row made now would be thrown away with the columns it went into, and a ticket matched
+   * later in the replay never needs one.
+   */
   private apply<R extends QueueRecord>(record: R): Applied<R['type']> {
     const applied = this.queue.apply(record);
     this.insight.applied(record, applied);
+    const rowsWait = this.lifecycle === 'starting';
     if (applied.deactivated.length > 0) {
       this.ticker.noteLeft(applied.deactivated);
-      this.columns.remove(applied.deactivated);
+      if (!rowsWait) this.columns.remove(applied.deactivated);
     }
     // Until its commit settles the store cannot answer for a new ticket: its bytes are kept here.
     if (record.type === 'ticket.create' && (applied as Applied<'ticket.create'>).result.created)
       this.pending.set(record.ticketId, record.ticket);
-    for (const at of applied.activated) {
-      this.insertActivated(at);
-      this.rowsToBuild?.activated.push(at);
+    if (rowsWait && applied.activated.length > 0) {
+      this.rowsToBuild ??= { done: 'pool built from the replication log', tickets: inArrivalOrder([]), activated: [] };
+      for (const at of applied.activated) this.rowsToBuild.activated.push(at);
+    } else {
+      for (const at of applied.activated) this.insertActivated(at);
     }
     if (this.history.leading) reportExits(this.queueId, record, applied, this.telemetry);
     return applied;
@@ -346,8 +354,7 @@ export class QueueRuntime {
 
   /**
    * Replaces the state with a checkpoint's, before any record is applied (the history has given the store
-   * the snapshot's records). Rows are built once the log is caught up: records applied meanwhile insert
-   * into the current columns, which that rebuild replaces with rows for every ticket then active.
+   * the snapshot's records). Rows are built once the log is caught up, for every ticket then active.
    */
   private restoreSnapshot(data: QueueSnapshotData): void {
     if (this.lifecycle !== 'starting') throw new Error(`queue ${this.queueId} cannot restore a checkpoint once it runs`);

@@ -167,6 +167,11 @@ export function activeInPositionOrder(active: SnapshotSource['active']): { ids: 
   return { ids, positions, order: byPosition(positions) };
 }
 
+function ascending(tickets: readonly TicketAt[]): boolean {
+  for (let k = 1; k < tickets.length; k++) if (tickets[k]!.position < tickets[k - 1]!.position) return false;
+  return true;
+}
+
 /** Index bits of a packed sort key; a position must leave the rest of a double's 53 exact bits. */
 const INDEX_BITS = 2 ** 21;
 
@@ -195,7 +200,8 @@ function byPosition(positions: readonly number[]): Uint32Array {
  */
 export function withActivated(restored: ArrivalOrder, activated: readonly TicketAt[]): ArrivalOrder {
   if (activated.length === 0) return restored;
-  const later = [...activated].sort((a, b) => a.position - b.position);
+  // In apply order they ascend but for reactivated tickets: a comparator sort of 400,000 took 0.1-0.2 s.
+  const later = ascending(activated) ? activated : [...activated].sort((a, b) => a.position - b.position);
   const index = new Uint32Array(restored.length + later.length);
   /** 1 where the merged ticket is one of `later`. */
   const from = new Uint8Array(index.length);

@@ -15,6 +15,7 @@ const TICKET_ID = TicketSchema.field.id!.number;
 const TICKET_CREATED_AT = TicketSchema.field.createdAt!.number;
 const TICKET_ENGINE_INPUT = TicketSchema.field.engineInput!.number;
 const TICKET_RULESET_IDS = TicketSchema.field.rulesetIds!.number;
+const TICKET_METADATA = TicketSchema.field.metadata!.number;
 const SECONDS = TimestampSchema.field.seconds!.number;
 const NANOS = TimestampSchema.field.nanos!.number;
 
@@ -59,18 +60,19 @@ export function engineInputOf(ticket: Uint8Array): Uint8Array | undefined {
   return occurrences(ticket, TICKET_ENGINE_INPUT).at(-1);
 }
 
-/** What the pool reads of a stored ticket. */
+/** What the pool reads of a stored ticket, and what a rebuild checks it against (admission.ts ticketFate). */
 export interface TicketPoolFields {
   engineInput: Uint8Array | undefined;
   rulesetIds: string[];
   createdAt: Timestamp | undefined;
+  metadata: Uint8Array | undefined;
 }
 
 /**
- * A stored ticket's engine_input, ruleset_ids and created_at, as decoding it gives them (the last engine_input
- * wins, ruleset ids append in order, created_at occurrences merge field by field), without decoding the
- * rest: a replica builds the pool's row of every ticket another replica took from its stored bytes, and the
- * whole decode was a tenth of what applying the log cost it. Stored bytes always decoded once (they were
+ * A stored ticket's engine_input, ruleset_ids, created_at and metadata, as decoding it gives them (the last
+ * engine_input or metadata wins, ruleset ids append in order, created_at occurrences merge field by field),
+ * without decoding the rest: a replica builds the pool's row of every ticket another replica took from its
+ * stored bytes, and the whole decode was a tenth of what applying the log cost it. Stored bytes always decoded once (they were
  * acknowledged); a field met with a wire type its schema does not give falls back to the whole decode.
  */
 export function poolFieldsOf(ticket: Uint8Array): TicketPoolFields {
@@ -78,18 +80,25 @@ export function poolFieldsOf(ticket: Uint8Array): TicketPoolFields {
   let engineInput: Uint8Array | undefined;
   const rulesetIds: string[] = [];
   let createdAt: Timestamp | undefined;
+  let metadata: Uint8Array | undefined;
   while (reader.pos < reader.len) {
     const [number, wireType] = reader.tag();
     const delimited = wireType === WireType.LengthDelimited;
     if (number === TICKET_ENGINE_INPUT && delimited) engineInput = reader.bytes();
     else if (number === TICKET_RULESET_IDS && delimited) rulesetIds.push(reader.string());
     else if (number === TICKET_CREATED_AT && delimited) createdAt = mergeTimestamp(createdAt, reader.bytes());
-    else if (number === TICKET_ENGINE_INPUT || number === TICKET_RULESET_IDS || number === TICKET_CREATED_AT) {
-      const { engineInput: input, rulesetIds: ids, createdAt: at } = fromBinary(TicketSchema, ticket);
-      return { engineInput: input, rulesetIds: ids, createdAt: at };
+    else if (number === TICKET_METADATA && delimited) metadata = reader.bytes();
+    else if (
+      number === TICKET_ENGINE_INPUT ||
+      number === TICKET_RULESET_IDS ||
+      number === TICKET_CREATED_AT ||
+      number === TICKET_METADATA
+    ) {
+      const whole = fromBinary(TicketSchema, ticket);
+      return { engineInput: whole.engineInput, rulesetIds: whole.rulesetIds, createdAt: whole.createdAt, metadata: whole.metadata };
     } else reader.skip(wireType, number);
   }
-  return { engineInput, rulesetIds, createdAt };
+  return { engineInput, rulesetIds, createdAt, metadata };
 }
 
 /** `into` (a new Timestamp when undefined) with the fields set in the encoded Timestamp `bytes` merged in. */

@@ -150,7 +150,12 @@ describe('the ticket as stored', () => {
         }),
       // A field of the pool's with a wire type the schema does not give it.
       fc
-        .constantFrom(TicketSchema.field.rulesetIds!.number, TicketSchema.field.engineInput!.number, CREATED_AT)
+        .constantFrom(
+          TicketSchema.field.rulesetIds!.number,
+          TicketSchema.field.engineInput!.number,
+          CREATED_AT,
+          TicketSchema.field.metadata!.number,
+        )
         .map((field) => new BinaryWriter().tag(field, WireType.Varint).uint32(7).finish()),
     );
     const outcome = (read: () => unknown) => {
@@ -164,8 +169,8 @@ describe('the ticket as stored', () => {
       fc.property(fc.array(pieces, { minLength: 1, maxLength: 4 }), (parts) => {
         const bytes = new Uint8Array(parts.flatMap((p) => [...p]));
         const expected = outcome(() => {
-          const { engineInput, rulesetIds, createdAt } = fromBinary(TicketSchema, bytes);
-          return { engineInput, rulesetIds, createdAt };
+          const { engineInput, rulesetIds, createdAt, metadata } = fromBinary(TicketSchema, bytes);
+          return { engineInput, rulesetIds, createdAt, metadata };
         });
         expect(outcome(() => poolFieldsOf(bytes))).toEqual(expected);
       }),

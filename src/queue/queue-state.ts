@@ -252,7 +252,9 @@ export class QueueState {
     const at = { ticketId: rec.ticketId, position: this.nextPosition++ };
     this.active.set(at.ticketId, at.position);
     out.activated.push(at);
-    out.changes.push({ type: 'ticket.put', ticket: { ...this.ref(at), ticket: rec.ticket, state: 'active' } });
+    // A literal, not a spread of ref(at): spreading it took a third of a follower's apply of a create.
+    const ticket = { queueId: this.queueId, ticketId: at.ticketId, position: at.position, ticket: rec.ticket, state: 'active' } as const;
+    out.changes.push({ type: 'ticket.put', ticket });
     return { created: true };
   }
 

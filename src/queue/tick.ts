@@ -40,6 +40,14 @@ interface FormedMatch {
   quality: MatchQuality;
 }
 
+/** A formed match's record, and what its telemetry reports once the record commits. */
+interface MatchCommit {
+  record: RecordOf<'match.commit'>;
+  quality: MatchQuality;
+  teams: string[][];
+  host: string | undefined;
+}
+
 /**
  * The running match's host, as the engine chose it for a match: the host of the pool with the lowest
  * worst-player latency among its current players (unmeasured counts as the default). Unknown without
@@ -110,20 +118,21 @@ export class Ticker {
             },
           )
         : undefined;
-    // One commit per match, issued (and encoded) in its slice. The next slice waits until that slice's
-    // commits are durable: the tick's writes then reach the disk a slice at a time, and a CreateTicket never
-    // waits behind more than one slice's flush (a whole tick's outcomes in one flush took ~20 ms). Every
-    // commit of the slice is awaited: one that fails (a replication log without a leader) fails the tick,
-    // rather than rejecting unobserved and ending the process.
+    // A slice's matches are encoded in it and proposed together at its end: one commit of the store, or
+    // one entry of a replicated log (an entry per match made every replica read, decode and commit each
+    // on its own). The next slice waits until that slice's commits are durable: the tick's writes then reach
+    // the disk a slice at a time, and a CreateTicket never waits behind more than one slice's flush (a whole
+    // tick's outcomes in one flush took ~20 ms). A proposal that fails (a replication log without a leader)
+    // fails the tick, rather than rejecting unobserved and ending the process.
     if (formed) {
-      const sliceCommits: Promise<void>[] = [];
+      const slice: MatchCommit[] = [];
       await timeSliced(
         formed.length,
         (i) => {
-          const commit = this.commitMatch(formed[i]!, config);
-          if (commit) sliceCommits.push(commit);
+          const commit = this.matchCommit(formed[i]!, config);
+          if (commit) slice.push(commit);
         },
-        () => Promise.all(sliceCommits.splice(0)),
+        () => this.commitMatches(slice.splice(0)),
       );
       const { engineMs, ticketsExamined, rejections } = measure;
       q.telemetry.tick({ queueId: q.queueId, tickMs: performance.now() - measure.started, engineMs, ticketsExamined, rejections });
@@ -219,8 +228,8 @@ export class Ticker {
     return formed;
   }
 
-  /** Proposes a formed match as a `match.commit` record; answers when it is durable, or undefined when it is void. */
-  private commitMatch({ match, keys, tickets, quality }: FormedMatch, config: QueueConfig): Promise<void> | undefined {
+  /** A formed match's `match.commit` record, or undefined when it is void (a ticket left the pool). */
+  private matchCommit({ match, keys, tickets, quality }: FormedMatch, config: QueueConfig): MatchCommit | undefined {
     const { q } = this;
     if (!tickets.every((t) => q.state.isActiveAt(t))) {
       q.log.debug(
@@ -241,24 +250,21 @@ export class Ticker {
       engineOutput: toBinary(EngineOutputSchema, output),
       atMs: Date.now(),
     };
-    return q.propose([record]).then(([applied]) => {
-      if (!applied?.result.committed) return;
+    return { record, quality, teams: output.teams.map((t) => t.playerIds), host: output.host?.preferred };
+  }
+
+  /** Proposes a slice's match records together; answers once they are durable. */
+  private async commitMatches(commits: MatchCommit[]): Promise<void> {
+    if (commits.length === 0) return;
+    const { q } = this;
+    const applied = await q.propose(commits.map((c) => c.record));
+    for (const [i, { record, quality, teams, host }] of commits.entries()) {
+      // No result where a replicated log skipped the entry (a new leader had claimed the queue).
+      if (!applied[i]?.result.committed) continue;
       const { matchId, rulesetId, atMs } = record;
       const { waitsMs, players, skillSpread, teamImbalance } = quality;
-      const teams = output.teams.map((t) => t.playerIds);
-      q.telemetry.matchFormed({
-        queueId: q.queueId,
-        rulesetId,
-        matchId,
-        atMs,
-        waitsMs,
-        players,
-        skillSpread,
-        teamImbalance,
-        host: output.host?.preferred,
-        teams,
-      });
-    });
+      q.telemetry.matchFormed({ queueId: q.queueId, rulesetId, matchId, atMs, waitsMs, players, skillSpread, teamImbalance, host, teams });
+    }
   }
 
   /**

@@ -26,7 +26,7 @@ import type { Applied } from '../queue/queue-state.js';
 import { decodeLogEntry, encodeLogEntry, LEADER_RECORD_TYPES, type LogEntry } from './wire/record-codec.js';
 import type { QueueRecord } from '../queue/records.js';
 import { DEFAULT_CHECKPOINT_INTERVALS, QueueCheckpoints } from './queue-checkpoints.js';
-import { RequestBatcher } from './request-batcher.js';
+import { MAX_ENTRY_BYTES, RequestBatcher } from './request-batcher.js';
 
 export interface ReplicatedHistoryOptions {
   queueId: string;
@@ -244,10 +244,23 @@ export class ReplicatedHistory implements QueueHistory {
     if (this.stopped) return Promise.reject(unavailable(`queue "${this.options.queueId}" is stopping; retry with backoff`));
     if (records.some((r) => LEADER_RECORD_TYPES.has(r.type))) {
       if (!this.leading) return Promise.reject(unavailable(`this replica no longer leads queue "${this.options.queueId}"`));
-      const entry: LogEntry = { kind: 'records', replicaId: this.options.replicaId, term: this.ownTerm, records };
-      return this.append('lead', entry, encodeLogEntry(entry)) as Promise<Applied<R['type']>[]>;
+      return this.appendLead(records) as Promise<Applied<R['type']>[]>;
     }
     return this.requests.propose(records) as Promise<Applied<R['type']>[]>;
+  }
+
+  /**
+   * A leader's records in one entry, or in halves, one after the other, while their entry would pass
+   * MAX_ENTRY_BYTES (a tick proposes a slice's matches together). Answers what each record did; none for
+   * the records after a half it no longer leads to append, as for an entry the log skipped.
+   */
+  private async appendLead(records: readonly QueueRecord[]): Promise<Applied[]> {
+    const entry: LogEntry = { kind: 'records', replicaId: this.options.replicaId, term: this.ownTerm, records };
+    const bytes = encodeLogEntry(entry);
+    if (bytes.byteLength <= MAX_ENTRY_BYTES || records.length === 1) return this.append('lead', entry, bytes);
+    const half = records.length >> 1;
+    const first = await this.appendLead(records.slice(0, half));
+    return this.leading ? [...first, ...(await this.appendLead(records.slice(half)))] : first;
   }
 
   /** Appends an entry (`bytes`, its encoding) and answers what it applied, once this replica has applied it. */

@@ -11,7 +11,7 @@ import type { QueueRecord } from '../queue/records.js';
 
 /** Request entries of one queue in flight at once from one replica. */
 export const REQUEST_APPENDS_IN_FLIGHT = 2;
-/** The largest entry of requests' records, in bytes as encoded. */
+/** The largest entry a replica appends, in bytes as encoded: requests' records here, a leader's in ReplicatedHistory. */
 export const MAX_ENTRY_BYTES = 512 * 1024;
 
 interface Waiting {

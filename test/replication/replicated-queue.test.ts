@@ -8,7 +8,7 @@ import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/errors.js';
-import { encodeLogEntry, type LogEntry } from '../../src/replication/wire/record-codec.js';
+import { decodeLogEntry, encodeLogEntry, type LogEntry } from '../../src/replication/wire/record-codec.js';
 import type { LeaderLease } from '../../src/replication/jetstream/leader-lease.js';
 import { ReplicationLog } from '../../src/replication/jetstream/replication-log.js';
 import { LOG_DIVERGED, ReplicatedHistory } from '../../src/replication/replicated-history.js';
@@ -167,6 +167,64 @@ describe('a replicated queue', () => {
     await createTicket(successor);
     expect(successor.runtime.lookupTicket(id)?.state).toBe('active');
     expect(successor.store.queueOutcomes(q.queueId, 0n, 100).filter((o) => o.kind === 'ticket.expired')).toEqual([]);
+  });
+
+  it('puts the matches a tick forms in a slice together in one entry', async () => {
+    const q = await newQueue();
+    const group = await Promise.all(['a', 'b'].map((name) => startReplica(name, q, duelQueue(500))));
+    await until('a leader', () => leaderOf(group) !== undefined);
+    const leader = leaderOf(group)!;
+    await Promise.all(Array.from({ length: 20 }, () => createTicket(leader)));
+    await until('ten matches on every replica', () => group.every((r) => matchesOf(r).length === 10));
+    const jsm = await jetstreamManager(admin);
+    const last = (await jsm.streams.info(q.stream)).state.last_seq;
+    const entries = new Map<number, number>();
+    for (let seq = 1; seq <= last; seq++) {
+      const message = await jsm.streams.getMessage(q.stream, { seq });
+      if (message?.subject !== q.subjects.lead) continue;
+      const entry = decodeLogEntry(message.data);
+      const matches = entry.kind === 'records' ? entry.records.filter((r) => r.type === 'match.commit').length : 0;
+      if (matches > 0) entries.set(seq, matches);
+    }
+    // One tick of twenty waiting tickets makes its ten matches in one slice; two if the creates straddle a tick.
+    expect([...entries.values()].reduce((a, b) => a + b, 0)).toBe(10);
+    expect(entries.size).toBeLessThanOrEqual(2);
+  });
+
+  it('appends a leader’s records larger than an entry may be as several entries, applied in order, each record answered', async () => {
+    const q = await newQueue();
+    const group = await Promise.all(['a', 'b'].map((name) => startReplica(name, q, duelQueue(3_600_000))));
+    await until('a leader', () => leaderOf(group) !== undefined);
+    const leader = leaderOf(group)!;
+    const follower = group.find((r) => r !== leader)!;
+    const ids = Array.from({ length: 24 }, () => uuid());
+    for (const id of ids) await createTicket(leader, id);
+    const active = (leader.runtime as unknown as { queue: { active: { get(id: string): number | undefined } } }).queue.active;
+    // Twelve matches of 60 KiB each (what a tick's slice proposes together): about 720 KiB, over one entry's 512.
+    const engineOutput = new Uint8Array(60 * 1024).fill(7);
+    const records = Array.from({ length: 12 }, (_, m) => ({
+      type: 'match.commit' as const,
+      matchId: uuid(),
+      rulesetId: 'duel',
+      atMs: Date.now(),
+      engineOutput,
+      tickets: [ids[2 * m]!, ids[2 * m + 1]!].map((ticketId) => ({ ticketId, position: active.get(ticketId)! })),
+    }));
+    const jsm = await jetstreamManager(admin);
+    const before = (await jsm.streams.info(q.stream)).state.last_seq;
+    const applied = await leader.history.propose(records);
+    expect(applied.map((a) => a.result.committed)).toEqual(records.map(() => true));
+    const last = (await jsm.streams.info(q.stream)).state.last_seq;
+    const sizes: number[] = [];
+    for (let seq = before + 1; seq <= last; seq++) {
+      const message = await jsm.streams.getMessage(q.stream, { seq });
+      if (message?.subject === q.subjects.lead) sizes.push(message.data.length);
+    }
+    expect(sizes.length).toBeGreaterThan(1);
+    for (const size of sizes) expect(size).toBeLessThanOrEqual(512 * 1024);
+    await until('the follower has every match', () => matchesOf(follower).length === records.length);
+    expect(matchesOf(follower).map((o) => o.id)).toEqual(matchesOf(leader).map((o) => o.id));
+    expect(matchesOf(follower).map(matchedIds)).toEqual(records.map((r) => r.tickets.map((t) => t.ticketId)));
   });
 
   it('lets a replica started later catch up from the log before it answers', async () => {

@@ -167,6 +167,7 @@ export function activeInPositionOrder(active: SnapshotSource['active']): { ids: 
   return { ids, positions, order: byPosition(positions) };
 }
 
+/** Whether the tickets' positions never decrease. */
 function ascending(tickets: readonly TicketAt[]): boolean {
   for (let k = 1; k < tickets.length; k++) if (tickets[k]!.position < tickets[k - 1]!.position) return false;
   return true;

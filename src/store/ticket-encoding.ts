@@ -72,8 +72,9 @@ export interface TicketPoolFields {
  * A stored ticket's engine_input, ruleset_ids, created_at and metadata, as decoding it gives them (the last
  * engine_input or metadata wins, ruleset ids append in order, created_at occurrences merge field by field),
  * without decoding the rest: a replica builds the pool's row of every ticket another replica took from its
- * stored bytes, and the whole decode was a tenth of what applying the log cost it. Stored bytes always decoded once (they were
- * acknowledged); a field met with a wire type its schema does not give falls back to the whole decode.
+ * stored bytes, and the whole decode was a tenth of what applying the log cost it. Stored bytes always
+ * decoded once (they were acknowledged); a field met with a wire type its schema does not give falls back to
+ * the whole decode.
  */
 export function poolFieldsOf(ticket: Uint8Array): TicketPoolFields {
   const reader = new BinaryReader(ticket);

@@ -202,9 +202,9 @@ export class MemoryStore implements OutboxStore {
     return { tickets, backfills: [...records.backfills.values()] };
   }
 
-  readTicket(ref: TicketRef): StoredTicket | undefined {
-    const ticket = this.queues.get(ref.queueId)?.tickets.get(ref.position);
-    return ticket && ticketRecord(ticket, ticket.state, ticket.matchId, ticket.resolvedAtMs);
+  /** The record as held: apply replaces records, never alters one (a copy was a microsecond a read). */
+  readTicket(ref: TicketRef): Readonly<StoredTicket> | undefined {
+    return this.queues.get(ref.queueId)?.tickets.get(ref.position);
   }
 
   storedQueueIds(): string[] {

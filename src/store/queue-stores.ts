@@ -44,7 +44,7 @@ export class QueueStores implements Store {
     return this.of(queueId)?.loadQueue(queueId) ?? { tickets: [], backfills: [] };
   }
 
-  readTicket(ref: TicketRef): StoredTicket | undefined {
+  readTicket(ref: TicketRef): Readonly<StoredTicket> | undefined {
     return this.of(ref.queueId)?.readTicket(ref);
   }
 

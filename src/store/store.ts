@@ -123,8 +123,11 @@ export interface Store {
   probeWrite(): Promise<void>;
   /** Everything stored for one queue, for restoring its pool at start. */
   loadQueue(queueId: string): QueueSnapshot;
-  /** One ticket's committed record (a change not yet committed is not visible). */
-  readTicket(ref: TicketRef): StoredTicket | undefined;
+  /**
+   * One ticket's committed record (a change not yet committed is not visible). Read-only: a store may answer
+   * with the record it holds (a change replaces a record, never alters it).
+   */
+  readTicket(ref: TicketRef): Readonly<StoredTicket> | undefined;
   /** Ids of every queue that has tickets or backfill requests stored. */
   storedQueueIds(): string[];
   /** Recorded outcomes in producer_sequence order. */

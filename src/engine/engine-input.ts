@@ -9,7 +9,7 @@
 // repeated within one map entry merges, unknown fields are skipped with the same recursion budget), so it
 // accepts and refuses exactly what decoding accepts and refuses; test/operations/create-ticket.test.ts checks that
 // against fromBinary on generated, merged and corrupted inputs.
-import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
+import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { AttributeSchema, EngineInputSchema, PlayerSchema } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { failedPrecondition } from '../errors.js';
 
@@ -44,47 +44,6 @@ export function parseTicketEngineInput(bytes: Uint8Array | undefined, ticketId: 
   const input = parse(bytes, field);
   if (input.playerIds.length === 0) throw failedPrecondition(`${field} has no players: a ticket needs at least one`);
   return input;
-}
-
-/**
- * The player ids parseTicketEngineInput reads from an engine_input it accepted (a stored ticket's: it was
- * parsed when the ticket was taken), in order, without reading the rest (latencies, attributes and their
- * strings): all a match's output needs of a ticket. What the walk below cannot read as decoding would (a
- * field of another wire type, an empty or malformed input) goes to parseTicketEngineInput.
- */
-export function ticketPlayerIds(bytes: Uint8Array | undefined, ticketId: string, field: string): string[] {
-  if (bytes === undefined) return [ticketId];
-  return playerIdsOf(bytes) ?? parseTicketEngineInput(bytes, ticketId, field).playerIds;
-}
-
-/** Each Player's player_id (the last one in it wins, as in decoding); undefined where the walk cannot tell. */
-function playerIdsOf(bytes: Uint8Array): string[] | undefined {
-  const ids: string[] = [];
-  try {
-    const reader = new BinaryReader(bytes);
-    while (reader.pos < reader.len) {
-      const [number, wireType] = reader.tag();
-      if (number !== F.players.number) {
-        reader.skip(wireType, number, RECURSION_LIMIT - 1);
-        continue;
-      }
-      if (wireType !== WireType.LengthDelimited) return undefined;
-      const end = reader.uint32() + reader.pos;
-      if (end > reader.len) return undefined;
-      let playerId = '';
-      while (reader.pos < end) {
-        const [inner, innerType] = reader.tag();
-        if (inner !== F.playerId.number) reader.skip(innerType, inner, RECURSION_LIMIT - 2);
-        else if (innerType === WireType.LengthDelimited) playerId = reader.string(F.playerId.utf8Validation);
-        else return undefined;
-      }
-      if (reader.pos !== end) return undefined;
-      ids.push(playerId);
-    }
-  } catch {
-    return undefined;
-  }
-  return ids.length > 0 ? ids : undefined;
 }
 
 /** A backfill request's engine_input describes the players already in the match; it may have none. */

@@ -9,12 +9,12 @@ import { keysOf, type TableKeys } from './value-table.js';
 
 /**
  * Teams are "0".."teams-1" in the engine's order; each lists its tickets' players, ticket by ticket.
- * `inputs` are the match's tickets' engine inputs (their player ids), in match order; `keys` the pool's
- * tables as the tick's engine read them (TickResult.keys).
+ * `inputs` are the match's tickets' engine inputs, in match order; `keys` the pool's tables as the tick's
+ * engine read them (TickResult.keys).
  */
 export function buildEngineOutput(
   match: EngineMatch,
-  inputs: readonly Pick<ParsedEngineInput, 'playerIds'>[],
+  inputs: readonly ParsedEngineInput[],
   keys: PoolKeys,
   config: QueueConfig,
 ): EngineOutput {

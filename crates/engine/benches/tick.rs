@@ -11,15 +11,19 @@
 //! pairs with `sort_unstable_by`, and prints the tick's best over the sort's best: the baseline the engine's
 //! speed is read against, from the same run on the same machine. Each size also ticks on several threads
 //! (`TICK_BENCH_THREADS`, default every core), in turn with one thread, and prints how much faster and
-//! whether the output is the same.
+//! whether the output is the same. Each size then ticks a waiting pool in steady state
+//! (`TICK_BENCH_STEADY=0` skips it): the same generator with skills spread 10,000 times wider, so most
+//! tickets wait for their bounds to widen, and 1% new tickets a tick after the matched ones leave; each
+//! tick updates the layout the last one kept (`run_tick_changed`) and, in turn on the same pool, lays it
+//! out whole (`run_tick`), and the bench prints both, their ratio and whether the output is the same.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
 use common::{Pool, Rng};
 use matchmaker_engine::{
-    run_tick, Curve, Expansion, FilterMode, MatchOutput, OutputCapacity, Rejection, RelaxationStep, Ruleset,
-    TickParams, Workspace,
+    run_tick, run_tick_changed, Curve, Expansion, FilterMode, MatchOutput, OutputCapacity, PoolChanges, Rejection,
+    RelaxationStep, Ruleset, TickParams, Workspace,
 };
 use std::hint::black_box;
 use std::sync::Arc;
@@ -287,7 +291,78 @@ fn main() {
         let d = &ws.rule_diagnostics()[0];
         let reasons: Vec<String> = Rejection::ALL.iter().map(|&r| format!("{} {}", r.name(), d.rejected(r))).collect();
         println!("  failed candidates {}, examined {} | {}", d.failed, d.examined, reasons.join(", "));
+        if std::env::var("TICK_BENCH_STEADY").map_or(true, |v| v != "0") {
+            steady(n, iters, &params);
+        }
     }
+}
+
+/// A waiting pool of `n` tickets in steady state: ticks that update their kept layout against ticks that lay
+/// the same pool out whole, `iters` of each, in turn (module doc).
+fn steady(n: usize, iters: usize, params: &TickParams<'_>) {
+    const SCALE: f64 = 10_000.0;
+    // The first ticks lay the pool out and match what the first tick's wide bounds reach: not timed.
+    const WARM_UP: usize = 2;
+    let waiting = |seed: u64, count: usize, now: f64| {
+        let mut p = generate(count, seed);
+        let mut rng = Rng(seed);
+        for (m, a) in p.mmr_mean.iter_mut().zip(&mut p.arrival_ms) {
+            *m *= SCALE;
+            *a = (now - rng.unit() * 2_000.0).floor();
+        }
+        p
+    };
+    let mut pool = waiting(17, n, NOW);
+    let arrivals = waiting(18, n / 100 * (iters + WARM_UP), NOW);
+    let cap = OutputCapacity::for_pool(2 * n, F, H);
+    let (mut out, mut fresh_out) = (MatchOutput::with_capacity(cap), MatchOutput::with_capacity(cap));
+    let (mut kept, mut fresh) = (Workspace::with_capacity(n, F, H), Workspace::with_capacity(n, F, H));
+    let (mut changed, mut previous_len) = (Vec::<u32>::new(), 0);
+    let (mut best, mut best_fresh, mut total, mut total_fresh) = (f64::INFINITY, f64::INFINITY, 0.0, 0.0);
+    let (mut same, mut updated, mut matched_total) = (true, 0, 0);
+    for t in 0..iters + WARM_UP {
+        let now_ms = NOW + 250.0 * t as f64;
+        let p = TickParams { now_ms, seed: 42 + t as u64, ..*params };
+        let t0 = Instant::now();
+        let changes = PoolChanges { previous_len, rows: &changed };
+        let m = run_tick_changed(black_box(&pool.columns()), &changes, &p, &mut kept, &mut out.buffers());
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        let t0 = Instant::now();
+        let want = run_tick(black_box(&pool.columns()), &p, &mut fresh, &mut fresh_out.buffers());
+        let fresh_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let m = m.expect("valid input");
+        same &= Ok(m) == want && out == fresh_out;
+        let matched = out.match_offsets[m] as usize;
+        if t >= WARM_UP {
+            (best, best_fresh) = (best.min(ms), best_fresh.min(fresh_ms));
+            (total, total_fresh) = (total + ms, total_fresh + fresh_ms);
+            updated += usize::from(kept.updated_layout());
+            matched_total += matched;
+        }
+        previous_len = pool.len();
+        changed.clear();
+        let mut rows: Vec<usize> = out.match_tickets[..matched].iter().map(|&r| r as usize).collect();
+        rows.sort_unstable_by(|a, b| b.cmp(a));
+        for r in rows {
+            changed.extend(pool.swap_remove(r).map(|r| r as u32));
+        }
+        for k in 0..n / 100 {
+            let i = pool.len();
+            pool.put(i, &arrivals, t * (n / 100) + k);
+            pool.arrival_ms[i] = (now_ms + k as f64 * 250.0 / (n / 100) as f64).floor();
+            if i < previous_len {
+                changed.push(i as u32);
+            }
+        }
+    }
+    println!(
+        "  steady, a waiting pool of {} with 1% new a tick ({:.2}% matched a tick): kept layout mean {:.2} ms, best {best:.2} ms; laid out whole mean {:.2} ms, best {best_fresh:.2} ms; best / best {:.2}x; {updated} of {iters} ticks updated; same output: {same}",
+        pool.len(),
+        100.0 * matched_total as f64 / (iters * pool.len()) as f64,
+        total / iters as f64,
+        total_fresh / iters as f64,
+        best / best_fresh
+    );
 }
 
 /// The pool with its third filter (overlap, values 0..8) as a filter of 256 values in four columns: value

@@ -16,7 +16,7 @@ mod validate;
 pub use backfill::{run_backfill, BackfillBuffers, BackfillColumns, BackfillWorkspace};
 pub use diagnostics::{Rejection, RuleDiagnostics, TicketRefusal};
 pub use error::EngineError;
-pub use input::{Bounds, Curve, Expansion, FilterMode, PoolColumns, RelaxationStep, Ruleset, TickParams};
+pub use input::{Bounds, Curve, Expansion, FilterMode, PoolChanges, PoolColumns, RelaxationStep, Ruleset, TickParams};
 pub use output::{MatchBuffers, MatchOutput, OutputCapacity};
 
 /// Version of the engine's semantics, reported by the host at startup.
@@ -93,6 +93,12 @@ impl Workspace {
         self.threads.as_ref().map_or(1, tick::Threads::count)
     }
 
+    /// Whether the last tick updated the layout the tick before it kept ([`run_tick_changed`]), rather than
+    /// laying the pool out whole.
+    pub fn updated_layout(&self) -> bool {
+        self.sorted.updated()
+    }
+
     /// The last successful tick's rule diagnostics, one record per ruleset of its params
     /// (docs/rule-diagnostics.md). Empty before the first tick; a tick that returns `Err` leaves
     /// them as they were.
@@ -111,6 +117,26 @@ pub fn run_tick(
     ws: &mut Workspace,
     out: &mut MatchBuffers<'_>,
 ) -> Result<usize, EngineError> {
-    validate::validate(pool, params, out)?;
-    Ok(tick::run(pool, params, ws, out))
+    validate::validate(pool, params, out).inspect_err(|_| ws.sorted.forget())?;
+    Ok(tick::run(pool, params, None, ws, out))
+}
+
+/// [`run_tick`] on a pool that `changes` says how it changed since the last tick on `ws` (docs/engine.md,
+/// "Incremental ticks"): the workspace keeps each tick's layout of the pool and updates it by the changes,
+/// instead of laying the whole pool out again. The output is [`run_tick`]'s on the same pool, bit for bit.
+/// The first tick on a workspace, a tick after a [`run_tick`], and a tick whose parameters change what the
+/// layout holds (the party synergy bonus, a ruleset's latency bounds or `require_host`, the rulesets'
+/// count, the filter or host count) lay the pool out whole.
+pub fn run_tick_changed(
+    pool: &PoolColumns<'_>,
+    changes: &PoolChanges<'_>,
+    params: &TickParams<'_>,
+    ws: &mut Workspace,
+    out: &mut MatchBuffers<'_>,
+) -> Result<usize, EngineError> {
+    // A refused tick forgets the kept layout: its caller may have let go of the changes it described.
+    validate::validate(pool, params, out)
+        .and_then(|()| validate::validate_changes(pool, changes))
+        .inspect_err(|_| ws.sorted.forget())?;
+    Ok(tick::run(pool, params, Some(changes), ws, out))
 }

@@ -2,8 +2,8 @@
 //! itself never panics or indexes out of bounds.
 
 use crate::{
-    Curve, EngineError, FilterMode, MatchBuffers, OutputCapacity, PoolColumns, Ruleset, TickParams, MAX_HOSTS,
-    MAX_PLAYERS_PER_MATCH, MAX_RULESETS,
+    Curve, EngineError, FilterMode, MatchBuffers, OutputCapacity, PoolChanges, PoolColumns, Ruleset, TickParams,
+    MAX_HOSTS, MAX_PLAYERS_PER_MATCH, MAX_RULESETS,
 };
 
 fn check_len(column: &'static str, expected: usize, actual: usize) -> Result<(), EngineError> {
@@ -19,6 +19,20 @@ fn check_buf(buffer: &'static str, required: usize, actual: usize) -> Result<(),
         Ok(())
     } else {
         Err(EngineError::BufferTooSmall { buffer, required, actual })
+    }
+}
+
+/// A changed row must be a row of the pool now or at the last tick.
+pub(crate) fn validate_changes(pool: &PoolColumns<'_>, changes: &PoolChanges<'_>) -> Result<(), EngineError> {
+    let rows = pool.len().max(changes.previous_len);
+    if changes.previous_len >= u32::MAX as usize {
+        return Err(EngineError::InvalidParam { name: "previous_len", reason: "too many tickets for u32 indices" });
+    }
+    match changes.rows.iter().find(|&&r| r as usize >= rows) {
+        Some(_) => {
+            Err(EngineError::InvalidParam { name: "changes.rows", reason: "a row past the pool's length then and now" })
+        }
+        None => Ok(()),
     }
 }
 

@@ -6,46 +6,10 @@
 
 mod common;
 
-use common::{Pool, Rng};
+use common::{generate, Pool, NOW};
 use matchmaker_engine::{
     run_tick, Curve, Expansion, FilterMode, MatchOutput, OutputCapacity, RelaxationStep, Ruleset, TickParams, Workspace,
 };
-
-const NOW: f64 = 1_700_000_000_000.0;
-
-/// Pool generator. `max_party` bounds party sizes, `masks` are the ruleset masks drawn from.
-/// Arrivals are whole milliseconds so equal arrivals (seed tie-breaks) occur.
-fn generate(n: usize, seed: u64, filters: &[FilterMode], hosts: usize, max_party: u64, masks: &[u32]) -> Pool {
-    let mut rng = Rng(seed);
-    let mut p = Pool::new(filters.to_vec(), hosts);
-    for _ in 0..n {
-        p.party_size.push(1 + rng.below(max_party) as u8);
-        p.mmr_mean.push((rng.unit() + rng.unit() + rng.unit()) / 3.0);
-        p.arrival_ms.push(NOW - rng.below(120_000) as f64);
-        p.ruleset_mask.push(masks[rng.below(masks.len() as u64) as usize]);
-        for (k, mode) in filters.iter().enumerate() {
-            let specified = rng.below(10) < 4;
-            let (v, a) = match (mode, specified) {
-                (FilterMode::Overlap, false) => (u64::MAX, u64::MAX),
-                (FilterMode::Containment, false) => (0, u64::MAX),
-                (FilterMode::Overlap, true) => ((1 << rng.below(4 + k as u64)) | (1 << rng.below(4)), u64::MAX),
-                (FilterMode::Containment, true) => {
-                    let v = 1u64 << rng.below(3);
-                    (v, v | (1 << rng.below(3)) | (1 << rng.below(5)))
-                }
-                (FilterMode::Continued, _) => unreachable!("the golden pools' filters have one column each"),
-            };
-            p.attr_values.push(v);
-            p.attr_accepts.push(a);
-        }
-        let home = if hosts > 0 { rng.below(hosts as u64) as usize } else { 0 };
-        for h in 0..hosts {
-            let l = if h == home { 20 + rng.below(60) } else { 80 + rng.below(220) };
-            p.latency_ms.push(l as u16);
-        }
-    }
-    p
-}
 
 /// FNV-1a 64 over the count and every output buffer up to the match count.
 fn run_hash(pool: &Pool, params: &TickParams<'_>) -> (usize, u64) {

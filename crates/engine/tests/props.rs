@@ -2,9 +2,12 @@
 //! diagnostics are consistent with the matches.
 mod common;
 
-use common::{check_invariants, run, run_diagnosed, run_recorded, run_recorded_in, threaded, Pool};
+use common::{
+    check_invariants, run, run_changed_recorded, run_diagnosed, run_recorded, run_recorded_in, threaded, Pool, Rng,
+};
 use matchmaker_engine::{
-    Curve, Expansion, FilterMode, RelaxationStep, RuleDiagnostics, Ruleset, TickParams, TicketRefusal,
+    Curve, Expansion, FilterMode, PoolChanges, RelaxationStep, RuleDiagnostics, Ruleset, TickParams, TicketRefusal,
+    Workspace,
 };
 use proptest::prelude::*;
 
@@ -202,6 +205,73 @@ fn params<'a>(c: &'a Case, rs: &'a [Ruleset<'a>]) -> TickParams<'a> {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// Ticks that update the layout they kept (`run_tick_changed`) write what a tick laying the same pool
+    /// out afresh writes, through tickets matched and removed, cancelled, rewritten, moved by swap-removes
+    /// and added, with arrival ties, each tick's own seed, and now and then another party bonus.
+    #[test]
+    fn a_tick_updating_its_kept_layout_writes_what_a_fresh_tick_writes(
+        c in case(),
+        ticks in prop::collection::vec(any::<u64>(), 1..7),
+        threads in 1usize..=2,
+    ) {
+        let rs = rulesets(&c);
+        let templates = build(&c);
+        let mut pool = build(&c);
+        let mut ws = if threads == 2 { threaded(2) } else { Workspace::new() };
+        let (mut changed, mut previous_len) = (Vec::<u32>::new(), 0);
+        for (t, &draw) in ticks.iter().enumerate() {
+            let mut rng = Rng(draw);
+            let bonus = if rng.below(8) == 0 { c.bonus + 0.01 } else { c.bonus };
+            let p = TickParams {
+                now_ms: NOW + 250.0 * t as f64,
+                seed: c.seed.wrapping_add(t as u64),
+                party_synergy_bonus: bonus,
+                ..params(&c, &rs)
+            };
+            let changes = PoolChanges { previous_len, rows: &changed };
+            let (m, d, refusals) = run_changed_recorded(&pool, &changes, &p, &mut ws);
+            let fresh = run_recorded(&pool, &p);
+            prop_assert_eq!(&(&m, &d, &refusals), &(&fresh.0, &fresh.1, &fresh.2), "tick {}", t);
+
+            // The changes before the next tick: the matched tickets leave, then some others, some rows
+            // are rewritten, some tickets arrive (some at an arrival already in the pool).
+            previous_len = pool.len();
+            changed.clear();
+            let mut matched: Vec<usize> = m.iter().flat_map(|x| x.tickets.iter().map(|&i| i as usize)).collect();
+            matched.sort_unstable_by(|a, b| b.cmp(a));
+            for i in matched {
+                changed.extend(pool.swap_remove(i).map(|r| r as u32));
+            }
+            for _ in 0..rng.below(4) {
+                if !pool.is_empty() {
+                    let i = rng.below(pool.len() as u64) as usize;
+                    changed.extend(pool.swap_remove(i).map(|r| r as u32));
+                }
+            }
+            if !templates.is_empty() {
+                for _ in 0..rng.below(4) {
+                    if !pool.is_empty() {
+                        let i = rng.below(pool.len() as u64) as usize;
+                        pool.put(i, &templates, rng.below(templates.len() as u64) as usize);
+                        changed.push(i as u32);
+                    }
+                }
+                for _ in 0..rng.below(12) {
+                    let i = pool.len();
+                    pool.put(i, &templates, rng.below(templates.len() as u64) as usize);
+                    if rng.below(3) == 0 && i > 0 {
+                        pool.arrival_ms[i] = pool.arrival_ms[rng.below(i as u64) as usize];
+                    }
+                    // Rows past the last tick's are new whether listed or not; a row below, freed by a
+                    // removal and written again, must be listed.
+                    if i < previous_len || rng.below(2) == 0 {
+                        changed.push(i as u32);
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn every_match_satisfies_every_constraint(c in case()) {

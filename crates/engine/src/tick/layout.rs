@@ -5,6 +5,7 @@
 //! Also the prefetch hints (an `unsafe` intrinsic) that hide the random accesses' latency.
 
 use super::classes::{FilterBits, Interner};
+use super::kept::Kept;
 use super::lanes::{lat_words, row_words};
 use super::links::Links;
 use super::sort::{fix_prefix_runs, from_order_key, mix, order_key, sort_by_prefix};
@@ -30,7 +31,7 @@ impl Hot {
 
     /// Padding record at either end of `Sorted::hot`: its distance from any seed is infinite or
     /// NaN, so the scan never takes it.
-    fn sentinel(eff: f64) -> Self {
+    pub(super) fn sentinel(eff: f64) -> Self {
         Hot { eff, mask: 0, meta: 0 }
     }
 }
@@ -38,24 +39,25 @@ impl Hot {
 /// A ticket's `Hot` record and seed-order key, in pool order: the skill-order gather reads both
 /// from one place.
 #[derive(Clone, Copy, Debug, Default)]
-struct Pre {
-    hot: Hot,
+pub(super) struct Pre {
+    pub(super) hot: Hot,
     age: u64,
 }
 
-/// The pool re-laid out in skill order (rebuilt every tick).
+/// The pool laid out in skill order: rebuilt every tick, or kept from the last tick and updated by the
+/// pool's changes (`Kept`, tick/kept.rs).
 #[derive(Debug, Default)]
 pub(crate) struct Sorted {
     /// Skill order: key prefix << 32 | pool index (see `sort_by_prefix`).
     by_skill: Vec<u64>,
     /// `Hot` records and age keys in pool order, gathered in skill order.
-    pre: Vec<Pre>,
+    pub(super) pre: Vec<Pre>,
     /// Seed order: key prefix << 32 | skill position (the rank in `by_skill`, which the seed
     /// loop needs, so it never maps pool indices to positions).
     pub(super) by_age: Vec<u64>,
     /// Pool index of each entry of `by_skill` before sorting: the tickets that can be in some
     /// match, in pool order.
-    candidates: Vec<u32>,
+    pub(super) candidates: Vec<u32>,
     /// Scatter buffer and digit counts of `sort_by_prefix`.
     sort_tmp: Vec<u64>,
     hist: Vec<u32>,
@@ -75,7 +77,7 @@ pub(crate) struct Sorted {
     pub(super) live: usize,
     /// Distinct attribute rows (values and accepts of filter f at 2f and 2f+1). The scan reads
     /// a ticket's row through the class in `Hot::meta`.
-    classes: Interner,
+    pub(super) classes: Interner,
     /// Whether `classes` holds every ticket's row; otherwise `attrs` does.
     pub(super) interned: bool,
     /// Per-filter compatibility as bitsets, when every filter has at most 64 distinct
@@ -88,6 +90,21 @@ pub(crate) struct Sorted {
     /// SWAR step tests four hosts. The indices share the row so writing a match's output and
     /// marking it used find them in cache.
     pub(super) rows: Vec<u64>,
+    /// What the next tick needs to update this layout instead of laying the pool out again.
+    pub(super) kept: Kept,
+    /// Spare live arrays: the merge's output (tick/kept.rs), then, during the search, the kept layout
+    /// while the live arrays are compacted (`displaced`).
+    pub(super) spare: Spare,
+    displaced: bool,
+}
+
+/// A second set of the live arrays and the arrivals (`Sorted`'s fields of the same names).
+#[derive(Debug, Default)]
+pub(super) struct Spare {
+    pub(super) hot: Vec<Hot>,
+    pub(super) rows: Vec<u64>,
+    pub(super) attrs: Vec<u64>,
+    pub(super) arrival: Vec<f64>,
 }
 
 impl Sorted {
@@ -108,6 +125,17 @@ impl Sorted {
     /// Removes used tickets from the live arrays. Order is kept, so scans see the same
     /// sequence of unused tickets; only positions change.
     pub(super) fn compact(&mut self, links: &mut Links, f2: usize, rw: usize) {
+        if self.kept.is_kept() && !self.displaced {
+            // The first compaction of a kept layout: the search goes on in a copy, so the next tick
+            // updates the layout as this one laid it out (`restore`).
+            self.spare.hot.clone_from(&self.hot);
+            self.spare.rows.clone_from(&self.rows);
+            self.spare.attrs.clone_from(&self.attrs);
+            std::mem::swap(&mut self.hot, &mut self.spare.hot);
+            std::mem::swap(&mut self.rows, &mut self.spare.rows);
+            std::mem::swap(&mut self.attrs, &mut self.spare.attrs);
+            self.displaced = true;
+        }
         let live = self.live;
         let f2 = if self.interned { 0 } else { f2 };
         // In place: entries only move down. Branch-free over which entries are used (random, so
@@ -135,6 +163,36 @@ impl Sorted {
         self.attrs.truncate(kept * f2);
         self.live = kept;
         links.reset(kept);
+    }
+
+    /// After the search: puts a kept layout back in the live arrays if compaction displaced it.
+    pub(super) fn restore(&mut self) {
+        if self.displaced {
+            std::mem::swap(&mut self.hot, &mut self.spare.hot);
+            std::mem::swap(&mut self.rows, &mut self.spare.rows);
+            std::mem::swap(&mut self.attrs, &mut self.spare.attrs);
+            self.displaced = false;
+            self.live = self.hot.len() - 2;
+        }
+    }
+
+    /// The next tick lays the pool out whole.
+    pub(crate) fn forget(&mut self) {
+        self.kept.forget();
+    }
+
+    /// Whether the last tick updated a kept layout rather than laying the pool out whole.
+    pub(crate) fn updated(&self) -> bool {
+        self.kept.updated
+    }
+
+    /// Starts the search over the `n` laid-out tickets: none used, live positions = skill positions.
+    pub(super) fn start_search(&mut self, n: usize) {
+        self.used.clear();
+        self.used.resize_with(n.div_ceil(64), AtomicU64::default);
+        self.cur.clear();
+        self.cur.extend(0..n as u32);
+        self.live = n;
     }
 
     pub(crate) fn reserve(&mut self, n: usize, f: usize, h: usize) {
@@ -253,7 +311,7 @@ pub(super) fn prepare(
     s.candidates.clear();
     s.pre.resize(n, Pre::default());
     s.classes.clear();
-    let max_classes = (32_768 / f.max(1)).min(n / 4);
+    let max_classes = max_classes(f, n);
     let mut interning = f > 0;
     let classes = &mut s.classes;
     let reach = HostReach::new(params);
@@ -277,8 +335,7 @@ pub(super) fn prepare(
         }
     }
     let n = s.candidates.len();
-    s.used.clear();
-    s.used.resize_with(n.div_ceil(64), AtomicU64::default);
+    s.start_search(n);
     s.interned = interning;
     s.bits.build(interning.then_some(&s.classes), params.filters);
     // Skill order: by key, ties by pool index.
@@ -292,11 +349,8 @@ pub(super) fn prepare(
     s.hot[0] = Hot::sentinel(f64::NEG_INFINITY);
     s.hot[n + 1] = Hot::sentinel(f64::INFINITY);
     s.rows.resize(n * (w + 1), 0);
-    s.cur.clear();
-    s.cur.extend(0..n as u32);
     s.by_age.resize(n, 0);
     s.arrival.resize(n, 0.0);
-    s.live = n;
     s.attrs.resize(if interning { 0 } else { 2 * n * f }, 0);
     let f2 = if interning { 0 } else { 2 * f };
     let out = Gathered {
@@ -405,16 +459,27 @@ fn gather(pool: &PoolColumns<'_>, by_skill: &[u64], pre: &[Pre], out: Gathered<'
                 }
             }
         }
-        let row = &mut row[1..];
-        let mut quads = pool.latency_ms[i * h..(i + 1) * h].chunks_exact(4);
-        for (word, q) in row.iter_mut().zip(&mut quads) {
-            *word = u64::from(q[0]) | u64::from(q[1]) << 16 | u64::from(q[2]) << 32 | u64::from(q[3]) << 48;
-        }
-        let rest = quads.remainder();
-        if !rest.is_empty() {
-            // Padding lanes are 0xFFFF, which is never below a SWAR bound (bound < 65535).
-            row[w - 1] = rest.iter().rev().fold(u64::MAX, |x, &l| x << 16 | u64::from(l));
-        }
+        pack_latencies(&mut row[1..], &pool.latency_ms[i * h..(i + 1) * h]);
+    }
+}
+
+/// At most this many attribute classes for a pool of `n` tickets with `f` filter columns: the table
+/// stays in L2, and interning pays only when classes are few against the tickets.
+pub(super) fn max_classes(f: usize, n: usize) -> usize {
+    (32_768 / f.max(1)).min(n / 4)
+}
+
+/// A ticket's latencies as four 16-bit lanes a word (`Sorted::rows` after the first word).
+#[inline]
+pub(super) fn pack_latencies(row: &mut [u64], latency_ms: &[u16]) {
+    let mut quads = latency_ms.chunks_exact(4);
+    for (word, q) in row.iter_mut().zip(&mut quads) {
+        *word = u64::from(q[0]) | u64::from(q[1]) << 16 | u64::from(q[2]) << 32 | u64::from(q[3]) << 48;
+    }
+    let rest = quads.remainder();
+    if !rest.is_empty() {
+        // Padding lanes are 0xFFFF, which is never below a SWAR bound (bound < 65535).
+        row[row.len() - 1] = rest.iter().rev().fold(u64::MAX, |x, &l| x << 16 | u64::from(l));
     }
 }
 
@@ -443,10 +508,11 @@ pub(super) fn valid_rulesets(params: &TickParams<'_>) -> u32 {
 /// Tells the tickets that can be in no match: for every ruleset they compete in (vacuously so
 /// for a ticket in none of the queue's), the ruleset requires a host and none of theirs is within
 /// its widest latency bound (relaxation only widens bounds, so no seed's bound is wider).
-struct HostReach {
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct HostReach {
     /// Per ruleset that requires a host, its widest latency bound.
     widest: [Option<u32>; 32],
-    valid_rulesets: u32,
+    pub(super) valid_rulesets: u32,
 }
 
 impl HostReach {
@@ -462,7 +528,7 @@ impl HostReach {
 
     /// `mask` is the ticket's rulesets, `latency_ms` its row of the latency matrix.
     #[inline]
-    fn could_match(&self, mask: u32, latency_ms: &[u16]) -> bool {
+    pub(super) fn could_match(&self, mask: u32, latency_ms: &[u16]) -> bool {
         let mut mask = mask & self.valid_rulesets;
         while mask != 0 {
             let r = mask.trailing_zeros() as usize;

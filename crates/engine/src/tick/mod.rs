@@ -10,6 +10,7 @@
 mod balance;
 mod classes;
 mod emit;
+mod kept;
 mod lanes;
 mod layout;
 mod links;
@@ -28,7 +29,8 @@ pub(crate) use links::Links;
 pub(crate) use scratch::Scratch;
 pub(crate) use speculate::Threads;
 
-use crate::{MatchBuffers, PoolColumns, RuleDiagnostics, TickParams, Workspace};
+use crate::{MatchBuffers, PoolChanges, PoolColumns, RuleDiagnostics, TickParams, Workspace};
+use kept::Kept;
 use lanes::{row_words, HostMask, WideHosts};
 use layout::{prefetch, prefetch_range, prepare, valid_rulesets};
 use refusals::Refusals;
@@ -36,9 +38,12 @@ use seed::{reborrow, try_and_stage, Commit, TryMemory};
 
 /// The seed loop: every ticket that could be in a match seeds once, oldest first, and the first of its
 /// rulesets (by index) to form a match around it wins. Returns the number of matches written to `out`.
+/// With `changes`, the workspace keeps the tick's layout for the next, and updates the last one by
+/// them when it can (tick/kept.rs).
 pub(crate) fn run(
     pool: &PoolColumns<'_>,
     params: &TickParams<'_>,
+    changes: Option<&PoolChanges<'_>>,
     ws: &mut Workspace,
     out: &mut MatchBuffers<'_>,
 ) -> usize {
@@ -49,11 +54,12 @@ pub(crate) fn run(
     ws.diagnostics.resize(params.rulesets.len(), RuleDiagnostics::default());
     let mut refusals = Refusals::new(out.ticket_refusals.take(), pool, valid_rulesets(params));
     let matches = if n == 0 || params.rulesets.is_empty() {
+        ws.sorted.kept.forget();
         0
     } else if pool.host_count > 64 {
-        seed_loop::<WideHosts>(pool, params, ws, out, &mut refusals)
+        seed_loop::<WideHosts>(pool, params, changes, ws, out, &mut refusals)
     } else {
-        seed_loop::<u64>(pool, params, ws, out, &mut refusals)
+        seed_loop::<u64>(pool, params, changes, ws, out, &mut refusals)
     };
     out.ticket_refusals = refusals.into_inner();
     matches
@@ -63,11 +69,20 @@ pub(crate) fn run(
 fn seed_loop<'o, M: HostMask + Send + Sync>(
     pool: &PoolColumns<'_>,
     params: &TickParams<'_>,
+    changes: Option<&PoolChanges<'_>>,
     ws: &mut Workspace,
     out: &mut MatchBuffers<'o>,
     refusals: &mut Refusals<'o>,
 ) -> usize {
-    prepare(pool, params, &mut ws.sorted, &mut ws.diagnostics, ws.threads.as_ref());
+    let updated = changes.is_some_and(|c| Kept::update(&mut ws.sorted, pool, params, c, &mut ws.diagnostics));
+    if !updated {
+        prepare(pool, params, &mut ws.sorted, &mut ws.diagnostics, ws.threads.as_ref());
+        if changes.is_some() {
+            Kept::record(&mut ws.sorted, pool, params);
+        } else {
+            ws.sorted.kept.forget();
+        }
+    }
     let Workspace { sorted, links, scratch, diagnostics, local, tried, staged, threads } = ws;
     scratch.set_filters(params.filters);
     links.reset(sorted.live);
@@ -81,6 +96,7 @@ fn seed_loop<'o, M: HostMask + Send + Sync>(
         }
         _ => one_by_one::<M>(sorted, links, (scratch, local, tried, staged), &mut commit),
     }
+    sorted.restore();
     commit.matches
 }
 
@@ -186,7 +202,7 @@ mod tests {
         };
         let columns = pool.columns();
         let mut out = MatchOutput::with_capacity(OutputCapacity::for_pool(columns.len(), 0, 0));
-        let matches = run(&columns, &params, &mut Workspace::new(), &mut out.buffers());
+        let matches = run(&columns, &params, None, &mut Workspace::new(), &mut out.buffers());
         let o = &out.match_offsets;
         (0..matches).map(|m| out.match_tickets[o[m] as usize..o[m + 1] as usize].to_vec()).collect()
     }

@@ -3,9 +3,46 @@
 #![allow(dead_code)]
 
 use matchmaker_engine::{
-    run_tick, EngineError, Expansion, FilterMode, MatchOutput, OutputCapacity, PoolColumns, RuleDiagnostics, Ruleset,
-    TickParams, Workspace, NO_HOST,
+    run_tick, run_tick_changed, EngineError, Expansion, FilterMode, MatchOutput, OutputCapacity, PoolChanges,
+    PoolColumns, RuleDiagnostics, Ruleset, TickParams, Workspace, NO_HOST,
 };
+
+/// The time the generated pools are read at (epoch ms).
+pub const NOW: f64 = 1_700_000_000_000.0;
+
+/// Pool generator. `max_party` bounds party sizes, `masks` are the ruleset masks drawn from.
+/// Arrivals are whole milliseconds so equal arrivals (seed tie-breaks) occur.
+pub fn generate(n: usize, seed: u64, filters: &[FilterMode], hosts: usize, max_party: u64, masks: &[u32]) -> Pool {
+    let mut rng = Rng(seed);
+    let mut p = Pool::new(filters.to_vec(), hosts);
+    for _ in 0..n {
+        p.party_size.push(1 + rng.below(max_party) as u8);
+        p.mmr_mean.push((rng.unit() + rng.unit() + rng.unit()) / 3.0);
+        p.arrival_ms.push(NOW - rng.below(120_000) as f64);
+        p.ruleset_mask.push(masks[rng.below(masks.len() as u64) as usize]);
+        for (k, mode) in filters.iter().enumerate() {
+            let specified = rng.below(10) < 4;
+            let (v, a) = match (mode, specified) {
+                (FilterMode::Overlap, false) => (u64::MAX, u64::MAX),
+                (FilterMode::Containment, false) => (0, u64::MAX),
+                (FilterMode::Overlap, true) => ((1 << rng.below(4 + k as u64)) | (1 << rng.below(4)), u64::MAX),
+                (FilterMode::Containment, true) => {
+                    let v = 1u64 << rng.below(3);
+                    (v, v | (1 << rng.below(3)) | (1 << rng.below(5)))
+                }
+                (FilterMode::Continued, _) => unreachable!("the golden pools' filters have one column each"),
+            };
+            p.attr_values.push(v);
+            p.attr_accepts.push(a);
+        }
+        let home = if hosts > 0 { rng.below(hosts as u64) as usize } else { 0 };
+        for h in 0..hosts {
+            let l = if h == home { 20 + rng.below(60) } else { 80 + rng.below(220) };
+            p.latency_ms.push(l as u16);
+        }
+    }
+    p
+}
 
 /// SplitMix64: small and seeded, for generated pools.
 pub struct Rng(pub u64);
@@ -49,6 +86,10 @@ impl Pool {
         self.party_size.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.party_size.is_empty()
+    }
+
     /// Adds a ticket; returns its pool index.
     pub fn add(&mut self, party: u8, mmr: f64, arrival_ms: f64, mask: u32) -> usize {
         self.party_size.push(party);
@@ -87,6 +128,39 @@ impl Pool {
         let nf = self.filters.len();
         self.attr_values[t * nf + f] = values;
         self.attr_accepts[t * nf + f] = accepts;
+    }
+
+    /// Removes ticket `t`: the last ticket moves into its row (as the service's pool does). Answers the
+    /// row written, if any.
+    pub fn swap_remove(&mut self, t: usize) -> Option<usize> {
+        let (last, f, h) = (self.len() - 1, self.filters.len(), self.host_count);
+        self.party_size.swap_remove(t);
+        self.mmr_mean.swap_remove(t);
+        self.arrival_ms.swap_remove(t);
+        self.ruleset_mask.swap_remove(t);
+        for (column, width) in [(&mut self.attr_values, f), (&mut self.attr_accepts, f)] {
+            column.copy_within(last * width..(last + 1) * width, t * width);
+            column.truncate(last * width);
+        }
+        self.latency_ms.copy_within(last * h..(last + 1) * h, t * h);
+        self.latency_ms.truncate(last * h);
+        (t < last).then_some(t)
+    }
+
+    /// Writes ticket `j` of `from` (a pool of the same shape) into row `t`, or appends it when `t` is
+    /// the pool's length.
+    pub fn put(&mut self, t: usize, from: &Pool, j: usize) {
+        let (f, h) = (self.filters.len(), self.host_count);
+        if t == self.len() {
+            self.add(1, 0.0, 0.0, 0);
+        }
+        self.party_size[t] = from.party_size[j];
+        self.mmr_mean[t] = from.mmr_mean[j];
+        self.arrival_ms[t] = from.arrival_ms[j];
+        self.ruleset_mask[t] = from.ruleset_mask[j];
+        self.attr_values[t * f..(t + 1) * f].copy_from_slice(&from.attr_values[j * f..(j + 1) * f]);
+        self.attr_accepts[t * f..(t + 1) * f].copy_from_slice(&from.attr_accepts[j * f..(j + 1) * f]);
+        self.latency_ms[t * h..(t + 1) * h].copy_from_slice(&from.latency_ms[j * h..(j + 1) * h]);
     }
 
     pub fn set_latency(&mut self, t: usize, lat: &[u16]) {
@@ -192,6 +266,21 @@ pub fn run_recorded_in(
     let mut out = MatchOutput::with_capacity(cap).recording_refusals();
     out.ticket_refusals.as_mut().unwrap().fill(0xEE);
     let count = run_tick(&pool.columns(), params, &mut ws, &mut out.buffers()).expect("valid input");
+    let refusals = out.ticket_refusals.clone().unwrap();
+    (decode(&out, count, pool.filters.len(), pool.host_count), ws.rule_diagnostics().to_vec(), refusals)
+}
+
+/// `run_recorded_in` through `run_tick_changed`, in a workspace kept from tick to tick.
+pub fn run_changed_recorded(
+    pool: &Pool,
+    changes: &PoolChanges<'_>,
+    params: &TickParams<'_>,
+    ws: &mut Workspace,
+) -> (Vec<Match>, Vec<RuleDiagnostics>, Vec<u8>) {
+    let cap = OutputCapacity::for_pool(pool.len(), pool.filters.len(), pool.host_count);
+    let mut out = MatchOutput::with_capacity(cap).recording_refusals();
+    out.ticket_refusals.as_mut().unwrap().fill(0xEE);
+    let count = run_tick_changed(&pool.columns(), changes, params, ws, &mut out.buffers()).expect("valid input");
     let refusals = out.ticket_refusals.clone().unwrap();
     (decode(&out, count, pool.filters.len(), pool.host_count), ws.rule_diagnostics().to_vec(), refusals)
 }

@@ -23,6 +23,8 @@ export class HostColumns {
   private readonly hostColumn: Uint8Array;
   /** A host lost its last row since `fit`: its column still reads as a host's. */
   private left = false;
+  /** Counts the rewrites of whole columns (a column becoming a host's or none, the matrix laid out again). */
+  rewrites = 0;
 
   constructor(
     private readonly table: ValueTable,
@@ -124,6 +126,7 @@ export class HostColumns {
     }
     this.hostColumn.fill(0, keep);
     [this.latencyMs, this.measured, this.count, this.words] = [latency, measured, count, words];
+    this.rewrites++;
   }
 
   /** Column `h` of the first `rows` rows: the default latency once it is a host's, MAX_LATENCY once it is none. */
@@ -131,6 +134,7 @@ export class HostColumns {
     const ms = host ? Math.min(this.unmeasuredMs, MAX_LATENCY) : MAX_LATENCY;
     for (let r = 0; r < rows; r++) this.latencyMs[r * this.count + h] = ms;
     this.hostColumn[h] = host ? 1 : 0;
+    this.rewrites++;
   }
 }
 

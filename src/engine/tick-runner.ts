@@ -125,6 +125,8 @@ export class TickRunner {
   private ruleCounts: Float64Array;
   /** The parameters the engine has, with the filter modes of the pool's columns it last ran on. */
   private params: QueueParams;
+  /** The pool the engine last ticked: the changes of another pool mean nothing to the layout it kept. */
+  private lastPool: TicketPool | undefined;
 
   constructor(params: QueueParams) {
     this.engine = new TickEngine(params);
@@ -140,6 +142,11 @@ export class TickRunner {
     if (this.ruleCounts.length !== params.rulesets.length * RULE_COUNT_COLUMNS) {
       this.ruleCounts = new Float64Array(params.rulesets.length * RULE_COUNT_COLUMNS);
     }
+  }
+
+  /** Whether the last tick updated the layout the one before kept (docs/engine.md, "Incremental ticks"). */
+  updatedLayout(): boolean {
+    return this.engine.updatedLayout();
   }
 
   private assigned = new Uint32Array(0);
@@ -190,7 +197,17 @@ export class TickRunner {
     const o = this.out;
     const counts = this.ruleCounts;
     o.ruleCounts = counts;
-    const count = await this.engine.run(pool.columns(), o, nowMs, seed >>> 0);
+    // The engine keeps each tick's layout and updates it by the rows written since (docs/engine.md,
+    // "Incremental ticks"); changes it cannot use (another pool's, or none known) make it lay the pool out whole.
+    let changes = pool.takeChanges();
+    if (changes === undefined || this.lastPool !== pool) {
+      this.engine.forgetLayout();
+      changes = { previousCount: 0, rows: new Uint32Array(0) };
+    }
+    // Unset until the tick succeeds: the changes just taken are the engine's only once it has read them.
+    this.lastPool = undefined;
+    const count = await this.engine.run(pool.columns(), o, nowMs, seed >>> 0, changes);
+    this.lastPool = pool;
     const refusals = o.ticketRefusals!.subarray(0, pool.count);
     const filters = pool.filterCount;
     const row = (r: number): number => {

@@ -18,6 +18,12 @@ export const MAX_HOST_KEYS = 256;
  */
 export const MAX_FILTER_VALUES = 256;
 
+/** The rows written since the engine last read the pool (the engine's PoolChanges), and the row count then. */
+export interface PoolChanges {
+  previousCount: number;
+  rows: Uint32Array;
+}
+
 /** What a tick's indices stand for, as the tables stood when it read the columns. */
 export interface PoolKeys {
   hosts: TableKeys;
@@ -56,6 +62,16 @@ export class TicketPool {
   readonly attributeKeys: ValueTable[];
   private readonly tables: PoolTables;
   private readonly allRulesets: number;
+  /**
+   * The rows written since the engine last read the pool (`takeChanges`), so that its tick updates the layout
+   * it kept instead of laying the pool out whole (docs/engine.md, "Incremental ticks"). `readCount` is the row
+   * count then: undefined before the first read, and once the changes are not worth keeping.
+   */
+  private changedRows = new Uint32Array(256);
+  private changedCount = 0;
+  private readCount: number | undefined;
+  /** `HostColumns.rewrites` when the engine last read the pool. */
+  private rewritesRead = 0;
 
   constructor(
     readonly layout: PoolLayout,
@@ -191,6 +207,7 @@ export class TicketPool {
     this.latency.write(r, row.latencies);
     this.ids.set(r, ticketId);
     this.rows.set(ticketId, r);
+    this.noteChanged(r);
   }
 
   /** Swap-remove: the last row moves into the hole. The ticket lets go of what it held. Only between ticks. */
@@ -212,10 +229,40 @@ export class TicketPool {
       this.latency.move(last, r);
       this.ids.move(last, r);
       this.rows.set(this.ids.get(r), r);
+      this.noteChanged(r);
     } else {
       this.ids.forget(last);
     }
     return true;
+  }
+
+  /**
+   * What changed since the last call, for the engine about to read the pool: undefined when it must lay the
+   * pool out whole (its first read, whole columns rewritten, or more than a quarter of the rows changed, when
+   * a merge costs what a layout does). The pool counts as read from now on.
+   */
+  takeChanges(): PoolChanges | undefined {
+    const kept = this.readCount !== undefined && this.latency.rewrites === this.rewritesRead;
+    const changes = kept ? { previousCount: this.readCount!, rows: this.changedRows.slice(0, this.changedCount) } : undefined;
+    this.readCount = this.count;
+    this.changedCount = 0;
+    this.rewritesRead = this.latency.rewrites;
+    return changes;
+  }
+
+  /** Row `r` was written since the engine last read the pool. */
+  private noteChanged(r: number): void {
+    if (this.readCount === undefined) return;
+    if (this.changedCount > this.count / 4 + 64) {
+      this.readCount = undefined;
+      return;
+    }
+    if (this.changedCount === this.changedRows.length) {
+      const grown = new Uint32Array(this.changedRows.length * 2);
+      grown.set(this.changedRows);
+      this.changedRows = grown;
+    }
+    this.changedRows[this.changedCount++] = r;
   }
 
   /** The columns as the native engine reads them. */
@@ -314,5 +361,7 @@ export class TicketPool {
     this.attrAccepts = accepts;
     this.widths = widths;
     this.columnCount = total;
+    // Every row's attribute columns moved: the engine lays the pool out whole.
+    this.readCount = undefined;
   }
 }

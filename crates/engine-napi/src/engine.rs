@@ -13,7 +13,7 @@ use crate::convert::OwnedParams;
 use crate::state::{lock, EngineState};
 use crate::threads;
 use crate::tick_task::TickTask;
-use crate::types::{BackfillArrays, BackfillOutput, MatchArrays, PoolArrays, QueueParams};
+use crate::types::{BackfillArrays, BackfillOutput, MatchArrays, PoolArrays, PoolChangeArrays, QueueParams};
 
 /// One queue's engine: its parameters and the scratch memory reused from tick to tick.
 #[napi]
@@ -42,13 +42,35 @@ impl TickEngine {
     }
 
     /// Runs one tick on the libuv thread pool; resolves with the number of matches written to `out`.
-    /// The host must not write to `pool` or `out` until the promise settles.
+    /// With `changes` (the rows written since this engine's last tick), the tick updates the layout the
+    /// last one kept instead of laying the pool out whole; the matches are the same.
+    /// The host must not write to `pool`, `changes` or `out` until the promise settles.
     #[napi(ts_return_type = "Promise<number>")]
-    pub fn run(&self, pool: PoolArrays, out: MatchArrays, now_ms: f64, seed: u32) -> AsyncTask<TickTask> {
+    pub fn run(
+        &self,
+        pool: PoolArrays,
+        out: MatchArrays,
+        now_ms: f64,
+        seed: u32,
+        changes: Option<PoolChangeArrays>,
+    ) -> AsyncTask<TickTask> {
         // SAFETY: `TickTask::new`'s duty falls on JavaScript: this method's declaration tells the host not
-        // to touch `pool` or `out` until the promise settles, and TickRunner (src/engine/tick-runner.ts)
-        // holds them for the tick.
-        AsyncTask::new(unsafe { TickTask::new(self.state.clone(), pool, out, now_ms, seed) })
+        // to touch `pool`, `changes` or `out` until the promise settles, and TickRunner
+        // (src/engine/tick-runner.ts) holds them for the tick.
+        AsyncTask::new(unsafe { TickTask::new(self.state.clone(), pool, changes, out, (now_ms, seed)) })
+    }
+
+    /// Lets go of the kept layout: the next tick lays the pool out whole, whatever changes it is given.
+    #[napi]
+    pub fn forget_layout(&self) -> Result<()> {
+        lock(&self.state)?.workspace.forget_layout();
+        Ok(())
+    }
+
+    /// Whether the last tick updated the layout the one before kept, rather than laying the pool out whole.
+    #[napi]
+    pub fn updated_layout(&self) -> Result<bool> {
+        Ok(lock(&self.state)?.workspace.updated_layout())
     }
 
     /// Fills backfill requests from the pool on the libuv thread pool; resolves with how many got tickets.

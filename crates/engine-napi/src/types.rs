@@ -64,6 +64,14 @@ pub struct PoolArrays {
     pub host_count: u32,
 }
 
+/// What changed in the pool since the engine's last tick (the engine's `PoolChanges`): the pool's ticket
+/// count then, and the rows written since. With it a tick updates the layout the last one kept.
+#[napi(object)]
+pub struct PoolChangeArrays {
+    pub previous_count: u32,
+    pub rows: Uint32Array,
+}
+
 /// Preallocated outputs, sized by the host for its pool capacity (see OutputCapacity::for_pool).
 #[napi(object)]
 pub struct MatchArrays {

@@ -227,8 +227,9 @@ impl PoolColumns<'_> {
 /// What changed in a pool since the last tick that ran on the same [`crate::Workspace`] through
 /// [`crate::run_tick_changed`]: the pool's length then, and every row written since (a ticket added, or
 /// moved into a row by a swap-remove), in any order, duplicates allowed. Rows at and past
-/// `previous_len` are new whether listed or not; rows past the pool's length now are gone. A row
-/// neither listed nor past either length must hold what it held at that tick.
+/// `previous_len` are new whether listed or not; rows past the pool's length now are gone (a listed row
+/// past both was written and removed since, and is ignored). A row neither listed nor past either length
+/// must hold what it held at that tick.
 #[derive(Clone, Copy, Debug)]
 pub struct PoolChanges<'a> {
     pub previous_len: usize,

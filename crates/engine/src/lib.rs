@@ -93,6 +93,12 @@ impl Workspace {
         self.threads.as_ref().map_or(1, tick::Threads::count)
     }
 
+    /// Lets go of the kept layout: the next [`run_tick_changed`] lays the pool out whole (and keeps that),
+    /// whatever changes it is given. For a caller that lost track of the pool's changes.
+    pub fn forget_layout(&mut self) {
+        self.sorted.forget();
+    }
+
     /// Whether the last tick updated the layout the tick before it kept ([`run_tick_changed`]), rather than
     /// laying the pool out whole.
     pub fn updated_layout(&self) -> bool {
@@ -136,7 +142,7 @@ pub fn run_tick_changed(
 ) -> Result<usize, EngineError> {
     // A refused tick forgets the kept layout: its caller may have let go of the changes it described.
     validate::validate(pool, params, out)
-        .and_then(|()| validate::validate_changes(pool, changes))
+        .and_then(|()| validate::validate_changes(changes))
         .inspect_err(|_| ws.sorted.forget())?;
     Ok(tick::run(pool, params, Some(changes), ws, out))
 }

@@ -185,8 +185,12 @@ fn a_refused_tick_forgets_the_kept_layout() {
     .unwrap();
     run_tick_changed(&pool.columns(), &unchanged, &params, &mut kept, &mut out.buffers()).unwrap();
     assert!(kept.updated_layout());
-    let past = PoolChanges { previous_len: pool.len(), rows: &[5_000] };
-    assert!(run_tick_changed(&pool.columns(), &past, &params, &mut kept, &mut out.buffers()).is_err());
+    // Rows past both lengths were written and removed since: they change nothing.
+    let gone = PoolChanges { previous_len: pool.len(), rows: &[5_000] };
+    run_tick_changed(&pool.columns(), &gone, &params, &mut kept, &mut out.buffers()).unwrap();
+    assert!(kept.updated_layout());
+    let mut short = MatchOutput::with_capacity(OutputCapacity::for_pool(10, FILTERS.len(), 8));
+    assert!(run_tick_changed(&pool.columns(), &unchanged, &params, &mut kept, &mut short.buffers()).is_err());
     run_tick_changed(&pool.columns(), &unchanged, &params, &mut kept, &mut out.buffers()).unwrap();
     assert!(!kept.updated_layout());
 }

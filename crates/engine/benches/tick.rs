@@ -15,7 +15,8 @@
 //! (`TICK_BENCH_STEADY=0` skips it): the same generator with skills spread 10,000 times wider, so most
 //! tickets wait for their bounds to widen, and 1% new tickets a tick after the matched ones leave; each
 //! tick updates the layout the last one kept (`run_tick_changed`) and, in turn on the same pool, lays it
-//! out whole (`run_tick`), and the bench prints both, their ratio and whether the output is the same.
+//! out whole (`run_tick`), and, on each of `TICK_BENCH_THREADS`, updates its kept layout on that many threads;
+//! the bench prints each, their ratios and whether the output is the same.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -292,14 +293,15 @@ fn main() {
         let reasons: Vec<String> = Rejection::ALL.iter().map(|&r| format!("{} {}", r.name(), d.rejected(r))).collect();
         println!("  failed candidates {}, examined {} | {}", d.failed, d.examined, reasons.join(", "));
         if std::env::var("TICK_BENCH_STEADY").map_or(true, |v| v != "0") {
-            steady(n, iters, &params);
+            steady(n, iters, &params, &thread_counts);
         }
     }
 }
 
 /// A waiting pool of `n` tickets in steady state: ticks that update their kept layout against ticks that lay
-/// the same pool out whole, `iters` of each, in turn (module doc).
-fn steady(n: usize, iters: usize, params: &TickParams<'_>) {
+/// the same pool out whole, and ticks that update their kept layout on each of `thread_counts` threads,
+/// `iters` of each, in turn (module doc).
+fn steady(n: usize, iters: usize, params: &TickParams<'_>, thread_counts: &[usize]) {
     const SCALE: f64 = 10_000.0;
     // The first ticks lay the pool out and match what the first tick's wide bounds reach: not timed.
     const WARM_UP: usize = 2;
@@ -312,31 +314,59 @@ fn steady(n: usize, iters: usize, params: &TickParams<'_>) {
         }
         p
     };
+    /// One way of ticking the pool: its workspace and output, whether it keeps its layout, its times.
+    struct Way {
+        ws: Workspace,
+        out: MatchOutput,
+        kept: bool,
+        best: f64,
+        total: f64,
+        updated: usize,
+    }
     let mut pool = waiting(17, n, NOW);
     let arrivals = waiting(18, n / 100 * (iters + WARM_UP), NOW);
     let cap = OutputCapacity::for_pool(2 * n, F, H);
-    let (mut out, mut fresh_out) = (MatchOutput::with_capacity(cap), MatchOutput::with_capacity(cap));
-    let (mut kept, mut fresh) = (Workspace::with_capacity(n, F, H), Workspace::with_capacity(n, F, H));
+    let way = |ws: Workspace, kept: bool| Way {
+        ws,
+        out: MatchOutput::with_capacity(cap),
+        kept,
+        best: f64::INFINITY,
+        total: 0.0,
+        updated: 0,
+    };
+    // The first keeps its layout on one thread (its matches drive the churn), the second lays the pool out
+    // whole, the others keep theirs on threads.
+    let mut ways = vec![way(Workspace::with_capacity(n, F, H), true), way(Workspace::with_capacity(n, F, H), false)];
+    for &threads in thread_counts {
+        let pool_of = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool");
+        ways.push(way(Workspace::with_capacity(n, F, H).with_threads(Arc::new(pool_of)), true));
+    }
     let (mut changed, mut previous_len) = (Vec::<u32>::new(), 0);
-    let (mut best, mut best_fresh, mut total, mut total_fresh) = (f64::INFINITY, f64::INFINITY, 0.0, 0.0);
-    let (mut same, mut updated, mut matched_total) = (true, 0, 0);
+    let (mut same, mut matched_total) = (true, 0);
     for t in 0..iters + WARM_UP {
         let now_ms = NOW + 250.0 * t as f64;
         let p = TickParams { now_ms, seed: 42 + t as u64, ..*params };
-        let t0 = Instant::now();
         let changes = PoolChanges { previous_len, rows: &changed };
-        let m = run_tick_changed(black_box(&pool.columns()), &changes, &p, &mut kept, &mut out.buffers());
-        let ms = t0.elapsed().as_secs_f64() * 1e3;
-        let t0 = Instant::now();
-        let want = run_tick(black_box(&pool.columns()), &p, &mut fresh, &mut fresh_out.buffers());
-        let fresh_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let m = m.expect("valid input");
-        same &= Ok(m) == want && out == fresh_out;
-        let matched = out.match_offsets[m] as usize;
+        let mut count = None;
+        for w in &mut ways {
+            let t0 = Instant::now();
+            let m = if w.kept {
+                run_tick_changed(black_box(&pool.columns()), &changes, &p, &mut w.ws, &mut w.out.buffers())
+            } else {
+                run_tick(black_box(&pool.columns()), &p, &mut w.ws, &mut w.out.buffers())
+            };
+            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            let m = m.expect("valid input");
+            same &= *count.get_or_insert(m) == m;
+            if t >= WARM_UP {
+                (w.best, w.total) = (w.best.min(ms), w.total + ms);
+                w.updated += usize::from(w.ws.updated_layout());
+            }
+        }
+        same &= ways.iter().all(|w| w.out == ways[0].out);
+        let out = &ways[0].out;
+        let matched = out.match_offsets[count.unwrap_or(0)] as usize;
         if t >= WARM_UP {
-            (best, best_fresh) = (best.min(ms), best_fresh.min(fresh_ms));
-            (total, total_fresh) = (total + ms, total_fresh + fresh_ms);
-            updated += usize::from(kept.updated_layout());
             matched_total += matched;
         }
         previous_len = pool.len();
@@ -355,14 +385,28 @@ fn steady(n: usize, iters: usize, params: &TickParams<'_>) {
             }
         }
     }
+    let mean = |w: &Way| w.total / iters as f64;
+    let (kept, whole) = (&ways[0], &ways[1]);
     println!(
-        "  steady, a waiting pool of {} with 1% new a tick ({:.2}% matched a tick): kept layout mean {:.2} ms, best {best:.2} ms; laid out whole mean {:.2} ms, best {best_fresh:.2} ms; best / best {:.2}x; {updated} of {iters} ticks updated; same output: {same}",
+        "  steady, a waiting pool of {} with 1% new a tick ({:.2}% matched a tick): kept layout mean {:.2} ms, best {:.2} ms; laid out whole mean {:.2} ms, best {:.2} ms; best / best {:.2}x; {} of {iters} ticks updated; same output: {same}",
         pool.len(),
         100.0 * matched_total as f64 / (iters * pool.len()) as f64,
-        total / iters as f64,
-        total_fresh / iters as f64,
-        best / best_fresh
+        mean(kept),
+        kept.best,
+        mean(whole),
+        whole.best,
+        kept.best / whole.best,
+        kept.updated,
     );
+    for (w, threads) in ways[2..].iter().zip(thread_counts) {
+        println!(
+            "  steady, kept layout on {threads} threads: mean {:.2} ms, best {:.2} ms ({:.2}x faster than one thread); {} of {iters} ticks updated",
+            mean(w),
+            w.best,
+            kept.best / w.best,
+            w.updated
+        );
+    }
 }
 
 /// The pool with its third filter (overlap, values 0..8) as a filter of 256 values in four columns: value

@@ -34,6 +34,8 @@ pub(crate) struct Kept {
     /// The added tickets' entries of the seed order, as the merge places them.
     added_ages: Vec<(u64, u64)>,
     next_ages: Vec<(u64, u64)>,
+    /// A run of equal arrivals keyed for its sort: (hash << 32 | skill position, entry).
+    keyed: Vec<(u64, u64)>,
 }
 
 /// What a layout depends on besides the pool: a change of any of it lays the pool out again.
@@ -316,12 +318,20 @@ fn seed_order(s: &mut Sorted, seed: u64) {
     }
     k.next_ages.extend(added);
     std::mem::swap(&mut k.ages, &mut k.next_ages);
-    let ages = &mut k.ages;
+    let (ages, keyed) = (&mut k.ages, &mut k.keyed);
     let mut start = 0;
     for i in 1..=ages.len() {
         if i == ages.len() || ages[i].0 != ages[start].0 {
             if i - start > 1 {
-                ages[start..i].sort_unstable_by_key(|&(_, e)| (mix(seed ^ mix(e >> 32)) >> 32, e as u32));
+                // Each entry's hash once, not once per comparison.
+                keyed.clear();
+                keyed.extend(
+                    ages[start..i].iter().map(|&(_, e)| (mix(seed ^ mix(e >> 32)) >> 32 << 32 | (e & 0xFFFF_FFFF), e)),
+                );
+                keyed.sort_unstable();
+                for (entry, &(_, e)) in ages[start..i].iter_mut().zip(keyed.iter()) {
+                    entry.1 = e;
+                }
             }
             start = i;
         }

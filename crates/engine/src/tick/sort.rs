@@ -185,12 +185,19 @@ fn spread_passes(v: &mut Vec<u64>, tmp: &mut Vec<u64>, hist: &mut Vec<u32>, pass
 /// Re-sorts each run of equal prefixes in `v` (the output of `sort_by_prefix`) by `key` of the
 /// pool index, which must be unique (so an unstable sort is deterministic; it also does not
 /// allocate).
-pub(super) fn fix_prefix_runs<K: Ord>(v: &mut [u64], mut key: impl FnMut(usize) -> K) {
+pub(super) fn fix_prefix_runs<K: Ord + Copy>(v: &mut [u64], mut key: impl FnMut(usize) -> K) {
+    // Each element's key once, not once per comparison (a key may hash, or read the pool at random).
+    let mut keyed: Vec<(K, u64)> = Vec::new();
     let mut start = 0;
     for k in 1..=v.len() {
         if k == v.len() || v[k] >> 32 != v[start] >> 32 {
             if k - start > 1 {
-                v[start..k].sort_unstable_by_key(|&e| key(e as u32 as usize));
+                keyed.clear();
+                keyed.extend(v[start..k].iter().map(|&e| (key(e as u32 as usize), e)));
+                keyed.sort_unstable_by_key(|&(key, _)| key);
+                for (e, &(_, sorted)) in v[start..k].iter_mut().zip(&keyed) {
+                    *e = sorted;
+                }
             }
             start = k;
         }

@@ -38,6 +38,8 @@ export interface TickTiming {
   maxMs: number;
   columnBytesPerTicket: number;
   hostBytesPerTicket: number;
+  /** The engine's scratch memory after the ticks (its layouts, kept and working), per ticket. */
+  engineBytesPerTicket: number;
 }
 
 /** Builds a pool through the host path and times ticks over it (the pool is not changed between ticks). */
@@ -73,6 +75,7 @@ export async function timeTicks(tickets: number, iterations: number): Promise<Ti
     maxMs: times[times.length - 1]!,
     columnBytesPerTicket: pool.columnBytesPerTicket(),
     hostBytesPerTicket: hostBytes / tickets,
+    engineBytesPerTicket: runner.engineBytes() / tickets,
   };
 }
 
@@ -201,11 +204,11 @@ async function main(): Promise<void> {
   const loadInputs = values['load-inputs'];
   if (loadInputs !== 'unmatchable' && loadInputs !== 'realistic') throw new Error('--load-inputs: unmatchable or realistic');
   console.log(`# Tick time through the host path (TicketPool + TickRunner, native engine), 2x5, parties 1..5, 3 filters, 8 hosts`);
-  console.log('tickets    matches   median ms   min ms   max ms   column B/ticket   host B/ticket');
+  console.log('tickets    matches   median ms   min ms   max ms   column B/ticket   host B/ticket   engine B/ticket');
   for (const n of values.sizes.split(',').map(Number)) {
     const t = await timeTicks(n, n >= 1_000_000 ? 5 : n >= 100_000 ? 10 : 30);
     console.log(
-      `${String(n).padStart(9)} ${String(t.matches).padStart(9)} ${t.medianMs.toFixed(1).padStart(11)} ${t.minMs.toFixed(1).padStart(8)} ${t.maxMs.toFixed(1).padStart(8)} ${String(t.columnBytesPerTicket).padStart(17)} ${t.hostBytesPerTicket.toFixed(0).padStart(15)}`,
+      `${String(n).padStart(9)} ${String(t.matches).padStart(9)} ${t.medianMs.toFixed(1).padStart(11)} ${t.minMs.toFixed(1).padStart(8)} ${t.maxMs.toFixed(1).padStart(8)} ${String(t.columnBytesPerTicket).padStart(17)} ${t.hostBytesPerTicket.toFixed(0).padStart(15)} ${t.engineBytesPerTicket.toFixed(0).padStart(17)}`,
     );
   }
   const duration = Number(values['duration-secs']);

@@ -144,6 +144,11 @@ export class TickRunner {
     }
   }
 
+  /** Bytes the engine's scratch memory holds in the arrays that grow with the pool (between ticks). */
+  engineBytes(): number {
+    return this.engine.poolBytes();
+  }
+
   /** Whether the last tick updated the layout the one before kept (docs/engine.md, "Incremental ticks"). */
   updatedLayout(): boolean {
     return this.engine.updatedLayout();

@@ -60,6 +60,12 @@ impl TickEngine {
         AsyncTask::new(unsafe { TickTask::new(self.state.clone(), pool, changes, out, (now_ms, seed)) })
     }
 
+    /// Bytes the engine's scratch memory holds in the arrays that grow with the pool.
+    #[napi]
+    pub fn pool_bytes(&self) -> Result<f64> {
+        Ok(lock(&self.state)?.workspace.pool_bytes() as f64)
+    }
+
     /// Lets go of the kept layout: the next tick lays the pool out whole, whatever changes it is given.
     #[napi]
     pub fn forget_layout(&self) -> Result<()> {

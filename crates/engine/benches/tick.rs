@@ -388,7 +388,7 @@ fn steady(n: usize, iters: usize, params: &TickParams<'_>, thread_counts: &[usiz
     let mean = |w: &Way| w.total / iters as f64;
     let (kept, whole) = (&ways[0], &ways[1]);
     println!(
-        "  steady, a waiting pool of {} with 1% new a tick ({:.2}% matched a tick): kept layout mean {:.2} ms, best {:.2} ms; laid out whole mean {:.2} ms, best {:.2} ms; best / best {:.2}x; {} of {iters} ticks updated; same output: {same}",
+        "  steady, a waiting pool of {} with 1% new a tick ({:.2}% matched a tick): kept layout mean {:.2} ms, best {:.2} ms; laid out whole mean {:.2} ms, best {:.2} ms; best / best {:.2}x; {} of {iters} ticks updated; same output: {same}; workspace B/ticket {:.0} kept, {:.0} whole",
         pool.len(),
         100.0 * matched_total as f64 / (iters * pool.len()) as f64,
         mean(kept),
@@ -397,6 +397,8 @@ fn steady(n: usize, iters: usize, params: &TickParams<'_>, thread_counts: &[usiz
         whole.best,
         kept.best / whole.best,
         kept.updated,
+        kept.ws.pool_bytes() as f64 / pool.len() as f64,
+        whole.ws.pool_bytes() as f64 / pool.len() as f64,
     );
     for (w, threads) in ways[2..].iter().zip(thread_counts) {
         println!(

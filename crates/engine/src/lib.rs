@@ -93,6 +93,12 @@ impl Workspace {
         self.threads.as_ref().map_or(1, tick::Threads::count)
     }
 
+    /// Bytes the workspace holds in the arrays that grow with the pool (its layouts, kept and working, the seed
+    /// order, the links): what a queue's engine costs per pooled ticket beside the host's columns.
+    pub fn pool_bytes(&self) -> usize {
+        self.sorted.bytes() + self.links.bytes()
+    }
+
     /// Lets go of the kept layout: the next [`run_tick_changed`] lays the pool out whole (and keeps that),
     /// whatever changes it is given. For a caller that lost track of the pool's changes.
     pub fn forget_layout(&mut self) {

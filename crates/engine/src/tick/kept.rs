@@ -5,7 +5,7 @@
 //! finds the same matches; only attribute class numbers may differ, and nothing depends on them.
 
 use super::lanes::{lat_words, row_words};
-use super::layout::{max_classes, pack_latencies, HostReach, Hot, Sorted, Spare};
+use super::layout::{bytes, max_classes, pack_latencies, HostReach, Hot, Sorted, Spare};
 use super::sort::{mix, order_key};
 use crate::{PoolChanges, PoolColumns, Rejection, RuleDiagnostics, TickParams};
 
@@ -80,6 +80,19 @@ struct Added {
 impl Kept {
     pub(super) fn is_kept(&self) -> bool {
         self.kept
+    }
+
+    /// Bytes held by the arrays that grow with the pool.
+    pub(super) fn bytes(&self) -> usize {
+        bytes(&self.laid)
+            + bytes(&self.ages)
+            + bytes(&self.next_ages)
+            + bytes(&self.added_ages)
+            + bytes(&self.remap)
+            + bytes(&self.changed)
+            + bytes(&self.gone)
+            + bytes(&self.added)
+            + bytes(&self.keyed)
     }
 
     /// The next tick lays the pool out again.

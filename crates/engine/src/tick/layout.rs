@@ -186,6 +186,27 @@ impl Sorted {
         self.kept.updated
     }
 
+    /// Bytes held by the arrays that grow with the pool (their capacity), the kept layout's included.
+    pub(crate) fn bytes(&self) -> usize {
+        let spare = &self.spare;
+        bytes(&self.by_skill)
+            + bytes(&self.pre)
+            + bytes(&self.by_age)
+            + bytes(&self.candidates)
+            + bytes(&self.sort_tmp)
+            + bytes(&self.hot)
+            + bytes(&self.arrival)
+            + bytes(&self.cur)
+            + bytes(&self.used)
+            + bytes(&self.attrs)
+            + bytes(&self.rows)
+            + bytes(&spare.hot)
+            + bytes(&spare.rows)
+            + bytes(&spare.attrs)
+            + bytes(&spare.arrival)
+            + self.kept.bytes()
+    }
+
     /// Starts the search over the `n` laid-out tickets: none used, live positions = skill positions.
     pub(super) fn start_search(&mut self, n: usize) {
         self.used.clear();
@@ -207,6 +228,11 @@ impl Sorted {
         self.attrs.reserve(2 * n * f);
         self.rows.reserve(n * row_words(h));
     }
+}
+
+/// The bytes `v` holds (its capacity).
+pub(super) fn bytes<T>(v: &Vec<T>) -> usize {
+    v.capacity() * std::mem::size_of::<T>()
 }
 
 /// Cache-prefetch hint for `slice[idx]` (no-op when out of range or off x86_64). The pool's hot

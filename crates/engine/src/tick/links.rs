@@ -24,6 +24,11 @@ impl Links {
         self.next[pos as usize + 1][1].load(Relaxed) != pos + 1
     }
 
+    /// Bytes held (the links' capacity).
+    pub(crate) fn bytes(&self) -> usize {
+        self.next.capacity() * std::mem::size_of::<[AtomicU32; 2]>()
+    }
+
     /// All of `n` positions unused.
     pub(super) fn reset(&mut self, n: usize) {
         self.next.clear();

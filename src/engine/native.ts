@@ -4,7 +4,7 @@ import { dirname, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as Addon from '../../native/index.cjs';
 
-export type { MatchArrays, PoolArrays, QueueParams, RulesetParams } from '../../native/index.cjs';
+export type { MatchArrays, PoolArrays, PoolChangeArrays, QueueParams, RulesetParams } from '../../native/index.cjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 // This file runs from src/engine (tests) or dist/src/engine (built); native/ sits at the package root.

@@ -4,6 +4,7 @@
 // rows' bits and latency columns stand for are in value tables (value-table.ts) that forget what no row holds.
 import type { ParsedEngineInput } from './engine-input.js';
 import { HostColumns } from './host-columns.js';
+import type { PoolChangeArrays } from './native.js';
 import { filterColumns, heldIndices, type PoolLayout, type PoolRow, type PoolTables, prepareRow, releaseRow, spare } from './pool-row.js';
 import { IdColumn, IdMap } from './id-map.js';
 import { type TableKeys, ValueTable } from './value-table.js';
@@ -17,12 +18,6 @@ export const MAX_HOST_KEYS = 256;
  * floor(values / 64) + 1 columns (filterColumns), so its last column always has a bit no value uses.
  */
 export const MAX_FILTER_VALUES = 256;
-
-/** The rows written since the engine last read the pool (the engine's PoolChanges), and the row count then. */
-export interface PoolChanges {
-  previousCount: number;
-  rows: Uint32Array;
-}
 
 /** What a tick's indices stand for, as the tables stood when it read the columns. */
 export interface PoolKeys {
@@ -241,7 +236,7 @@ export class TicketPool {
    * pool out whole (its first read, whole columns rewritten, or more than a quarter of the rows changed, when
    * a merge costs what a layout does). The pool counts as read from now on.
    */
-  takeChanges(): PoolChanges | undefined {
+  takeChanges(): PoolChangeArrays | undefined {
     const kept = this.readCount !== undefined && this.latency.rewrites === this.rewritesRead;
     const changes = kept ? { previousCount: this.readCount!, rows: this.changedRows.slice(0, this.changedCount) } : undefined;
     this.readCount = this.count;

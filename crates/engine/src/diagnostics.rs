@@ -89,6 +89,12 @@ impl RuleDiagnostics {
         self.rejections[reason as usize] += 1;
         self.failed += 1;
     }
+
+    /// `count` failures for `reason` at once (the tickets a kept layout holds set aside, tick/kept.rs).
+    pub(crate) fn fail_many(&mut self, reason: Rejection, count: u64) {
+        self.rejections[reason as usize] += count;
+        self.failed += count;
+    }
 }
 
 /// Per ticket, why it is still waiting after a tick: the rule that refused the candidate match it

@@ -352,11 +352,3 @@ fn seed_order(s: &mut Sorted, seed: u64) {
     s.by_age.clear();
     s.by_age.extend(ages.iter().map(|&(_, e)| e & 0xFFFF_FFFF));
 }
-
-impl RuleDiagnostics {
-    /// `count` failures for `reason` (the tickets set aside, counted at once).
-    pub(crate) fn fail_many(&mut self, reason: Rejection, count: u64) {
-        self.rejections[reason as usize] += count;
-        self.failed += count;
-    }
-}

@@ -4,10 +4,12 @@
 //! pool out again. The result is the layout `prepare` would build from the same pool, so the search
 //! finds the same matches; only attribute class numbers may differ, and nothing depends on them.
 
-use super::lanes::{lat_words, row_words};
-use super::layout::{bytes, max_classes, pack_latencies, HostReach, Hot, Sorted, Spare};
+use super::lanes::row_words;
+use super::layout::{bytes, max_classes, pack_latencies, HostReach, Hot, Sorted};
 use super::sort::{mix, order_key};
+use super::speculate::Threads;
 use crate::{PoolChanges, PoolColumns, Rejection, RuleDiagnostics, TickParams};
+use rayon::prelude::*;
 
 /// What the last tick laid out, for the next to update.
 #[derive(Debug, Default)]
@@ -147,6 +149,7 @@ impl Kept {
         params: &TickParams<'_>,
         changes: &PoolChanges<'_>,
         diagnostics: &mut [RuleDiagnostics],
+        threads: Option<&Threads>,
     ) -> bool {
         let k = &mut s.kept;
         let n = pool.len();
@@ -216,7 +219,7 @@ impl Kept {
         }
         k.gone.sort_unstable();
         k.added.sort_unstable_by_key(|a| (a.key, a.row));
-        if !merge(s, pool) {
+        if !merge(s, pool, threads) {
             s.kept.kept = false;
             return false;
         }
@@ -244,64 +247,72 @@ fn count_aside(counts: &mut [u64], mut aside: u32, by: i64) {
 }
 
 /// Merges the kept skill order, less `kept.gone`, with `kept.added` into the spare arrays, and makes them
-/// the live ones; notes each old skill position's new one in `kept.remap` (`u32::MAX`: gone). Answers
-/// false when a row that left was not where the layout says (the changes did not describe the pool).
-fn merge(s: &mut Sorted, pool: &PoolColumns<'_>) -> bool {
-    let (f, h) = (pool.filter_count, pool.host_count);
-    let rw = row_words(h);
-    let f2 = if s.interned { 0 } else { 2 * f };
+/// the live ones; notes each old skill position's new one in `kept.remap` (`u32::MAX`: gone), and the added
+/// tickets' seed order entries in `kept.added_ages`. With `threads` (and a pool worth them) the old positions
+/// are cut into pieces merged at once, each writing its own part of the outputs. Answers false when a row
+/// that left was not where the layout says (the changes did not describe the pool).
+fn merge(s: &mut Sorted, pool: &PoolColumns<'_>, threads: Option<&Threads>) -> bool {
+    let rw = row_words(pool.host_count);
+    let f2 = if s.interned { 0 } else { 2 * pool.filter_count };
     let old = s.hot.len() - 2;
     let Sorted { hot, rows, attrs, arrival, kept, spare, .. } = s;
-    let (gone, added, remap, added_ages) = (&kept.gone, &kept.added, &mut kept.remap, &mut kept.added_ages);
-    added_ages.clear();
-    spare.hot.clear();
-    spare.hot.push(Hot::sentinel(f64::NEG_INFINITY));
-    spare.rows.clear();
-    spare.attrs.clear();
-    spare.arrival.clear();
-    remap.clear();
-    let mut next_gone = gone.iter().peekable();
-    let mut next_added = added.iter().peekable();
-    let mut add = |a: &Added, spare: &mut Spare| {
-        let (i, p) = (a.row as usize, spare.arrival.len());
-        spare.hot.push(a.hot);
-        spare.arrival.push(a.arrival);
-        spare.rows.push(u64::from(a.row) | (p as u64) << 32);
-        added_ages.push((order_key(a.arrival), u64::from(a.row) << 32 | p as u64));
-        let at = spare.rows.len();
-        spare.rows.resize(at + lat_words(h), 0);
-        pack_latencies(&mut spare.rows[at..], &pool.latency_ms[i * h..(i + 1) * h]);
-        if f2 > 0 {
-            for (&v, &acc) in pool.attr_values[i * f..(i + 1) * f].iter().zip(&pool.attr_accepts[i * f..(i + 1) * f]) {
-                spare.attrs.push(v);
-                spare.attrs.push(acc);
+    let (gone, added) = (&kept.gone, &kept.added);
+    let n = (old + added.len()).saturating_sub(gone.len());
+    spare.hot.resize(n + 2, Hot::default());
+    spare.hot[0] = Hot::sentinel(f64::NEG_INFINITY);
+    spare.hot[n + 1] = Hot::sentinel(f64::INFINITY);
+    spare.rows.resize(n * rw, 0);
+    spare.attrs.resize(n * f2, 0);
+    spare.arrival.resize(n, 0.0);
+    kept.remap.resize(old, 0);
+    kept.added_ages.resize(added.len(), (0, 0));
+    let was = KeptArrays { hot: &hot[1..=old], rows, attrs, arrival };
+    // Piece j merges the old positions from bounds[j] on, and the gone and added entries from the key
+    // there on (those before the first key go with the first piece).
+    let pieces = threads.filter(|t| t.worth_it(old)).map_or(1, |t| t.count() * 4).min(old.max(1));
+    let bounds: Vec<usize> = (0..=pieces).map(|j| old * j / pieces).collect();
+    let starts: Vec<(usize, usize, usize)> = (0..=pieces)
+        .map(|j| match j {
+            0 => (0, 0, 0),
+            j if j == pieces => (old, gone.len(), added.len()),
+            j => {
+                let key = (order_key(was.hot[bounds[j]].eff), was.rows[bounds[j] * rw] as u32);
+                (bounds[j], gone.partition_point(|&g| g < key), added.partition_point(|a| (a.key, a.row) < key))
             }
-        }
+        })
+        .collect();
+    // Each piece's part of the outputs.
+    let mut parts = Vec::with_capacity(pieces);
+    let mut rest = Merged {
+        hot: &mut spare.hot[1..=n],
+        rows: &mut spare.rows,
+        attrs: &mut spare.attrs,
+        arrival: &mut spare.arrival,
+        remap: &mut kept.remap,
+        added_ages: &mut kept.added_ages,
+        from: 0,
     };
-    for p in 0..old {
-        let x = hot[p + 1];
-        let row = rows[p * rw] as u32;
-        let key = (order_key(x.eff), row);
-        while let Some(a) = next_added.next_if(|a| (a.key, a.row) < key) {
-            add(a, spare);
+    for j in 0..pieces {
+        let ((p0, g0, a0), (p1, g1, a1)) = (starts[j], starts[j + 1]);
+        let Some(len) = (p1 - p0 + a1 - a0).checked_sub(g1 - g0) else { return false };
+        if rest.hot.len() < len {
+            return false;
         }
-        if next_gone.next_if_eq(&&key).is_some() {
-            remap.push(u32::MAX);
-            continue;
-        }
-        let q = spare.arrival.len();
-        remap.push(q as u32);
-        spare.hot.push(x);
-        spare.arrival.push(arrival[p]);
-        spare.rows.push(u64::from(row) | (q as u64) << 32);
-        spare.rows.extend_from_slice(&rows[p * rw + 1..(p + 1) * rw]);
-        spare.attrs.extend_from_slice(&attrs[p * f2..(p + 1) * f2]);
+        let (part, more) = rest.split(len, (p1 - p0, a1 - a0), rw, f2);
+        parts.push((part, [(p0, p1), (g0, g1), (a0, a1)]));
+        rest = more;
     }
-    for a in next_added {
-        add(a, spare);
+    if !rest.hot.is_empty() {
+        return false;
     }
-    spare.hot.push(Hot::sentinel(f64::INFINITY));
-    if next_gone.next().is_some() {
+    let piece = |(out, [olds, gones, adds]): Piece<'_>| {
+        merge_piece(&was, olds, &gone[gones.0..gones.1], &added[adds.0..adds.1], out, pool)
+    };
+    let all_found = match threads.filter(|_| pieces > 1) {
+        Some(t) => t.run(|| parts.into_par_iter().all(piece)),
+        None => parts.into_iter().all(piece),
+    };
+    if !all_found {
         return false;
     }
     std::mem::swap(hot, &mut spare.hot);
@@ -309,6 +320,125 @@ fn merge(s: &mut Sorted, pool: &PoolColumns<'_>) -> bool {
     std::mem::swap(attrs, &mut spare.attrs);
     std::mem::swap(arrival, &mut spare.arrival);
     true
+}
+
+/// A piece of a merge: where it writes, and its ranges of old positions, of `gone` and of `added`.
+type Piece<'a> = (Merged<'a>, [(usize, usize); 3]);
+
+/// The kept layout a merge reads: live arrays without their sentinels.
+struct KeptArrays<'a> {
+    hot: &'a [Hot],
+    rows: &'a [u64],
+    attrs: &'a [u64],
+    arrival: &'a [f64],
+}
+
+/// Where one piece of a merge writes: its new positions from `from` on, the remap of its old positions,
+/// and the seed order entries of its added tickets.
+struct Merged<'a> {
+    hot: &'a mut [Hot],
+    rows: &'a mut [u64],
+    attrs: &'a mut [u64],
+    arrival: &'a mut [f64],
+    remap: &'a mut [u32],
+    added_ages: &'a mut [(u64, u64)],
+    from: usize,
+}
+
+impl Merged<'_> {
+    /// The first `len` new positions (of `olds` old positions and `adds` added tickets), and the rest.
+    fn split(self, len: usize, (olds, adds): (usize, usize), rw: usize, f2: usize) -> (Self, Self) {
+        let (hot, hot_rest) = self.hot.split_at_mut(len);
+        let (rows, rows_rest) = self.rows.split_at_mut(len * rw);
+        let (attrs, attrs_rest) = self.attrs.split_at_mut(len * f2);
+        let (arrival, arrival_rest) = self.arrival.split_at_mut(len);
+        let (remap, remap_rest) = self.remap.split_at_mut(olds);
+        let (added_ages, ages_rest) = self.added_ages.split_at_mut(adds);
+        let first = Merged { hot, rows, attrs, arrival, remap, added_ages, from: self.from };
+        let rest = Merged {
+            hot: hot_rest,
+            rows: rows_rest,
+            attrs: attrs_rest,
+            arrival: arrival_rest,
+            remap: remap_rest,
+            added_ages: ages_rest,
+            from: self.from + len,
+        };
+        (first, rest)
+    }
+
+    /// Writes the added ticket `a` at this part's position `q`, its seed order entry at `k`.
+    fn put_added(&mut self, q: usize, k: usize, a: &Added, pool: &PoolColumns<'_>, (rw, f2): (usize, usize)) {
+        let (f, h) = (pool.filter_count, pool.host_count);
+        let (i, p) = (a.row as usize, self.from + q);
+        self.hot[q] = a.hot;
+        self.arrival[q] = a.arrival;
+        let row = &mut self.rows[q * rw..(q + 1) * rw];
+        row[0] = u64::from(a.row) | (p as u64) << 32;
+        pack_latencies(&mut row[1..], &pool.latency_ms[i * h..(i + 1) * h]);
+        if f2 > 0 {
+            let columns = pool.attr_values[i * f..(i + 1) * f].iter().zip(&pool.attr_accepts[i * f..(i + 1) * f]);
+            for (pair, (&v, &acc)) in self.attrs[q * f2..(q + 1) * f2].chunks_exact_mut(2).zip(columns) {
+                (pair[0], pair[1]) = (v, acc);
+            }
+        }
+        self.added_ages[k] = (order_key(a.arrival), u64::from(a.row) << 32 | p as u64);
+    }
+
+    /// Writes the kept ticket at old position `p` of `was` at this part's position `q`.
+    fn put_kept(&mut self, q: usize, was: &KeptArrays<'_>, p: usize, (rw, f2): (usize, usize)) {
+        self.hot[q] = was.hot[p];
+        self.arrival[q] = was.arrival[p];
+        self.rows[q * rw] = u64::from(was.rows[p * rw] as u32) | ((self.from + q) as u64) << 32;
+        self.rows[q * rw + 1..(q + 1) * rw].copy_from_slice(&was.rows[p * rw + 1..(p + 1) * rw]);
+        self.attrs[q * f2..(q + 1) * f2].copy_from_slice(&was.attrs[p * f2..(p + 1) * f2]);
+    }
+}
+
+/// Merges the old positions `p0..p1` of `was`, less `gone`, with `added`, into `out`. Answers whether the
+/// part came out exactly full, every entry of `gone` found.
+fn merge_piece(
+    was: &KeptArrays<'_>,
+    (p0, p1): (usize, usize),
+    gone: &[(u64, u32)],
+    added: &[Added],
+    mut out: Merged<'_>,
+    pool: &PoolColumns<'_>,
+) -> bool {
+    let rw = row_words(pool.host_count);
+    let widths = (rw, out.attrs.len() / out.hot.len().max(1));
+    let mut next_gone = gone.iter().peekable();
+    let mut next_added = added.iter().enumerate().peekable();
+    let len = out.hot.len();
+    let mut q = 0;
+    for p in p0..p1 {
+        let key = (order_key(was.hot[p].eff), was.rows[p * rw] as u32);
+        while let Some((k, a)) = next_added.next_if(|(_, a)| (a.key, a.row) < key) {
+            if q == len {
+                return false;
+            }
+            out.put_added(q, k, a, pool, widths);
+            q += 1;
+        }
+        if next_gone.next_if_eq(&&key).is_some() {
+            out.remap[p - p0] = u32::MAX;
+            continue;
+        }
+        if q == len {
+            return false;
+        }
+        out.remap[p - p0] = (out.from + q) as u32;
+        out.put_kept(q, was, p, widths);
+        q += 1;
+    }
+    for (k, a) in next_added {
+        if q == len {
+            return false;
+        }
+        out.put_added(q, k, a, pool, widths);
+        q += 1;
+    }
+    next_gone.next().is_none() && q == len
 }
 
 /// The kept seed order, less the tickets gone, with those added (`kept.added_ages`), at their new skill

@@ -74,7 +74,8 @@ fn seed_loop<'o, M: HostMask + Send + Sync>(
     out: &mut MatchBuffers<'o>,
     refusals: &mut Refusals<'o>,
 ) -> usize {
-    let updated = changes.is_some_and(|c| Kept::update(&mut ws.sorted, pool, params, c, &mut ws.diagnostics));
+    let updated = changes
+        .is_some_and(|c| Kept::update(&mut ws.sorted, pool, params, c, &mut ws.diagnostics, ws.threads.as_ref()));
     if !updated {
         prepare(pool, params, &mut ws.sorted, &mut ws.diagnostics, ws.threads.as_ref());
         if changes.is_some() {

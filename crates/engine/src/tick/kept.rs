@@ -223,7 +223,7 @@ impl Kept {
             s.kept.kept = false;
             return false;
         }
-        seed_order(s, params.seed);
+        seed_order(s, params.seed, threads);
         let k = &mut s.kept;
         k.len = n;
         k.updated = true;
@@ -443,30 +443,66 @@ fn merge_piece(
 
 /// The kept seed order, less the tickets gone, with those added (`kept.added_ages`), at their new skill
 /// positions (`kept.remap`); then each run of equal arrivals in this tick's order (the seeded hash of the
-/// pool index, then the skill position, as `prepare` orders them), and `Sorted::by_age` from it.
-fn seed_order(s: &mut Sorted, seed: u64) {
+/// pool index, then the skill position, as `prepare` orders them), and `Sorted::by_age` from it. With
+/// `threads`, the positions are looked up and the runs ordered in pieces at once.
+fn seed_order(s: &mut Sorted, seed: u64, threads: Option<&Threads>) {
     let k = &mut s.kept;
+    let threads = threads.filter(|t| t.worth_it(k.ages.len()));
+    // The new positions (random reads of `remap`); a ticket gone is marked with u32::MAX.
+    let remap = &k.remap;
+    let translate = |entry: &mut (u64, u64)| {
+        let p = remap[entry.1 as u32 as usize];
+        entry.1 = (entry.1 & !0xFFFF_FFFF) | u64::from(p);
+    };
+    match threads {
+        Some(t) => t.run(|| k.ages.par_iter_mut().for_each(translate)),
+        None => k.ages.iter_mut().for_each(translate),
+    }
     k.added_ages.sort_unstable();
     k.next_ages.clear();
     let mut added = k.added_ages.iter().copied().peekable();
     for &(arrival, e) in &k.ages {
-        let p = k.remap[e as u32 as usize];
-        if p == u32::MAX {
+        if e as u32 == u32::MAX {
             continue;
         }
         while let Some(a) = added.next_if(|a| a.0 < arrival) {
             k.next_ages.push(a);
         }
-        k.next_ages.push((arrival, (e & !0xFFFF_FFFF) | u64::from(p)));
+        k.next_ages.push((arrival, e));
     }
     k.next_ages.extend(added);
     std::mem::swap(&mut k.ages, &mut k.next_ages);
-    let (ages, keyed) = (&mut k.ages, &mut k.keyed);
+    match threads {
+        Some(t) => {
+            // Pieces that start at runs' starts, a few a thread.
+            let (ages, pieces) = (&mut k.ages[..], t.count() * 4);
+            let mut parts = Vec::with_capacity(pieces);
+            let mut rest = ages;
+            for j in (1..pieces).rev() {
+                let mut cut = rest.len() / (j + 1);
+                while cut > 0 && cut < rest.len() && rest[cut].0 == rest[cut - 1].0 {
+                    cut += 1;
+                }
+                let (part, more) = rest.split_at_mut(cut);
+                parts.push(part);
+                rest = more;
+            }
+            parts.push(rest);
+            t.run(|| parts.into_par_iter().for_each(|part| order_ties(part, seed, &mut Vec::new())));
+        }
+        None => order_ties(&mut k.ages, seed, &mut k.keyed),
+    }
+    s.by_age.clear();
+    s.by_age.extend(k.ages.iter().map(|&(_, e)| e & 0xFFFF_FFFF));
+}
+
+/// Puts each run of equal arrivals of `ages` (whole runs) in the order of `seed`'s hash of the pool index,
+/// then the skill position, keying each entry once (not once per comparison) in `keyed`.
+fn order_ties(ages: &mut [(u64, u64)], seed: u64, keyed: &mut Vec<(u64, u64)>) {
     let mut start = 0;
     for i in 1..=ages.len() {
         if i == ages.len() || ages[i].0 != ages[start].0 {
             if i - start > 1 {
-                // Each entry's hash once, not once per comparison.
                 keyed.clear();
                 keyed.extend(
                     ages[start..i].iter().map(|&(_, e)| (mix(seed ^ mix(e >> 32)) >> 32 << 32 | (e & 0xFFFF_FFFF), e)),
@@ -479,6 +515,4 @@ fn seed_order(s: &mut Sorted, seed: u64) {
             start = i;
         }
     }
-    s.by_age.clear();
-    s.by_age.extend(ages.iter().map(|&(_, e)| e & 0xFFFF_FFFF));
 }

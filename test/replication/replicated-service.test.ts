@@ -74,46 +74,56 @@ describe('three replicas under concurrent load', () => {
   it('answers a CancelTicket racing the match of its ticket through another replica either OK (no match holds it) or FAILED_PRECONDITION (a match does)', async () => {
     const g = group.g;
     const PAIRS = 60;
-    const cancels = await Promise.all(
-      Array.from({ length: PAIRS }, async (_, i) => {
-        const [ticket, partner] = [uuid(), uuid()];
-        // The ticket and its would-be partner through two replicas, the cancel through the third up to five
-        // ticks (200 ms each) later: sometimes the leader matches first, sometimes the cancel is applied first.
-        await sleep((i * 7) % 200);
-        const created = await Promise.all([
-          g.clients.of(i % 3)[i % 2]!.createTicket({ id: ticket, queueId: 'eu.race', engineInput: party(1) }),
-          g.clients.of((i + 1) % 3)[(i + 1) % 2]!.createTicket({ id: partner, queueId: 'eu.race', engineInput: party(1) }),
-        ]);
-        expect(created.map((c) => c.ok)).toEqual([true, true]);
-        // Spread over five ticks: a leader slowed for a few hundred milliseconds (a busy CI machine) still
-        // matches the later ones first, where a spread of 250 ms once saw every cancel first. Every fourth
-        // cancel goes at once: with only the spread, a slow run once saw none of the 60 cancels first.
-        await sleep(i % 4 === 0 ? 0 : (i * 37) % 1000);
-        const cancel = await g.clients.of((i + 2) % 3)[i % 2]!.cancelTicket('eu.race', ticket);
-        return { ticket, partner, cancel };
-      }),
-    );
-    // Partners whose ticket was cancelled wait for another: the remaining active ones match among themselves,
-    // at most one left over.
-    const cancelled = cancels.filter((c) => c.cancel.ok);
-    const unique = await g.outcomes.until((u) => {
-      const inMatch = new Set(matchesOf(u, 'eu.race').flatMap((m) => m.tickets));
-      return cancels.every((c) => c.cancel.ok || inMatch.has(c.ticket)) && cancels.filter((c) => !inMatch.has(c.partner)).length <= 1;
-    });
-    const inMatch = matchedTickets(unique, 'eu.race');
-    for (const { ticket, cancel } of cancels) {
-      if (cancel.ok) expect(inMatch.has(ticket), `cancelled ticket ${ticket} in match ${inMatch.get(ticket)}`).toBe(false);
-      else {
-        expect(cancel.code, cancel.message).toBe('FAILED_PRECONDITION');
-        expect(inMatch.has(ticket), `ticket ${ticket}: cancel refused, yet in no match`).toBe(true);
+    /** One round of the race: every answer checked against the outcomes; answers how many cancels won. */
+    const race = async (round: number) => {
+      const cancels = await Promise.all(
+        Array.from({ length: PAIRS }, async (_, i) => {
+          const [ticket, partner] = [uuid(), uuid()];
+          // The ticket and its would-be partner through two replicas, the cancel through the third up to five
+          // ticks (200 ms each) later: sometimes the leader matches first, sometimes the cancel is applied first.
+          await sleep((i * 7) % 200);
+          const created = await Promise.all([
+            g.clients.of(i % 3)[i % 2]!.createTicket({ id: ticket, queueId: 'eu.race', engineInput: party(1) }),
+            g.clients.of((i + 1) % 3)[(i + 1) % 2]!.createTicket({ id: partner, queueId: 'eu.race', engineInput: party(1) }),
+          ]);
+          expect(created.map((c) => c.ok)).toEqual([true, true]);
+          // Spread over five ticks: a leader slowed for a few hundred milliseconds (a busy CI machine) still
+          // matches the later ones first, where a spread of 250 ms once saw every cancel first. Every fourth
+          // cancel goes at once: with only the spread, a slow run once saw none of the 60 cancels first.
+          await sleep(i % 4 === 0 ? 0 : (i * 37) % 1000);
+          const cancel = await g.clients.of((i + 2) % 3)[i % 2]!.cancelTicket('eu.race', ticket);
+          return { ticket, partner, cancel };
+        }),
+      );
+      // Partners whose ticket was cancelled wait for another: the remaining active ones match among
+      // themselves, at most one left over (of this round and the rounds before).
+      const unique = await g.outcomes.until((u) => {
+        const inMatch = new Set(matchesOf(u, 'eu.race').flatMap((m) => m.tickets));
+        return (
+          cancels.every((c) => c.cancel.ok || inMatch.has(c.ticket)) && cancels.filter((c) => !inMatch.has(c.partner)).length <= 1 + round
+        );
+      });
+      const inMatch = matchedTickets(unique, 'eu.race');
+      for (const { ticket, cancel } of cancels) {
+        if (cancel.ok) expect(inMatch.has(ticket), `cancelled ticket ${ticket} in match ${inMatch.get(ticket)}`).toBe(false);
+        else {
+          expect(cancel.code, cancel.message).toBe('FAILED_PRECONDITION');
+          expect(inMatch.has(ticket), `ticket ${ticket}: cancel refused, yet in no match`).toBe(true);
+        }
       }
-    }
-    // The race went both ways (the delays spread the cancels over the ticks).
-    expect(cancelled.length).toBeGreaterThan(0);
-    expect(cancelled.length).toBeLessThan(PAIRS);
-    expectGapFree(unique, 'eu.race');
-    console.log(`cancel race: ${cancelled.length} of ${PAIRS} cancelled first`);
-  }, 30_000);
+      expectGapFree(unique, 'eu.race');
+      return cancels.filter((c) => c.cancel.ok).length;
+    };
+    // The race must go both ways. On a machine slowed by other work it once went one way for all 60 pairs
+    // (a CI run on Node 22: every cancel lost): a round that goes one way is run again, up to three rounds.
+    const won: number[] = [];
+    for (let round = 0; round < 3 && !won.some((n) => n > 0 && n < PAIRS); round++) won.push(await race(round));
+    expect(
+      won.some((n) => n > 0 && n < PAIRS),
+      `cancels that won, by round: ${won.join(', ')}`,
+    ).toBe(true);
+    console.log(`cancel race: ${won.join(', ')} of ${PAIRS} cancelled first, by round`);
+  }, 60_000);
 
   it('a replica restarted (kill -9) catches up and reports the same counts as the others', async () => {
     const g = group.g;

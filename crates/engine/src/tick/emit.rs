@@ -159,9 +159,9 @@ pub(super) fn emit(out: &mut MatchBuffers<'_>, m: usize, written: usize, x: &Sta
 
 #[cfg(test)]
 mod tests {
-    use super::super::layout::test_pool::TestPool;
     use super::super::layout::{prepare, Sorted};
     use super::super::scratch::Scratch;
+    use super::super::test_pool::TestPool;
     use super::*;
     use crate::{Expansion, FilterMode, MatchOutput, OutputCapacity, Ruleset, TickParams};
 

@@ -21,6 +21,8 @@ mod search;
 mod seed;
 mod sort;
 mod speculate;
+#[cfg(test)]
+mod test_pool;
 
 pub(crate) use emit::Staged;
 pub(crate) use lanes::host_words;
@@ -174,7 +176,7 @@ fn prefetch_seeds(sorted: &Sorted, links: &Links, f: usize, row: usize, seeds: &
 
 #[cfg(test)]
 mod tests {
-    use super::layout::test_pool::TestPool;
+    use super::test_pool::TestPool;
     use super::*;
     use crate::{MatchOutput, OutputCapacity, RelaxationStep, Ruleset};
 

@@ -469,10 +469,10 @@ fn wide_ok(wide: &[(usize, usize)], values: &[(usize, usize)], words: &[u64], rc
 
 #[cfg(test)]
 mod tests {
-    use super::super::layout::test_pool::TestPool;
     use super::super::layout::{prepare, Sorted};
     use super::super::links::Links;
     use super::super::sort::mix;
+    use super::super::test_pool::TestPool;
     use super::*;
     use crate::{FilterMode, TickParams};
 

@@ -205,12 +205,14 @@ export class TickRunner {
     // The engine keeps each tick's layout and updates it by the rows written since (docs/engine.md,
     // "Incremental ticks"); changes it cannot use (another pool's, or none known) make it lay the pool out whole.
     let changes = pool.takeChanges();
-    if (changes === undefined || this.lastPool !== pool) {
+    const samePool = this.lastPool === pool;
+    // Unset until the tick succeeds: the changes just taken are the engine's only once it has read them (a
+    // call refused here, or an engine run refused as busy, leaves the next tick to lay the pool out whole).
+    this.lastPool = undefined;
+    if (changes === undefined || !samePool) {
       this.engine.forgetLayout();
       changes = { previousCount: 0, rows: new Uint32Array(0) };
     }
-    // Unset until the tick succeeds: the changes just taken are the engine's only once it has read them.
-    this.lastPool = undefined;
     const count = await this.engine.run(pool.columns(), o, nowMs, seed >>> 0, changes);
     this.lastPool = pool;
     const refusals = o.ticketRefusals!.subarray(0, pool.count);

@@ -133,7 +133,7 @@ pub fn run_backfill(
             if host != NO_HOST && u32::from(pool.latency_ms[i * h + host as usize]) > max_latency {
                 continue;
             }
-            let effective = pool.mmr_mean[i] + params.party_synergy_bonus * f64::from(pool.party_size[i] - 1);
+            let effective = params.effective_skill(pool.mmr_mean[i], pool.party_size[i]);
             let distance = if target.is_nan() { 0.0 } else { (effective - target).abs() / reference };
             if distance > spread {
                 continue;

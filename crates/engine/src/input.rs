@@ -253,3 +253,11 @@ pub struct TickParams<'a> {
     /// Breaks ties between tickets of equal arrival time; same seed + same input = same output.
     pub seed: u64,
 }
+
+impl TickParams<'_> {
+    /// A ticket's effective skill: its party's mean mmr plus the party synergy bonus per extra member.
+    #[inline]
+    pub(crate) fn effective_skill(&self, mmr_mean: f64, party_size: u8) -> f64 {
+        mmr_mean + self.party_synergy_bonus * f64::from(party_size - 1)
+    }
+}

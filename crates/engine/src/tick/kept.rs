@@ -5,7 +5,7 @@
 //! finds the same matches; only attribute class numbers may differ, and nothing depends on them.
 
 use super::lanes::row_words;
-use super::layout::{bytes, max_classes, pack_latencies, HostReach, Hot, Sorted};
+use super::layout::{bytes, max_classes, pack_latencies, valid_rulesets, HostReach, Hot, Sorted};
 use super::sort::{mix, order_key};
 use super::speculate::Threads;
 use crate::{PoolChanges, PoolColumns, Rejection, RuleDiagnostics, TickParams};
@@ -112,7 +112,7 @@ impl Kept {
 
     fn record_layout(&mut self, pool: &PoolColumns<'_>, params: &TickParams<'_>, s: &Sorted) {
         let n = pool.len();
-        let valid = HostReach::new(params).valid_rulesets;
+        let valid = valid_rulesets(params);
         self.laid.clear();
         self.laid.resize(n, Laid::default());
         self.aside.clear();
@@ -140,9 +140,9 @@ impl Kept {
     }
 
     /// Updates the kept layout in `s` to `pool`, changed since the last tick by `changes`, and counts the
-    /// tickets set aside in `diagnostics`. Answers false, having changed nothing the search reads, when
-    /// there is no layout to update (the first tick, other parameters, another pool): the caller then
-    /// lays the pool out.
+    /// tickets set aside in `diagnostics`. Answers false when there is no layout to update (the first tick,
+    /// other parameters, another pool, too many changes or classes): the caller then lays the pool out
+    /// whole, which rebuilds whatever this had changed (the per-row record, the classes).
     pub(super) fn update(
         s: &mut Sorted,
         pool: &PoolColumns<'_>,
@@ -200,7 +200,7 @@ impl Kept {
                 k.laid[i] = Laid { key: 0, aside, laid_out: false };
                 continue;
             }
-            let eff = pool.mmr_mean[i] + params.party_synergy_bonus * f64::from(party - 1);
+            let eff = params.effective_skill(pool.mmr_mean[i], party);
             let mut class = 0;
             if s.interned {
                 let (vals, accs) = (&pool.attr_values[i * f..(i + 1) * f], &pool.attr_accepts[i * f..(i + 1) * f]);

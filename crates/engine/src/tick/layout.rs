@@ -326,7 +326,6 @@ pub(super) fn prepare(
     let n = pool.len();
     let (f, h) = (pool.filter_count, pool.host_count);
     let w = lat_words(h);
-    let bonus = params.party_synergy_bonus;
 
     // Pass 1, pool order: effective skill, each ticket's `Hot` record, and attribute classes (the
     // class table is capped so it stays in L2); then, for the tickets that can be in some match
@@ -343,7 +342,7 @@ pub(super) fn prepare(
     let reach = HostReach::new(params);
     let columns = pool.party_size.iter().zip(pool.mmr_mean).zip(pool.arrival_ms.iter().zip(pool.ruleset_mask));
     for (i, (pre, ((&party, &mmr), (&arrival, &mask)))) in s.pre.iter_mut().zip(columns).enumerate() {
-        let eff = mmr + bonus * f64::from(party - 1);
+        let eff = params.effective_skill(mmr, party);
         let mut class = 0;
         if interning {
             let (vals, accs) = (&pool.attr_values[i * f..(i + 1) * f], &pool.attr_accepts[i * f..(i + 1) * f]);

@@ -4,6 +4,7 @@
 // it acceptable below a 65,535 ms bound, and the columns past the last host's are dropped before the engine
 // reads the matrix (`fit`): a pool whose rows measured no host has none. Beside it, one bit per host index a
 // row measured, which is what the row holds in the host table (value-table.ts).
+import { growableColumn, grownColumn } from './growable-column.js';
 import type { TableKeys, ValueTable } from './value-table.js';
 
 /** Latencies are u16 in the columns; larger measurements are clamped. */
@@ -12,9 +13,9 @@ export const MAX_LATENCY = 0xffff;
 export class HostColumns {
   /** Host indices in the matrix: up to the last a row measured, as rows go in; the columns past the last host's go in `fit`. */
   count = 0;
-  latencyMs = new Uint16Array(0);
+  latencyMs: Uint16Array;
   /** Per row, one bit per host index it measured (32 a word, `words` words a row). Not an engine input. */
-  private measured = new Uint32Array(0);
+  private measured: Uint32Array;
   private words = 0;
   private capacity = 0;
   /** Per host index, the rows that measured it. */
@@ -30,7 +31,11 @@ export class HostColumns {
     private readonly table: ValueTable,
     maxHosts: number,
     private readonly unmeasuredMs: number,
+    /** Rows the columns reserve room for (growable-column.ts). */
+    private readonly reservedRows: number,
   ) {
+    this.latencyMs = growableColumn(Uint16Array, 0, 0);
+    this.measured = growableColumn(Uint32Array, 0, 0);
     this.rowsOf = new Uint32Array(maxHosts);
     this.hostColumn = new Uint8Array(maxHosts);
   }
@@ -46,13 +51,11 @@ export class HostColumns {
     return Array.from({ length: this.count }, (_, h) => (this.hostColumn[h] ? keys[h] : undefined));
   }
 
-  /** Room for `capacity` rows, the first `rows` kept. */
-  grow(capacity: number, rows: number): void {
-    const latency = new Uint16Array(capacity * this.count);
-    latency.set(this.latencyMs.subarray(0, rows * this.count));
-    const measured = new Uint32Array(capacity * this.words);
-    measured.set(this.measured.subarray(0, rows * this.words));
-    [this.latencyMs, this.measured, this.capacity] = [latency, measured, capacity];
+  /** Room for `capacity` rows (every row kept). */
+  grow(capacity: number): void {
+    this.latencyMs = grownColumn(this.latencyMs, Uint16Array, capacity * this.count);
+    this.measured = grownColumn(this.measured, Uint32Array, capacity * this.words);
+    this.capacity = capacity;
   }
 
   /**
@@ -118,8 +121,9 @@ export class HostColumns {
     const [old, oldWords] = [this.count, this.words];
     const words = Math.ceil(count / 32);
     const [keep, keepWords] = [Math.min(old, count), Math.min(oldWords, words)];
-    const latency = new Uint16Array(this.capacity * count).fill(MAX_LATENCY);
-    const measured = new Uint32Array(this.capacity * words);
+    const reserved = Math.max(this.capacity, this.reservedRows);
+    const latency = growableColumn(Uint16Array, this.capacity * count, reserved * count).fill(MAX_LATENCY);
+    const measured = growableColumn(Uint32Array, this.capacity * words, reserved * words);
     for (let r = 0; r < rows; r++) {
       latency.set(this.latencyMs.subarray(r * old, r * old + keep), r * count);
       measured.set(this.measured.subarray(r * oldWords, r * oldWords + keepWords), r * words);

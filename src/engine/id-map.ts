@@ -9,6 +9,7 @@
 // any string is a key and two different strings are two keys. The tables are sharded by hash: each shard
 // grows on its own, so no insert rehashes a million slots (one JS Map of a million entries took ~160 ms to
 // rehash, and held a CreateTicket that long). Iteration order is unspecified.
+import { growableColumn, grownColumn } from './growable-column.js';
 
 const SHARD_BITS = 8;
 const SHARDS = 1 << SHARD_BITS;
@@ -342,14 +343,17 @@ export class IdMap {
 
 /** Row -> ticket id, for the pool's columns: a UUID's 16 bytes a row, any other id in a Map beside. */
 export class IdColumn {
-  private packed = new Uint32Array(0);
+  private packed: Uint32Array;
   private readonly other = new Map<number, string>();
 
-  /** Room for `capacity` rows, keeping the first `count`. */
-  grow(capacity: number, count: number): void {
-    const next = new Uint32Array(4 * capacity);
-    next.set(this.packed.subarray(0, 4 * count));
-    this.packed = next;
+  /** `reservedRows`: rows the column reserves room for (growable-column.ts). */
+  constructor(reservedRows = 0) {
+    this.packed = growableColumn(Uint32Array, 0, 4 * reservedRows);
+  }
+
+  /** Room for `capacity` rows (every row kept). */
+  grow(capacity: number): void {
+    this.packed = grownColumn(this.packed, Uint32Array, 4 * capacity);
   }
 
   set(row: number, id: string): void {

@@ -18,6 +18,11 @@ export interface PoolLayout {
   filters: readonly { name: string; mode: 'overlap' | 'containment' }[];
   rulesetIds: readonly string[];
   defaultLatencyMs: number;
+  /**
+   * Rows the columns reserve address space for (the queue's max_pool_tickets), so that they grow in place
+   * up to it (growable-column.ts); none reserved past the pool's capacity when absent.
+   */
+  reservedRows?: number;
 }
 
 /** A ticket's row, computed once at ingestion. */

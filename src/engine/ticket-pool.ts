@@ -3,6 +3,7 @@
 // (prepare); the tick reads the rows in place. Column layout and encodings: docs/engine.md. The strings the
 // rows' bits and latency columns stand for are in value tables (value-table.ts) that forget what no row holds.
 import type { ParsedEngineInput } from './engine-input.js';
+import { growableColumn, grownColumn } from './growable-column.js';
 import { HostColumns } from './host-columns.js';
 import type { PoolChangeArrays } from './native.js';
 import { filterColumns, heldIndices, type PoolLayout, type PoolRow, type PoolTables, prepareRow, releaseRow, spare } from './pool-row.js';
@@ -30,18 +31,20 @@ export interface PoolKeys {
 export class TicketPool {
   count = 0;
   private capacity = 0;
-  partySize = new Uint8Array(0);
-  mmrMean = new Float64Array(0);
-  arrivalMs = new Float64Array(0);
-  rulesetMask = new Uint32Array(0);
-  attrValues = new BigUint64Array(0);
-  attrAccepts = new BigUint64Array(0);
+  /** Rows the columns reserve room for (PoolLayout.reservedRows): they grow in place up to it; 0, none. */
+  private readonly reserved: number;
+  partySize: Uint8Array;
+  mmrMean: Float64Array;
+  arrivalMs: Float64Array;
+  rulesetMask: Uint32Array;
+  attrValues: BigUint64Array;
+  attrAccepts: BigUint64Array;
   /**
    * Per row, why the ticket still waited after the last tick that read it: the engine's refusal code
    * (tick-runner.ts refusalName; 0 none). Not an engine input: it moves with its row, and a row added since
    * that tick reads 0.
    */
-  refusal = new Uint8Array(0);
+  refusal: Uint8Array;
   /** When the tick that wrote `refusal` ran (epoch ms); undefined before the first. */
   refusalsAtMs: number | undefined;
   /** The latency matrix over the host table (host-columns.ts). */
@@ -51,7 +54,7 @@ export class TicketPool {
   /** Columns per row: the sum of `widths`. */
   private columnCount: number;
   /** Row -> ticket id, and back: off the JS heap (id-map.ts). */
-  private readonly ids = new IdColumn();
+  private readonly ids: IdColumn;
   private readonly rows = new IdMap();
   readonly hosts = new ValueTable('the host key set', MAX_HOST_KEYS);
   readonly attributeKeys: ValueTable[];
@@ -77,7 +80,17 @@ export class TicketPool {
     this.columnCount = layout.filters.length;
     this.allRulesets = layout.rulesetIds.length >= 32 ? 0xffff_ffff : (1 << layout.rulesetIds.length) - 1;
     this.tables = { hosts: this.hosts, attributes: this.attributeKeys };
-    this.latency = new HostColumns(this.hosts, MAX_HOST_KEYS, layout.defaultLatencyMs);
+    const reserved = (this.reserved = layout.reservedRows ?? 0);
+    const f = this.columnCount;
+    this.partySize = growableColumn(Uint8Array, 0, reserved);
+    this.mmrMean = growableColumn(Float64Array, 0, reserved);
+    this.arrivalMs = growableColumn(Float64Array, 0, reserved);
+    this.rulesetMask = growableColumn(Uint32Array, 0, reserved);
+    this.refusal = growableColumn(Uint8Array, 0, reserved);
+    this.attrValues = growableColumn(BigUint64Array, 0, reserved * f);
+    this.attrAccepts = growableColumn(BigUint64Array, 0, reserved * f);
+    this.latency = new HostColumns(this.hosts, MAX_HOST_KEYS, layout.defaultLatencyMs, reserved);
+    this.ids = new IdColumn(reserved);
     this.grow(initialCapacity);
     this.rows.reserve(initialCapacity);
   }
@@ -188,7 +201,7 @@ export class TicketPool {
     row.holds = false;
     if (this.rows.has(ticketId)) this.remove(ticketId);
     this.fitFilters();
-    if (this.count === this.capacity) this.grow(this.capacity * 2);
+    if (this.count === this.capacity) this.grow(this.nextCapacity());
     const r = this.count++;
     this.partySize[r] = row.partySize;
     this.mmrMean[r] = row.mmrMean;
@@ -307,25 +320,27 @@ export class TicketPool {
     this.latency.release(r);
   }
 
+  /**
+   * Twice the rows, or the reservation where that is less and still more than now, so that a pool filling to
+   * the queue's max_pool_tickets never outgrows its reservation (and copies) on the way.
+   */
+  private nextCapacity(): number {
+    const doubled = this.capacity * 2;
+    return this.reserved > this.capacity ? Math.min(doubled, this.reserved) : doubled;
+  }
+
+  /** Room for `capacity` rows: in place within the reservation (growable-column.ts), else by a copy. */
   private grow(capacity: number): void {
     const f = this.filterCount;
-    const copy = <T extends { set(a: ArrayLike<number | bigint>): void; subarray(a: number, b: number): T }>(
-      next: T,
-      prev: T,
-      width: number,
-    ): T => {
-      next.set(prev.subarray(0, this.count * width) as never);
-      return next;
-    };
-    this.partySize = copy(new Uint8Array(capacity), this.partySize, 1);
-    this.mmrMean = copy(new Float64Array(capacity), this.mmrMean, 1);
-    this.arrivalMs = copy(new Float64Array(capacity), this.arrivalMs, 1);
-    this.rulesetMask = copy(new Uint32Array(capacity), this.rulesetMask, 1);
-    this.refusal = copy(new Uint8Array(capacity), this.refusal, 1);
-    this.attrValues = copy(new BigUint64Array(capacity * f), this.attrValues, f);
-    this.attrAccepts = copy(new BigUint64Array(capacity * f), this.attrAccepts, f);
-    this.latency.grow(capacity, this.count);
-    this.ids.grow(capacity, this.count);
+    this.partySize = grownColumn(this.partySize, Uint8Array, capacity);
+    this.mmrMean = grownColumn(this.mmrMean, Float64Array, capacity);
+    this.arrivalMs = grownColumn(this.arrivalMs, Float64Array, capacity);
+    this.rulesetMask = grownColumn(this.rulesetMask, Uint32Array, capacity);
+    this.refusal = grownColumn(this.refusal, Uint8Array, capacity);
+    this.attrValues = grownColumn(this.attrValues, BigUint64Array, capacity * f);
+    this.attrAccepts = grownColumn(this.attrAccepts, BigUint64Array, capacity * f);
+    this.latency.grow(capacity);
+    this.ids.grow(capacity);
     this.capacity = capacity;
   }
 
@@ -337,7 +352,9 @@ export class TicketPool {
   private widenFilters(): void {
     const widths = this.attributeKeys.map((keys, f) => Math.max(this.widths[f]!, filterColumns(keys.size)));
     const total = widths.reduce((a, b) => a + b, 0);
-    const [values, accepts] = [new BigUint64Array(this.capacity * total), new BigUint64Array(this.capacity * total)];
+    const [values, accepts] = [BigUint64Array, BigUint64Array].map((type) =>
+      growableColumn(type, this.capacity * total, Math.max(this.capacity, this.reserved) * total),
+    ) as [BigUint64Array, BigUint64Array];
     const old = this.filterCount;
     for (let r = 0; r < this.count; r++) {
       let from = r * old;

@@ -20,8 +20,9 @@ type TicketEviction = TicketAt & { eviction: Eviction };
 /**
  * Rows a rebuilt pool has room for: a quarter more than it holds. A pool built exactly full doubled its
  * columns at the first CreateTicket after a restart, copying every row on the event loop: a 107 ms pause at
- * 1M tickets (bench/RESULTS.md, thirteenth session). The spare quarter costs its columns' bytes
- * (about 22 MB at 1M tickets) and is used as the pool grows.
+ * 1M tickets (bench/RESULTS.md, thirteenth session). Columns now grow in place within the queue's
+ * reservation (src/engine/growable-column.ts); the spare quarter still spares a pool past it that copy, and
+ * its pages are committed only as rows are written.
  */
 export function rebuiltCapacity(tickets: number): number {
   return Math.max(1024, Math.ceil(tickets * 1.25));

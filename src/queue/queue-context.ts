@@ -38,6 +38,7 @@ export const layoutOf = (config: QueueConfig): PoolLayout => ({
   filters: config.engine.attribute_filters,
   rulesetIds: config.rulesets.map((r) => r.id),
   defaultLatencyMs: config.engine.default_latency_ms,
+  reservedRows: config.limits.max_pool_tickets,
 });
 
 export const createdAtMs = (item: Pick<Ticket | BackfillRequest, 'createdAt'>) =>

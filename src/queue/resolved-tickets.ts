@@ -125,8 +125,8 @@ export class ResolvedTickets {
       next.set(prev.subarray(0, used) as never);
       return next;
     };
-    this.ticketIds.grow(capacity, used);
-    this.matchIds.grow(capacity, used);
+    this.ticketIds.grow(capacity);
+    this.matchIds.grow(capacity);
     this.positions = grow(new Float64Array(capacity), this.positions);
     this.resolvedAtMs = grow(new Float64Array(capacity), this.resolvedAtMs);
     this.live = grow(new Uint8Array(capacity), this.live);

@@ -1,9 +1,10 @@
 // The engine's view of a queue's pool: the columns (TicketPool) the native engine reads on another thread.
-// While the engine reads them, changes to them wait and run as soon as its results' rows are turned into
-// ticket ids; a rebuilt pool (restart, hot reload) is filled in slices and the engine does not run on it
-// until it is full.
+// While the engine reads them, changes to them wait and run, in order and in time slices, as soon as its
+// results' rows are turned into ticket ids; a rebuilt pool (restart, hot reload) is filled in slices and the
+// engine does not run on it until it is full.
 import type { Logger } from 'pino';
 import { TicketPool, type PoolLayout, type PoolRow } from '../engine/ticket-pool.js';
+import { WORK_SLICE_MS } from './time-slices.js';
 
 export class PoolColumns {
   pool: TicketPool;
@@ -39,7 +40,7 @@ export class PoolColumns {
     return this.filling !== this.pool;
   }
 
-  /** Runs `change` on the columns now, or after the engine run that is reading them. */
+  /** Runs `change` on the columns now, or, in order, after the engine run that is reading them. */
   withPool(change: () => void): void {
     if (this.engineRunning) this.afterEngine.push(change);
     else change();
@@ -75,8 +76,26 @@ export class PoolColumns {
     } catch (err) {
       this.log.error({ queue: this.queueId, err }, 'engine run failed; the pool is unchanged');
     }
-    this.engineRunning = false;
-    for (const change of this.afterEngine.splice(0)) change();
+    try {
+      await this.applyHeld();
+    } finally {
+      this.engineRunning = false;
+      this.afterEngine.length = 0;
+    }
     return result;
+  }
+
+  /**
+   * The changes held while the engine ran, in order, yielding to the event loop every slice: a tick over a
+   * million tickets holds the rows of a few thousand CreateTickets, and putting them in at once held the
+   * loop for 50 to 80 ms (bench/RESULTS.md, twenty-third session). Changes made meanwhile queue behind them.
+   */
+  private async applyHeld(): Promise<void> {
+    for (let next = 0; next < this.afterEngine.length; ) {
+      if (next > 0) await new Promise((resolve) => setImmediate(resolve));
+      const until = performance.now() + WORK_SLICE_MS;
+      do this.afterEngine[next++]!();
+      while (next < this.afterEngine.length && performance.now() < until);
+    }
   }
 }

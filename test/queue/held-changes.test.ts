@@ -1,0 +1,55 @@
+// Changes to a pool's columns made while the engine reads them (src/queue/pool-columns.ts) wait, and go in
+// once its results are read: in the order they were made, those made meanwhile after them, before the
+// engine's run is over, and in time slices that let other work run between them, so that a tick that held
+// thousands of CreateTickets' rows does not hold the event loop while it puts them in.
+import { expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { PoolColumns } from '../../src/queue/pool-columns.js';
+import { WORK_SLICE_MS } from '../../src/queue/time-slices.js';
+
+const layout = { filters: [], rulesetIds: ['r'], defaultLatencyMs: 150 };
+
+/** Holds the thread for `ms`, as a change of a large pool would. */
+function busy(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+it('applies the changes held during an engine run in order, in slices, before the run is over', async () => {
+  const columns = new PoolColumns(layout, createLogger('silent'), 'q');
+  const applied: number[] = [];
+  let releaseEngine!: () => void;
+  const engine = new Promise<void>((resolve) => {
+    releaseEngine = resolve;
+  });
+  // Each held change takes a fifth of a slice: forty of them take about eight slices.
+  const change = (n: number) => () => {
+    busy(WORK_SLICE_MS / 5);
+    applied.push(n);
+    // One made while the held ones go in: it queues behind them.
+    if (n === 10) columns.withPool(() => applied.push(100));
+  };
+  let turnsBetween = 0;
+  const running = columns.withEngine(
+    () => engine,
+    () => {
+      // Other work of the event loop: counts the turns it gets while the held changes go in.
+      const count = () => {
+        if (applied.length === 0 || applied.length >= 41) return;
+        turnsBetween++;
+        setImmediate(count);
+      };
+      setImmediate(count);
+      return 'result';
+    },
+  );
+  for (let n = 0; n < 40; n++) columns.withPool(change(n));
+  expect(applied).toEqual([]);
+  releaseEngine();
+  expect(await running).toBe('result');
+  expect(applied).toEqual([...Array.from({ length: 40 }, (_, n) => n), 100]);
+  expect(turnsBetween).toBeGreaterThan(2);
+  // Once the run is over a change goes in at once.
+  columns.withPool(() => applied.push(200));
+  expect(applied.at(-1)).toBe(200);
+});

@@ -45,6 +45,11 @@ export class TicketPool {
    * that tick reads 0.
    */
   refusal: Uint8Array;
+  /**
+   * At or before every row's arrival: the oldest as the last `arrivedBefore` scan found it, or an arrival
+   * inserted since. Lets the tick's expiry skip its scan of the column while no ticket can be old enough.
+   */
+  private arrivalFloorMs = Number.POSITIVE_INFINITY;
   /** When the tick that wrote `refusal` ran (epoch ms); undefined before the first. */
   refusalsAtMs: number | undefined;
   /** The latency matrix over the host table (host-columns.ts). */
@@ -163,6 +168,24 @@ export class TicketPool {
     return this.ids.get(row);
   }
 
+  /**
+   * The rows whose tickets arrived before `cutoffMs`. Reads the arrival column only when some row may have
+   * (a million rows took 2.5 to 12 ms of every tick's expiry), and keeps the oldest arrival it read, the rows
+   * found included: they stay the oldest until they leave.
+   */
+  arrivedBefore(cutoffMs: number): number[] {
+    if (this.arrivalFloorMs >= cutoffMs) return [];
+    const rows: number[] = [];
+    let floor = Number.POSITIVE_INFINITY;
+    for (let r = 0; r < this.count; r++) {
+      const arrival = this.arrivalMs[r]!;
+      if (arrival < cutoffMs) rows.push(r);
+      if (arrival < floor) floor = arrival;
+    }
+    this.arrivalFloorMs = floor;
+    return rows;
+  }
+
   has(ticketId: string): boolean {
     return this.rows.has(ticketId);
   }
@@ -206,6 +229,7 @@ export class TicketPool {
     this.partySize[r] = row.partySize;
     this.mmrMean[r] = row.mmrMean;
     this.arrivalMs[r] = row.arrivalMs;
+    if (row.arrivalMs < this.arrivalFloorMs) this.arrivalFloorMs = row.arrivalMs;
     this.rulesetMask[r] = row.rulesetMask;
     this.refusal[r] = 0;
     const f = this.filterCount;

@@ -157,7 +157,8 @@ export class Ticker {
   /**
    * Tickets older than ticket_ttl_secs, backfill requests older than backfill_ttl_secs, and resolved
    * tickets past terminal_retention_ttl_secs, all in one commit. Runs between engine runs, when the pool's
-   * columns hold exactly the active tickets, so the tickets' ages come from one column scan.
+   * columns hold exactly the active tickets, so the tickets' ages come from the arrival column (read only
+   * when some ticket may be old enough: TicketPool.arrivedBefore).
    */
   private expire(nowMs: number): void {
     const { q } = this;
@@ -175,12 +176,9 @@ export class Ticker {
     });
     if (forgotten.length > 0) records.push({ type: 'resolved.forget', tickets: forgotten });
 
-    const oldestTicket = nowMs - config.ticket_ttl_secs * 1000;
     const { pool } = q.columns;
-    const { arrivalMs, count } = pool;
     const expired: TicketAt[] = [];
-    for (let r = 0; r < count; r++) {
-      if (arrivalMs[r]! >= oldestTicket) continue;
+    for (const r of pool.arrivedBefore(nowMs - config.ticket_ttl_secs * 1000)) {
       const ticketId = pool.idAt(r);
       const position = state.active.get(ticketId);
       if (position !== undefined) expired.push({ ticketId, position });

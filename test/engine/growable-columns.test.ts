@@ -5,10 +5,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { queueConfigSchema } from '../../src/config/queue-config.js';
-import type { ParsedEngineInput } from '../../src/engine/engine-input.js';
 import { growableColumn, grownColumn } from '../../src/engine/growable-column.js';
 import { TicketPool } from '../../src/engine/ticket-pool.js';
 import { allMatches, engineParams, TickRunner } from '../../src/engine/tick-runner.js';
+import { poolTicketInput } from '../support/pool-tickets.js';
 
 const NOW = 1_700_000_000_000;
 const config = queueConfigSchema.parse({
@@ -44,25 +44,8 @@ describe('a growable column', () => {
   });
 });
 
-interface Spec {
-  mmr: number;
-  maps: number[];
-  hosts: [number, number][];
-  waitMs: number;
-}
-
-function input(id: string, t: Spec): ParsedEngineInput {
-  const attributes = new Map<string, { values: string[]; accepts: string[] }>();
-  if (t.maps.length > 0) attributes.set('map', { values: t.maps.map((m) => `map-${m}`), accepts: [] });
-  return {
-    playerIds: [`${id}-p`],
-    mmrMean: t.mmr,
-    latencies: new Map(t.hosts.map(([h, ms]) => [`host-${h}`, { ms, measuredBy: 1 }])),
-    attributes,
-  };
-}
-
 const spec = fc.record({
+  players: fc.constant(1),
   mmr: fc.double({ min: 0, max: 1, noNaN: true }),
   // Now and then one of many maps: the filter widens past 64 values (its columns laid out anew).
   maps: fc.array(
@@ -90,7 +73,7 @@ it('a pool with reserved rows holds and ticks what a pool of plain columns does,
         let inPlace = true;
         for (let k = 0; k < tickets; k++) {
           const t = specs[k % specs.length]!;
-          for (const pool of [plain, reserved]) pool.insert(`t${k}`, pool.prepare(input(`t${k}`, t), [], NOW - t.waitMs));
+          for (const pool of [plain, reserved]) pool.insert(`t${k}`, pool.prepare(poolTicketInput(`t${k}`, t), [], NOW - t.waitMs));
           // Within the reservation the columns are the arrays they were.
           if (reserved.count <= reservedRows) inPlace &&= reserved.arrivalMs === arrival;
           // A cancel now and then moves the last row into the gap.

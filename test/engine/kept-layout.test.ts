@@ -7,9 +7,9 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { queueConfigSchema } from '../../src/config/queue-config.js';
-import type { ParsedEngineInput } from '../../src/engine/engine-input.js';
 import { TicketPool } from '../../src/engine/ticket-pool.js';
 import { allMatches, engineParams, type TickResult, TickRunner } from '../../src/engine/tick-runner.js';
+import { type PoolTicketSpec, poolTicketInput } from '../support/pool-tickets.js';
 
 const NOW = 1_700_000_000_000;
 const config = queueConfigSchema.parse({
@@ -22,25 +22,6 @@ const config = queueConfigSchema.parse({
 
 const newPool = () =>
   new TicketPool({ filters: config.engine.attribute_filters, rulesetIds: config.rulesets.map((r) => r.id), defaultLatencyMs: 150 });
-
-interface Spec {
-  mmr: number;
-  players: number;
-  maps: number[];
-  hosts: [number, number][];
-  waitMs: number;
-}
-
-function input(id: string, t: Spec): ParsedEngineInput {
-  const attributes = new Map<string, { values: string[]; accepts: string[] }>();
-  if (t.maps.length > 0) attributes.set('map', { values: t.maps.map((m) => `map-${m}`), accepts: [] });
-  return {
-    playerIds: Array.from({ length: t.players }, (_, k) => `${id}-p${k}`),
-    mmrMean: t.mmr,
-    latencies: new Map(t.hosts.map(([h, ms]) => [`host-${h}`, { ms, measuredBy: 1 }])),
-    attributes,
-  };
-}
 
 /** A tick's matches by ticket id, with what explains the tickets left waiting. */
 function seen(pool: TicketPool, result: TickResult) {
@@ -86,9 +67,9 @@ it('a tick that updates the kept layout gives what a tick laying the pool out wh
         const pool = newPool();
         const kept = new TickRunner(engineParams(config));
         let next = 0;
-        const arrive = (t: Spec, nowMs: number) => {
+        const arrive = (t: PoolTicketSpec, nowMs: number) => {
           const id = `t${next++}`;
-          pool.insert(id, pool.prepare(input(id, t), [], nowMs - t.waitMs));
+          pool.insert(id, pool.prepare(poolTicketInput(id, t), [], nowMs - t.waitMs));
         };
         for (const t of first) arrive(t, NOW);
         for (const [k, s] of [{ arrivals: [], cancels: [] }, ...steps].entries()) {
@@ -116,10 +97,16 @@ it('a tick that updates the kept layout gives what a tick laying the pool out wh
 it('the engine updates its layout from the second tick on, and lays the pool out whole when whole columns change', async () => {
   const pool = newPool();
   const runner = new TickRunner(engineParams(config));
-  const spec = (k: number, hosts: [number, number][]): Spec => ({ mmr: (k % 97) / 97, players: 1, maps: [k % 3], hosts, waitMs: 0 });
+  const spec = (k: number, hosts: [number, number][]): PoolTicketSpec => ({
+    mmr: (k % 97) / 97,
+    players: 1,
+    maps: [k % 3],
+    hosts,
+    waitMs: 0,
+  });
   // Skills 0.02 apart, twice the duel's spread, in no ruleset but the duel: none of them matches.
-  const apart = (k: number, hosts: [number, number][]): Spec => ({ ...spec(k, hosts), mmr: 0.02 * k });
-  for (let k = 0; k < 400; k++) pool.insert(`a${k}`, pool.prepare(input(`a${k}`, apart(k, [[k % 4, 30]])), ['duel'], NOW));
+  const apart = (k: number, hosts: [number, number][]): PoolTicketSpec => ({ ...spec(k, hosts), mmr: 0.02 * k });
+  for (let k = 0; k < 400; k++) pool.insert(`a${k}`, pool.prepare(poolTicketInput(`a${k}`, apart(k, [[k % 4, 30]])), ['duel'], NOW));
   const tick = async (k: number) => {
     const result = await runner.run(pool, NOW + 250 * k, k);
     for (const m of allMatches(result)) for (const id of Array.from(m.rows, (r) => pool.idAt(r))) pool.remove(id);
@@ -127,12 +114,12 @@ it('the engine updates its layout from the second tick on, and lays the pool out
   };
   expect(await tick(0)).toEqual({ updated: false, matched: 0 });
   // A few arrivals and a cancel: updated.
-  for (let k = 0; k < 10; k++) pool.insert(`b${k}`, pool.prepare(input(`b${k}`, spec(k, [[k % 4, 30]])), [], NOW + 250));
+  for (let k = 0; k < 10; k++) pool.insert(`b${k}`, pool.prepare(poolTicketInput(`b${k}`, spec(k, [[k % 4, 30]])), [], NOW + 250));
   pool.remove(pool.idAt(0));
   expect((await tick(1)).updated).toBe(true);
   // A ticket that measured a new host: its column is written for every row. It shares that host with no
   // one, and its only ruleset requires one, so it waits.
-  pool.insert('c0', pool.prepare(input('c0', spec(5, [[9, 30]])), ['duos'], NOW + 500));
+  pool.insert('c0', pool.prepare(poolTicketInput('c0', spec(5, [[9, 30]])), ['duos'], NOW + 500));
   expect((await tick(2)).updated).toBe(false);
   expect((await tick(3)).updated).toBe(true);
   // The last ticket that measured it leaves: the column is no host's any more.

@@ -170,7 +170,7 @@ export class TicketPool {
 
   /**
    * The rows whose tickets arrived before `cutoffMs`. Reads the arrival column only when some row may have
-   * (a million rows took 2.5 to 12 ms of every tick's expiry), and keeps the oldest arrival it read, the rows
+   * (a million rows took 2.5 to 40 ms of every tick's expiry), and keeps the oldest arrival it read, the rows
    * found included: they stay the oldest until they leave.
    */
   arrivedBefore(cutoffMs: number): number[] {

@@ -88,7 +88,7 @@ export class PoolColumns {
   /**
    * The changes held while the engine ran, in order, yielding to the event loop every slice: a tick over a
    * million tickets holds the rows of a few thousand CreateTickets, and putting them in at once held the
-   * loop for 50 to 80 ms (bench/RESULTS.md, twenty-third session). Changes made meanwhile queue behind them.
+   * loop for 50 to 100 ms (bench/RESULTS.md, twenty-third session). Changes made meanwhile queue behind them.
    */
   private async applyHeld(): Promise<void> {
     for (let next = 0; next < this.afterEngine.length; ) {

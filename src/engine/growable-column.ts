@@ -26,16 +26,17 @@ export function growableColumn<T extends Column>(type: ColumnType<T>, length: nu
 
 /**
  * `column` at `length` elements or more, its contents kept: the same array, grown in place, while its
- * reservation holds that; else a copy, reserving twice `length` where the column had a reservation.
+ * reservation holds that; else a copy, reserving `reserved`, or twice `length` where the column had a
+ * reservation.
  */
-export function grownColumn<T extends Column>(column: T, type: ColumnType<T>, length: number): T {
+export function grownColumn<T extends Column>(column: T, type: ColumnType<T>, length: number, reserved = 0): T {
   const buffer = column.buffer as ArrayBuffer;
   const bytes = length * type.BYTES_PER_ELEMENT;
   if (buffer.resizable && bytes <= buffer.maxByteLength) {
     if (bytes > buffer.byteLength) buffer.resize(bytes);
     return column;
   }
-  const next = growableColumn(type, length, buffer.resizable ? 2 * length : length);
+  const next = growableColumn(type, length, Math.max(reserved, buffer.resizable ? 2 * length : length));
   next.set(column as never);
   return next;
 }

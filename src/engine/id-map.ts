@@ -351,9 +351,9 @@ export class IdColumn {
     this.packed = growableColumn(Uint32Array, 0, 4 * reservedRows);
   }
 
-  /** Room for `capacity` rows (every row kept). */
-  grow(capacity: number): void {
-    this.packed = grownColumn(this.packed, Uint32Array, 4 * capacity);
+  /** Room for `capacity` rows (every row kept); a copy reserves `reservedRows` (growable-column.ts). */
+  grow(capacity: number, reservedRows = 0): void {
+    this.packed = grownColumn(this.packed, Uint32Array, 4 * capacity, 4 * reservedRows);
   }
 
   set(row: number, id: string): void {

@@ -7,7 +7,18 @@
 // A record leaves the log's front once it is forgotten (resolved.forget) or reactivated; one removed from the
 // middle is marked dead and its room is taken back when the front reaches it, so the log spans at most the
 // records of one retention period.
+import { grownColumn } from '../engine/growable-column.js';
 import { IdColumn, IdMap } from '../engine/id-map.js';
+
+/**
+ * Past this many records the log's columns reserve room for RESERVED_RECORDS and grow in place
+ * (growable-column.ts): doubling a log of a million records by a copy held the event loop for 1 to 1.5 s on
+ * a two-core machine, in the apply of a tick's matches (bench/RESULTS.md, twenty-third session). Smaller logs
+ * (most queues, every test) keep plain arrays.
+ */
+const IN_PLACE_PAST = 1 << 16;
+/** 4,194,304 records: a retention period's worth at 3,000 matched tickets a second for 10 minutes, twice over. */
+const RESERVED_RECORDS = 1 << 22;
 
 export interface ResolvedTicket {
   position: number;
@@ -120,16 +131,12 @@ export class ResolvedTickets {
       return;
     }
     const capacity = Math.max(16, 2 * this.capacity);
-    const used = this.tail - this.base;
-    const grow = <T extends Float64Array | Uint8Array>(next: T, prev: T): T => {
-      next.set(prev.subarray(0, used) as never);
-      return next;
-    };
-    this.ticketIds.grow(capacity);
-    this.matchIds.grow(capacity);
-    this.positions = grow(new Float64Array(capacity), this.positions);
-    this.resolvedAtMs = grow(new Float64Array(capacity), this.resolvedAtMs);
-    this.live = grow(new Uint8Array(capacity), this.live);
+    const reserved = capacity > IN_PLACE_PAST ? RESERVED_RECORDS : 0;
+    this.ticketIds.grow(capacity, reserved);
+    this.matchIds.grow(capacity, reserved);
+    this.positions = grownColumn(this.positions, Float64Array, capacity, reserved);
+    this.resolvedAtMs = grownColumn(this.resolvedAtMs, Float64Array, capacity, reserved);
+    this.live = grownColumn(this.live, Uint8Array, capacity, reserved);
     this.capacity = capacity;
   }
 }

@@ -90,4 +90,29 @@ describe('the resolved tickets of a queue', () => {
     expect(resolved.logLength()).toBeLessThanOrEqual(2048);
     expect(resolved.get(id(99_999))?.position).toBe(100_000);
   });
+
+  it('past 65,536 records grows its log in place, every record still there in order', () => {
+    const resolved = new ResolvedTickets();
+    const id = (i: number) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
+    const matchId = (i: number) => `00000000-0000-4000-9000-${(i >> 2).toString(16).padStart(12, '0')}`;
+    const columnsOf = () => (resolved as unknown as { positions: Float64Array }).positions;
+    let grownInPlace = 0;
+    for (let i = 0; i < 300_000; i++) {
+      const [length, positions] = [resolved.logLength(), columnsOf()];
+      resolved.set(id(i), { position: i + 1, matchId: matchId(i), resolvedAtMs: 1000 + i });
+      // A growth from 131,072 records on keeps the log's columns.
+      if (resolved.logLength() > length && length >= 131_072) grownInPlace += columnsOf() === positions ? 1 : 0;
+      // Now and then one from the middle leaves.
+      if (i % 5 === 4) resolved.delete(id(i - 2));
+    }
+    expect(resolved.logLength()).toBe(524_288);
+    expect(grownInPlace).toBe(2);
+    const seen: number[] = [];
+    resolved.forEach((record, ticketId) => {
+      const i = record.position - 1;
+      expect([ticketId, record.matchId, record.resolvedAtMs]).toEqual([id(i), matchId(i), 1000 + i]);
+      seen.push(i);
+    });
+    expect(seen).toEqual(Array.from({ length: 300_000 }, (_, i) => i).filter((i) => i % 5 !== 2));
+  });
 });

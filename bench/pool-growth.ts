@@ -1,13 +1,13 @@
 // What a pool's growth costs the event loop (issue 21, part 4: the host never stalls ingestion). A queue's
-// pool doubles its columns when an insert finds them full; at a million tickets copying every column into
-// new arrays held the loop for about 100 ms. The service's columns reserve room for the queue's
-// max_pool_tickets and grow in place (src/engine/growable-column.ts). This inserts the same generated
-// tickets one by one into pools starting at 1,024 rows, with that reservation and without (every growth a
-// copy, as before), in turn in one process, and prints per pool the inserts that grew it past 100,000 rows
-// (for a million: at 131,072, 262,144 and 524,288 rows) and the longest of the others (a GC may land in
-// any). Ids are UUIDs, as the API hands them over. The rows come from
-// 10,000 generated tickets, used in turn, so that the bench's own heap stays small, as the service's does
-// (its pool is off the heap): a major GC over a heap of a million parsed inputs took seconds here.
+// pool doubles its columns when an insert finds them full; at half a million and a million tickets copying
+// every column into new arrays held the loop for 220 ms to over a second (bench/RESULTS.md). The service's
+// columns reserve room for the queue's max_pool_tickets and grow in place (src/engine/growable-column.ts).
+// This inserts the same generated tickets one by one into pools starting at 1,024 rows, with that
+// reservation and without (every growth a copy, as before), in turn in one process, and prints per pool the
+// inserts that grew it past 100,000 rows (for a million: at 131,072, 262,144 and 524,288 rows) and the
+// longest of the others (a GC may land in any). Ids are UUIDs, as the API hands them over. The rows come
+// from 10,000 generated tickets, used in turn, so that the bench's own heap stays small, as the service's
+// does (its pool is off the heap): a major GC over a heap of a million parsed inputs took seconds here.
 //
 //   node --expose-gc dist/bench/pool-growth.js [--tickets 1000000] [--reserved-rows 2000000] [--rounds 2]
 import { parseArgs } from 'node:util';

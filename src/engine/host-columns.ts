@@ -13,9 +13,9 @@ export const MAX_LATENCY = 0xffff;
 export class HostColumns {
   /** Host indices in the matrix: up to the last a row measured, as rows go in; the columns past the last host's go in `fit`. */
   count = 0;
-  latencyMs: Uint16Array;
+  latencyMs = new Uint16Array(0);
   /** Per row, one bit per host index it measured (32 a word, `words` words a row). Not an engine input. */
-  private measured: Uint32Array;
+  private measured = new Uint32Array(0);
   private words = 0;
   private capacity = 0;
   /** Per host index, the rows that measured it. */
@@ -34,8 +34,6 @@ export class HostColumns {
     /** Rows the columns reserve room for (growable-column.ts). */
     private readonly reservedRows: number,
   ) {
-    this.latencyMs = growableColumn(Uint16Array, 0, 0);
-    this.measured = growableColumn(Uint32Array, 0, 0);
     this.rowsOf = new Uint32Array(maxHosts);
     this.hostColumn = new Uint8Array(maxHosts);
   }

@@ -376,9 +376,8 @@ export class TicketPool {
   private widenFilters(): void {
     const widths = this.attributeKeys.map((keys, f) => Math.max(this.widths[f]!, filterColumns(keys.size)));
     const total = widths.reduce((a, b) => a + b, 0);
-    const [values, accepts] = [BigUint64Array, BigUint64Array].map((type) =>
-      growableColumn(type, this.capacity * total, Math.max(this.capacity, this.reserved) * total),
-    ) as [BigUint64Array, BigUint64Array];
+    const column = () => growableColumn(BigUint64Array, this.capacity * total, Math.max(this.capacity, this.reserved) * total);
+    const [values, accepts] = [column(), column()];
     const old = this.filterCount;
     for (let r = 0; r < this.count; r++) {
       let from = r * old;

@@ -12,8 +12,8 @@ import { IdColumn, IdMap } from '../engine/id-map.js';
 
 /**
  * Past this many records the log's columns reserve room for RESERVED_RECORDS and grow in place
- * (growable-column.ts): doubling a log of a million records by a copy held the event loop for 1 to 1.5 s on
- * a two-core machine, in the apply of a tick's matches (bench/RESULTS.md, twenty-third session). Smaller logs
+ * (growable-column.ts): doubling a log by a copy held the event loop for 112 ms at a million records and
+ * 214 ms at two million on a two-core machine, in the apply of a tick's matches (bench/RESULTS.md, twenty-third session). Smaller logs
  * (most queues, every test) keep plain arrays.
  */
 const IN_PLACE_PAST = 1 << 16;

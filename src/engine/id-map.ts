@@ -378,16 +378,17 @@ export class IdColumn {
     this.other.delete(from);
   }
 
-  /** Drops the first `n` of `count` rows: row `n + i` becomes row `i`. */
-  dropFront(n: number, count: number): void {
-    this.packed.copyWithin(0, 4 * n, 4 * count);
+  /** Moves rows `from` to `from + count - 1` to rows `to` onward; the rows moved from are forgotten. */
+  moveRows(from: number, to: number, count: number): void {
+    this.packed.copyWithin(4 * to, 4 * from, 4 * (from + count));
     if (this.other.size === 0) return;
-    const kept = [...this.other].filter(([row]) => row >= n);
-    this.other.clear();
-    for (const [row, id] of kept) this.other.set(row - n, id);
+    const inside = (row: number, start: number) => row >= start && row < start + count;
+    const moved = [...this.other].filter(([row]) => inside(row, from));
+    for (const row of [...this.other.keys()]) if (inside(row, from) || inside(row, to)) this.other.delete(row);
+    for (const [row, id] of moved) this.other.set(row - from + to, id);
   }
 
-  /** Forgets row `row`'s id (the last row, removed). */
+  /** Forgets row `row`'s id (a row removed or left behind). */
   forget(row: number): void {
     this.other.delete(row);
   }

@@ -4,9 +4,10 @@
 // heap as the active tickets do (id-map.ts): a log of records in the order they were resolved, in typed
 // arrays, and an IdMap from each ticket id to its record's place in the log.
 //
-// A record leaves the log's front once it is forgotten (resolved.forget) or reactivated; one removed from the
-// middle is marked dead and its room is taken back when the front reaches it, so the log spans at most the
-// records of one retention period.
+// The log is a ring: a record leaves its front once it is forgotten (resolved.forget) or reactivated, and
+// one removed from the middle is marked dead, its room taken back when the front reaches it. New records take
+// the room the front left, so a log whose records come and go within a retention period keeps its length and
+// moves nothing; it grows only when every slot from the front to the back is taken.
 import { grownColumn } from '../engine/growable-column.js';
 import { IdColumn, IdMap } from '../engine/id-map.js';
 
@@ -27,12 +28,13 @@ export interface ResolvedTicket {
 }
 
 export class ResolvedTickets {
-  /** Ticket id -> sequence number of its record; record `seq` is at index `seq - base` of the columns. */
+  /** Ticket id -> sequence number of its record; record `seq` is at slot `slotOf(seq)` of the columns. */
   private readonly bySeq = new IdMap();
-  private base = 0;
   /** Sequence numbers of the first record not yet taken back, and of the next record. */
   private head = 0;
   private tail = 0;
+  /** The slot of record `head`; the records follow it, wrapping past the last slot to the first. */
+  private headSlot = 0;
   private capacity = 0;
   private ticketIds = new IdColumn();
   private matchIds = new IdColumn();
@@ -50,19 +52,20 @@ export class ResolvedTickets {
 
   get(ticketId: string): ResolvedTicket | undefined {
     const seq = this.bySeq.get(ticketId);
-    return seq === undefined ? undefined : this.recordAt(seq - this.base);
+    return seq === undefined ? undefined : this.recordAt(this.slotOf(seq));
   }
 
   /** Adds a record at the end of the resolution order; a ticket already resolved keeps its place. */
   set(ticketId: string, record: ResolvedTicket): this {
     const seq = this.bySeq.get(ticketId);
     if (seq !== undefined) {
-      this.write(seq - this.base, ticketId, record);
+      this.write(this.slotOf(seq), ticketId, record);
       return this;
     }
-    if (this.tail - this.base === this.capacity) this.makeRoom();
-    this.write(this.tail - this.base, ticketId, record);
-    this.live[this.tail - this.base] = 1;
+    if (this.tail - this.head === this.capacity) this.grow();
+    const slot = this.slotOf(this.tail);
+    this.write(slot, ticketId, record);
+    this.live[slot] = 1;
     this.bySeq.set(ticketId, this.tail++);
     return this;
   }
@@ -71,15 +74,21 @@ export class ResolvedTickets {
     const seq = this.bySeq.get(ticketId);
     if (seq === undefined) return false;
     this.bySeq.delete(ticketId);
-    this.live[seq - this.base] = 0;
-    while (this.head < this.tail && this.live[this.head - this.base] === 0) this.head++;
+    this.live[this.slotOf(seq)] = 0;
+    while (this.head < this.tail && this.live[this.headSlot] === 0) {
+      // The slot is free: its ids go, so that an id that is not a UUID is not held until the slot is reused.
+      this.ticketIds.forget(this.headSlot);
+      this.matchIds.forget(this.headSlot);
+      this.head++;
+      this.headSlot = this.headSlot + 1 === this.capacity ? 0 : this.headSlot + 1;
+    }
     return true;
   }
 
   /** Calls `fn` with each record in resolution order, until it answers false; `fn` must not change this. */
   scan(fn: (record: ResolvedTicket, ticketId: string) => boolean | undefined): void {
     for (let seq = this.head; seq < this.tail; seq++) {
-      const i = seq - this.base;
+      const i = this.slotOf(seq);
       if (this.live[i] === 1 && fn(this.recordAt(i), this.ticketIds.get(i)) === false) return;
     }
   }
@@ -100,7 +109,7 @@ export class ResolvedTickets {
     yield* entries;
   }
 
-  /** Records the log has room for now, live and dead: under twice the live ones when they leave in order. */
+  /** Records the log has room for now, live and dead: under twice the most live at once when they leave in order. */
   logLength(): number {
     return this.capacity;
   }
@@ -116,21 +125,19 @@ export class ResolvedTickets {
     this.resolvedAtMs[i] = record.resolvedAtMs;
   }
 
-  /** Takes back the room of the records before `head`, or doubles the columns when that is under half. */
-  private makeRoom(): void {
-    const taken = this.head - this.base;
-    const count = this.tail - this.head;
-    if (taken > 0 && 2 * count <= this.capacity) {
-      this.ticketIds.dropFront(taken, this.tail - this.base);
-      this.matchIds.dropFront(taken, this.tail - this.base);
-      this.positions.copyWithin(0, taken, this.tail - this.base);
-      this.resolvedAtMs.copyWithin(0, taken, this.tail - this.base);
-      this.live.copyWithin(0, taken, this.tail - this.base);
-      this.live.fill(0, count);
-      this.base = this.head;
-      return;
-    }
-    const capacity = Math.max(16, 2 * this.capacity);
+  private slotOf(seq: number): number {
+    const slot = this.headSlot + (seq - this.head);
+    return slot >= this.capacity ? slot - this.capacity : slot;
+  }
+
+  /**
+   * Doubles the columns (every slot taken). The records that wrapped past the last slot are then out of order:
+   * the shorter of the two runs moves, those before the head to just past the old last slot, or those from the
+   * head on to the new end, so at most half the log moves, and only while it grows.
+   */
+  private grow(): void {
+    const old = this.capacity;
+    const capacity = Math.max(16, 2 * old);
     const reserved = capacity > IN_PLACE_PAST ? RESERVED_RECORDS : 0;
     this.ticketIds.grow(capacity, reserved);
     this.matchIds.grow(capacity, reserved);
@@ -138,5 +145,14 @@ export class ResolvedTickets {
     this.resolvedAtMs = grownColumn(this.resolvedAtMs, Float64Array, capacity, reserved);
     this.live = grownColumn(this.live, Uint8Array, capacity, reserved);
     this.capacity = capacity;
+    if (this.headSlot === 0) return;
+    const [from, to, count] =
+      this.headSlot <= old - this.headSlot ? [0, old, this.headSlot] : [this.headSlot, this.headSlot + capacity - old, old - this.headSlot];
+    this.ticketIds.moveRows(from, to, count);
+    this.matchIds.moveRows(from, to, count);
+    this.positions.copyWithin(to, from, from + count);
+    this.resolvedAtMs.copyWithin(to, from, from + count);
+    this.live.copyWithin(to, from, from + count);
+    if (from !== 0) this.headSlot = to;
   }
 }

@@ -59,7 +59,7 @@ describe('the resolved tickets of a queue', () => {
     );
   });
 
-  it('moves the records it keeps to the front of its log when the oldest have left', () => {
+  it('puts new records in the room the oldest left, moving none', () => {
     const resolved = new ResolvedTickets();
     const id = (i: number) => (i % 3 === 0 ? `ticket-${i}` : `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`);
     const record = (i: number) => ({ position: i + 1, matchId: i % 2 === 0 ? `match-${i}` : crypto.randomUUID(), resolvedAtMs: i });
@@ -77,6 +77,31 @@ describe('the resolved tickets of a queue', () => {
     }
     expect(resolved.logLength()).toBe(16); // the first ten's room taken back, not grown
     expect([...resolved]).toEqual([...model]);
+  });
+
+  it('grows a log that wrapped past its last slot with every record in order, wherever its front was', () => {
+    const id = (i: number) => (i % 4 === 0 ? `ticket-${i}` : `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`);
+    const record = (i: number) => ({ position: i + 1, matchId: i % 3 === 0 ? `match-${i}` : crypto.randomUUID(), resolvedAtMs: i });
+    for (let front = 1; front < 16; front++) {
+      const resolved = new ResolvedTickets();
+      const model = new Map<string, ResolvedTicket>();
+      const add = (i: number) => {
+        const r = record(i);
+        model.set(id(i), r);
+        resolved.set(id(i), { ...r });
+      };
+      for (let i = 0; i < 16; i++) add(i);
+      for (let i = 0; i < front; i++) {
+        resolved.delete(id(i));
+        model.delete(id(i));
+      }
+      // `front` new records fill the slots the oldest left; one more grows the log.
+      for (let i = 16; i < 17 + front; i++) add(i);
+      expect(resolved.logLength()).toBe(32);
+      expect([...resolved]).toEqual([...model]);
+      for (let i = 17 + front; i < 60; i++) add(i);
+      expect([...resolved], `front at ${front}`).toEqual([...model]);
+    }
   });
 
   it('keeps its log within twice the records it holds while they come and go in order', () => {

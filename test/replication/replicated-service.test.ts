@@ -179,7 +179,9 @@ describe('leader failures under load (kill -9, SIGSTOP past the lease)', () => {
         await g.cluster.kill(leader!);
         const killedAt = Date.now();
         const next = await g.cluster.leaderOf('eu.duel', { among: survivors, timeoutMs: FAILOVER_BOUND_MS });
-        expect(next, `round ${round}: a new leader among ${survivors}`).toBeDefined();
+        if (next === undefined) {
+          expect.fail(`round ${round}: no new leader among ${survivors}: ${await g.cluster.leadershipReport('eu.duel', survivors)}`);
+        }
         // Matched again: a match made after the kill, read back from the outcome stream.
         const after = await g.outcomes.until(
           (u) => matchesOf(u, 'eu.duel').length > 0 && u.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > killedAt),
@@ -232,7 +234,7 @@ describe('leader failures under load (kill -9, SIGSTOP past the lease)', () => {
       const stoppedAt = Date.now();
       const others = [0, 1, 2].filter((i) => i !== old);
       const next = await g.cluster.leaderOf('eu.duel', { among: others, timeoutMs: FAILOVER_BOUND_MS });
-      expect(next).toBeDefined();
+      if (next === undefined) expect.fail(`no new leader among ${others}: ${await g.cluster.leadershipReport('eu.duel', others)}`);
       const unique = await g.outcomes.until(
         (u) => u.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > stoppedAt),
         Math.max(0, stoppedAt + FAILOVER_BOUND_MS - Date.now()),
@@ -297,7 +299,13 @@ describe('a NATS node killed and restarted while tickets flow', () => {
       );
       expect(recovered).toBeGreaterThanOrEqual(100);
       const during = await g.outcomes.until((u) => u.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > killedAt + 1000));
-      expect(during.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > killedAt + 1000)).toBe(true);
+      if (!during.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > killedAt + 1000)) {
+        const deliveries = await Promise.all([0, 1, 2].map((i) => g.cluster.deliveries(i).catch(String)));
+        expect.fail(
+          `no match stored over ${Date.now() - killedAt} ms since node ${node} was killed (outcome stream read to ${during.length}` +
+            ` outcomes); deliveries: ${JSON.stringify(deliveries)}; leadership: ${await g.cluster.leadershipReport('eu.duel')}`,
+        );
+      }
       await g.nats.restart(node);
       restartedAt = Date.now();
       await sleep(1000);

@@ -71,6 +71,9 @@ export interface ServiceCluster {
    *  exactly one does; undefined if none did within `timeoutMs`. A paused (SIGSTOP) replica does not answer:
    *  leave it out of `among`. */
   leaderOf(queueId: string, options?: { among?: readonly number[]; timeoutMs?: number }): Promise<number | undefined>;
+  /** What replicas `among` (default: all running) say of `queueId` now, with their last log lines about it:
+   *  the message of an assertion that no leader came. */
+  leadershipReport(queueId: string, among?: readonly number[]): Promise<string>;
   /** Resolves once every running replica answers with every queue `running`; throws after `timeoutMs`. */
   untilRunning(timeoutMs?: number): Promise<void>;
   /** Kills every replica (a paused one too) and removes the directories. */
@@ -177,6 +180,22 @@ export async function startServiceCluster(options: ServiceClusterOptions): Promi
         if (Date.now() >= deadline) return undefined;
         await sleep(50);
       }
+    },
+    async leadershipReport(queueId, among = runningIndexes()) {
+      const said = await Promise.all(
+        among.map(async (i) => {
+          const summary = await summaries(i).then(
+            (qs) => qs.find((q) => q.queueId === queueId),
+            (err: unknown) => String(err),
+          );
+          const logs = (services[i]?.logs ?? [])
+            .filter((l) => l.queue === queueId || Number(l.level) >= 40)
+            .slice(-12)
+            .map((l) => ({ time: l.time, level: l.level, msg: l.msg, err: (l.err as { message?: string } | undefined)?.message }));
+          return { replica: i, summary, logs };
+        }),
+      );
+      return JSON.stringify(said);
     },
     async untilRunning(timeoutMs = 20_000) {
       const deadline = Date.now() + timeoutMs;

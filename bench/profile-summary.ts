@@ -2,6 +2,12 @@
 // by function and by package/area, so "where does the time go" has a quick answer without DevTools.
 //
 //   node dist/bench/profile-summary.js FILE.cpuprofile [--top 30]
+//   node dist/bench/profile-summary.js FILE.cpuprofile --runs 'queue/tick\.js|tick-runner\.js|pool-columns\.js'
+//
+// --runs: the longest runs of consecutive samples whose stack holds a frame from a script matching the pattern
+// (a garbage-collector sample continues a run it falls in). A run is main-thread work nothing else interleaved
+// with, so for the tick's scripts it bounds how long the tick's host side held the event loop at a stretch
+// (issue 21, part 4), up to the sampling interval.
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -91,14 +97,78 @@ export function summarize(profile: Profile, top = 30): string {
   ].join('\n');
 }
 
+interface Run {
+  atS: number;
+  ms: number;
+  gcMs: number;
+  selfMs: Map<string, number>;
+}
+
+/** The runs of consecutive samples in scripts matching `pattern` (module comment), longest first. */
+export function longestRuns(profile: Profile, pattern: RegExp, top = 10): string {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const kinds = new Map<number, 'in' | 'gc' | 'out'>();
+  const kindOf = (id: number) => {
+    let kind = kinds.get(id);
+    if (kind) return kind;
+    kind = byId.get(id)!.callFrame.functionName === '(garbage collector)' ? 'gc' : 'out';
+    for (let cur: number | undefined = id; kind === 'out' && cur !== undefined; cur = parent.get(cur)) {
+      if (pattern.test(byId.get(cur)!.callFrame.url)) kind = 'in';
+    }
+    kinds.set(id, kind);
+    return kind;
+  };
+  const runs: Run[] = [];
+  let run: Run | undefined;
+  let us = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    us += profile.timeDeltas[i] ?? 0;
+    // A sample's time is the gap to the next one.
+    const ms = (profile.timeDeltas[i + 1] ?? 0) / 1000;
+    const id = profile.samples[i]!;
+    const kind = kindOf(id);
+    if (kind === 'out' || (kind === 'gc' && !run)) {
+      if (run) runs.push(run);
+      run = undefined;
+      continue;
+    }
+    run ??= { atS: us / 1e6, ms: 0, gcMs: 0, selfMs: new Map() };
+    run.ms += ms;
+    if (kind === 'gc') run.gcMs += ms;
+    else {
+      const { functionName, url } = byId.get(id)!.callFrame;
+      const key = `${functionName || '(anonymous)'} ${url.replace(/^.*\/(node_modules|dist)\//, '$1/')}`;
+      run.selfMs.set(key, (run.selfMs.get(key) ?? 0) + ms);
+    }
+  }
+  if (run) runs.push(run);
+  runs.sort((a, b) => b.ms - a.ms);
+  const over = (ms: number) => runs.filter((r) => r.ms > ms).length;
+  const overWithoutGc = (ms: number) => runs.filter((r) => r.ms - r.gcMs > ms).length;
+  const lines = [
+    `runs in /${pattern.source}/: ${runs.length}, ${runs.reduce((s, r) => s + r.ms, 0).toFixed(0)} ms in all; over 20 ms: ${over(20)} (${overWithoutGc(20)} without their GC), over 10 ms: ${over(10)} (${overWithoutGc(10)})`,
+  ];
+  for (const r of runs.slice(0, top)) {
+    const fns = [...r.selfMs].sort((a, b) => b[1] - a[1]).slice(0, 4);
+    lines.push(
+      `${r.ms.toFixed(1).padStart(7)} ms (GC ${r.gcMs.toFixed(1)}) at ${r.atS.toFixed(2)} s: ${fns.map(([k, ms]) => `${k} ${ms.toFixed(1)}`).join(', ')}`,
+    );
+  }
+  return lines.join('\n');
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string' } } });
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string' }, runs: { type: 'string' } } });
   if (positionals.length === 0) {
-    console.error('usage: profile-summary FILE.cpuprofile [--top N]');
+    console.error('usage: profile-summary FILE.cpuprofile [--top N] [--runs PATTERN]');
     process.exit(2);
   }
   for (const file of positionals) {
     console.log(`== ${file}`);
-    console.log(summarize(JSON.parse(readFileSync(file, 'utf8')) as Profile, Number(values.top ?? 30)));
+    const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+    const top = Number(values.top ?? (values.runs ? 10 : 30));
+    console.log(values.runs ? longestRuns(profile, new RegExp(values.runs), top) : summarize(profile, top));
   }
 }

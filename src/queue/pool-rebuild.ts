@@ -116,7 +116,7 @@ export class PoolRebuild {
         if (!q.running || !q.leading) return false;
         const { ticketId, position } = tickets[i]!;
         if (!q.state.isActiveAt(tickets[i]!)) return;
-        const ticket = poolFieldsOf(q.ticketBytes(ticketId, position));
+        const ticket = poolFieldsOf(q.lendTicketBytes(ticketId, position));
         let players: number;
         try {
           players = parseTicketEngineInput(ticket.engineInput, ticketId, 'engine_input').playerIds.length;
@@ -173,7 +173,7 @@ export class PoolRebuild {
   /** A stored ticket's row, into `pool`; with `evictions`, only if the configuration still admits it. */
   private insertStored(pool: TicketPool, { ticketId, position }: TicketAt, evictions: TicketEviction[] | undefined): void {
     const { q } = this;
-    const ticket = poolFieldsOf(q.ticketBytes(ticketId, position));
+    const ticket = poolFieldsOf(q.lendTicketBytes(ticketId, position));
     try {
       const input = parseTicketEngineInput(ticket.engineInput, ticketId, 'engine_input');
       if (evictions) {

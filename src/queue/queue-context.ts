@@ -32,6 +32,11 @@ export interface QueueContext {
   readonly telemetry: QueueTelemetry;
   /** A pooled or resolved ticket's bytes: from memory while its commit is in flight, else from the store. */
   ticketBytes(ticketId: string, position: number): Uint8Array;
+  /**
+   * The same bytes lent (Store.lendTicketBytes): valid until the store is next read or written, so for a
+   * caller that parses them at once and keeps no view of them. Saves a copy of each ticket read.
+   */
+  lendTicketBytes(ticketId: string, position: number): Uint8Array;
 }
 
 export const layoutOf = (config: QueueConfig): PoolLayout => ({

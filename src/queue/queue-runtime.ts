@@ -96,6 +96,7 @@ export class QueueRuntime {
       propose: (records) => this.history.propose(records),
       telemetry,
       ticketBytes: (ticketId, position) => this.ticketBytes(ticketId, position),
+      lendTicketBytes: (ticketId, position) => this.ticketBytes(ticketId, position, true),
     };
     this.ticker = new Ticker(context, this.runner);
     this.rebuild = new PoolRebuild(context);
@@ -405,8 +406,10 @@ export class QueueRuntime {
     }
   }
 
-  private ticketBytes(ticketId: string, position: number): Uint8Array {
-    const bytes = this.pending.get(ticketId) ?? this.store.readTicket({ queueId: this.queueId, ticketId, position })?.ticket;
+  /** A ticket's bytes (QueueContext.ticketBytes), or `lent` (QueueContext.lendTicketBytes). */
+  private ticketBytes(ticketId: string, position: number, lent = false): Uint8Array {
+    const ref = { queueId: this.queueId, ticketId, position };
+    const bytes = this.pending.get(ticketId) ?? (lent ? this.store.lendTicketBytes(ref) : this.store.readTicket(ref)?.ticket);
     if (!bytes) throw new Error(`ticket ${ticketId} of queue ${this.queueId} has no stored record at position ${position}`);
     return bytes;
   }

@@ -237,7 +237,7 @@ export class Ticker {
       return undefined;
     }
     const inputs = tickets.map((t) =>
-      parseTicketEngineInput(engineInputOf(q.ticketBytes(t.ticketId, t.position)), t.ticketId, 'engine_input'),
+      parseTicketEngineInput(engineInputOf(q.lendTicketBytes(t.ticketId, t.position)), t.ticketId, 'engine_input'),
     );
     const output = buildEngineOutput(match, inputs, keys, config);
     const record: RecordOf<'match.commit'> = {

@@ -10,7 +10,7 @@ import { DataDirLock } from './data-dir-lock.js';
 import { codeOf, DataDirError, describeError, usableDirectory } from './data-dir.js';
 import { withProducer } from './outcome-record.js';
 import type { OutcomeQuery, ParkedDelivery, QueueSnapshot, Store, StoreChange, StoredBackfill, StoredTicket, TicketRef } from './store.js';
-import { decodeResolution, decodeTicketRecord, encodeResolution, encodeTicketRecord } from './ticket-record.js';
+import { decodeResolution, decodeTicketRecord, encodeResolution, encodeTicketRecord, ticketOfRecord } from './ticket-record.js';
 
 /** Free space (for unprivileged users) the start-up probe asks for before the service reports ready. */
 export const MIN_FREE_BYTES = 4 * 1024 * 1024;
@@ -287,6 +287,12 @@ export class LmdbStore implements Store {
   readTicket(ref: TicketRef): StoredTicket | undefined {
     const record = this.tickets.get(ticketKey(ref));
     return record && this.storedTicket(ref.queueId, ref.position, record, this.resolutions.get(ticketKey(ref)));
+  }
+
+  lendTicketBytes(ref: TicketRef): Uint8Array | undefined {
+    // lmdb's reusable read buffer: its `length` says the record's size, its array is the buffer's.
+    const record = this.tickets.getBinaryFast(ticketKey(ref));
+    return record && ticketOfRecord(record, record.length);
   }
 
   private storedTicket(queueId: string, position: number, record: Uint8Array, resolution: Uint8Array | undefined): StoredTicket {

@@ -207,6 +207,10 @@ export class MemoryStore implements OutboxStore {
     return this.queues.get(ref.queueId)?.tickets.get(ref.position);
   }
 
+  lendTicketBytes(ref: TicketRef): Uint8Array | undefined {
+    return this.readTicket(ref)?.ticket;
+  }
+
   storedQueueIds(): string[] {
     return [...this.queues]
       .filter(([, r]) => r.tickets.size > 0 || r.backfills.size > 0)

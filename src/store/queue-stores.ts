@@ -48,6 +48,10 @@ export class QueueStores implements Store {
     return this.of(ref.queueId)?.readTicket(ref);
   }
 
+  lendTicketBytes(ref: TicketRef): Uint8Array | undefined {
+    return this.of(ref.queueId)?.lendTicketBytes(ref);
+  }
+
   storedQueueIds(): string[] {
     return [...this.stores()].flatMap(([, s]) => s.storedQueueIds()).sort();
   }

@@ -128,6 +128,12 @@ export interface Store {
    * with the record it holds (a change replaces a record, never alters it).
    */
   readTicket(ref: TicketRef): Readonly<StoredTicket> | undefined;
+  /**
+   * One committed ticket's bytes (binary Ticket), lent: valid only until the store is next read or written.
+   * For a caller that reads what it needs from them at once and keeps no view of them (a pool's rebuild, a
+   * match's output): the embedded store answers without readTicket's copy of the record.
+   */
+  lendTicketBytes(ref: TicketRef): Uint8Array | undefined;
   /** Ids of every queue that has tickets or backfill requests stored. */
   storedQueueIds(): string[];
   /** Recorded outcomes in producer_sequence order. */

@@ -17,10 +17,15 @@ export function encodeTicketRecord(ticketId: string, ticket: Uint8Array): Buffer
 }
 
 export function decodeTicketRecord(record: Uint8Array): { ticketId: string; ticket: Uint8Array } {
-  if (record[0] !== TICKET_FORMAT) throw new Error(`ticket record has format ${record[0]}; this version reads format ${TICKET_FORMAT}`);
-  const idEnd = 2 + record[1]!;
+  const ticket = ticketOfRecord(record, record.byteLength);
   const view = Buffer.from(record.buffer, record.byteOffset, record.byteLength);
-  return { ticketId: view.toString('latin1', 2, idEnd), ticket: record.subarray(idEnd) };
+  return { ticketId: view.toString('latin1', 2, 2 + record[1]!), ticket };
+}
+
+/** The ticket's bytes in the first `size` bytes of `record` (a view, not a copy). */
+export function ticketOfRecord(record: Uint8Array, size: number): Uint8Array {
+  if (record[0] !== TICKET_FORMAT) throw new Error(`ticket record has format ${record[0]}; this version reads format ${TICKET_FORMAT}`);
+  return record.subarray(2 + record[1]!, size);
 }
 
 export function encodeResolution(matchId: string, resolvedAtMs: number): Buffer {

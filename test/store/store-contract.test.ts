@@ -123,6 +123,26 @@ describe.each(backends)('Store contract: $name', (backend) => {
     expect(store.storedQueueIds()).toEqual([]);
   });
 
+  it('lends a ticket’s bytes as readTicket answers them, each its own length, a short one after a long one', async () => {
+    const store = open();
+    const long = { queueId: 'q', ticketId: uuid(), position: 1 };
+    const short = { queueId: 'q', ticketId: uuid(), position: 2 };
+    const longBytes = toBinary(
+      TicketSchema,
+      create(TicketSchema, { id: long.ticketId, queueId: 'q', metadata: new Uint8Array(3000).fill(7) }),
+    );
+    await store.commit([
+      { type: 'ticket.put', ticket: { ...long, ticket: longBytes, state: 'active' } },
+      put(short),
+      { type: 'ticket.resolve', ref: short, matchId: 'm-1', resolvedAtMs: 5 },
+    ]);
+    expect([...store.lendTicketBytes(long)!]).toEqual([...longBytes]);
+    // Read at once: the next read may reuse what the last one lent.
+    expect([...store.lendTicketBytes(short)!]).toEqual([...ticketBytes(short.ticketId)]);
+    expect([...store.lendTicketBytes(long)!]).toEqual([...store.readTicket(long)!.ticket]);
+    expect(store.lendTicketBytes({ queueId: 'q', ticketId: uuid(), position: 3 })).toBeUndefined();
+  });
+
   it('shows a commit only once it has settled, and applies commits in call order', async () => {
     const store = open();
     const ref = { queueId: 'q', ticketId: uuid(), position: 1 };

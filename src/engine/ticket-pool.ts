@@ -97,7 +97,7 @@ export class TicketPool {
     this.latency = new HostColumns(this.hosts, MAX_HOST_KEYS, layout.defaultLatencyMs, reserved);
     this.ids = new IdColumn(reserved);
     this.grow(initialCapacity);
-    this.rows.reserve(initialCapacity);
+    this.rows.expect(initialCapacity);
   }
 
   /** Per row, its worst latency per host index (row-major, `hostCount` a row). */

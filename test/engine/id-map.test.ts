@@ -151,3 +151,22 @@ describe('an id map made room for', () => {
     expect(Math.min(...map.shardSizes())).toBeGreaterThan(0);
   });
 });
+
+describe('an id map told how many entries to expect', () => {
+  it('allocates nothing at once, and each shard that grows takes its share of the room in one step', () => {
+    const map = new IdMap();
+    const slots = () => (map as unknown as { shards: { slots: number }[] }).shards.map((shard) => shard.slots);
+    map.expect(100_000);
+    // 100,000 over 256 shards is 391 each, under three quarters of 1,024 slots.
+    expect(new Set(slots())).toEqual(new Set([16]));
+    const model = new Map<string, number>();
+    fc.sample(fc.uuid(), { numRuns: 6000, seed: 12 }).forEach((key, i) => {
+      map.set(key, i);
+      model.set(key, i);
+    });
+    expect(new Map(map)).toEqual(model);
+    const grown = slots().filter((n) => n > 16);
+    expect(grown.length).toBeGreaterThan(0);
+    expect(new Set(grown)).toEqual(new Set([1024]));
+  });
+});

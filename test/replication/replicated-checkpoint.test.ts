@@ -180,7 +180,9 @@ describe('checkpoints of a replicated queue', () => {
     // It read the entries after its checkpoint only; b read them all.
     expect(c.history.entriesRead).toBe(c.history.appliedSeq - c.history.restoredSeq!);
     expect(b.history.entriesRead).toBe(b.history.appliedSeq);
-    expect(c.history.entriesRead).toBeLessThan(b.history.entriesRead / 2);
+    // Fewer by at least the checkpoint's entries (how many entries the log holds on either side of it
+    // depends on how the ticks batched their matches: a check against half of b's failed on a loaded machine).
+    expect(c.history.entriesRead).toBeLessThanOrEqual(b.history.entriesRead - saved);
     expect(stateOf(c)).toEqual(stateOf(b));
     expect(stateOf(c).backfills.length + stateOf(c).resolved.length).toBeGreaterThan(30);
     expect(outcomesOf(c)).toEqual(outcomesOf(b));

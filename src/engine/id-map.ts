@@ -342,7 +342,7 @@ export class IdMap {
     yield* entries;
   }
 
-  /** A copy of `shard` with `slots` slots (twice its own unless told). Overwrites `words`. */
+  /** A copy of `shard` with `slots` slots (unless told, twice its own or what `expect` asked). Overwrites `words`. */
   private grown(shard: Shard, slots = Math.max(2 * shard.slots, this.grownSlots)): Shard {
     packedKey = undefined;
     const next = new Shard(slots);

@@ -208,7 +208,7 @@ export class MemoryStore implements OutboxStore {
   }
 
   lendTicketBytes(ref: TicketRef): Uint8Array | undefined {
-    return this.readTicket(ref)?.ticket;
+    return this.queues.get(ref.queueId)?.tickets.ticketBytes(ref.position);
   }
 
   storedQueueIds(): string[] {

@@ -34,6 +34,14 @@ export class TicketRecords {
     return { queueId: this.queueId, ticketId: run.ticketId(found.i), position, ticket: run.ticket(found.i), state: 'active' };
   }
 
+  /** The bytes of `get(position)`'s ticket, without making its record (or its id's string, for a run's). */
+  ticketBytes(position: number): Uint8Array | undefined {
+    const record = this.records.get(position);
+    if (record !== undefined || this.runs.length === 0) return record?.ticket;
+    const found = this.inRuns(position);
+    return found && found.held.run.ticket(found.i);
+  }
+
   set(record: StoredTicket): void {
     this.forgetInRuns(record.position);
     this.records.set(record.position, record);

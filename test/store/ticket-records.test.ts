@@ -49,7 +49,10 @@ describe('TicketRecords', () => {
           }
           expect(records.size).toBe(model.size);
         }
-        for (let p = 0; p <= 61; p++) expect(records.get(p)).toEqual(model.get(p));
+        for (let p = 0; p <= 61; p++) {
+          expect(records.get(p)).toEqual(model.get(p));
+          expect(records.ticketBytes(p)).toEqual(model.get(p)?.ticket);
+        }
         const listed = [...records.values()].sort((a, b) => a.position - b.position);
         expect(listed).toEqual([...model.values()].sort((a, b) => a.position - b.position));
       }),

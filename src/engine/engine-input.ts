@@ -226,6 +226,9 @@ class EngineInputReader {
 }
 
 function isArrayIndex(key: string): boolean {
+  // Host keys are names: most answer on their first character, without the expression.
+  const first = key.charCodeAt(0);
+  if (!(first >= 48 && first <= 57)) return false;
   return /^(?:0|[1-9][0-9]*)$/.test(key) && Number(key) < 2 ** 32 - 1;
 }
 

@@ -394,7 +394,7 @@ export class QueueRuntime {
       return;
     }
     const pool = this.columns.pool;
-    const ticket = poolFieldsOf(this.ticketBytes(at.ticketId, at.position));
+    const ticket = poolFieldsOf(this.ticketBytes(at.ticketId, at.position, true));
     try {
       const input = parseTicketEngineInput(ticket.engineInput, at.ticketId, 'engine_input');
       this.columns.insert(pool, at.ticketId, pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)), stillActive);

@@ -61,10 +61,9 @@ describe('three replicas under concurrent load', () => {
       expect(q).toMatchObject({ queueId: 'eu.duel', state: 'running', activeTickets: 0, resolvedTickets: 600 });
     }
     const leader = await g.cluster.leaderOf('eu.duel');
-    expect(leader).toBeDefined();
     // The leader records its delivery progress in the log after the sink acknowledged: it follows shortly.
     const delivery = await pollUntil(
-      async () => (await g.cluster.deliveries(leader!)).find((d) => d.queueId === 'eu.duel'),
+      async () => (await g.cluster.deliveries(leader)).find((d) => d.queueId === 'eu.duel'),
       (d) => d?.deliveredThrough === '300',
     );
     expect(delivery).toMatchObject({ queueId: 'eu.duel', deliveredThrough: '300', lastRecorded: '300' });
@@ -128,8 +127,7 @@ describe('three replicas under concurrent load', () => {
   it('a replica restarted (kill -9) catches up and reports the same counts as the others', async () => {
     const g = group.g;
     const leader = await g.cluster.leaderOf('eu.duel');
-    expect(leader).toBeDefined();
-    const follower = (leader! + 1) % 3;
+    const follower = (leader + 1) % 3;
     await g.cluster.kill(follower);
     // Tickets while it is gone: an odd number, so one stays active.
     const load = await new TicketLoad(g.clients, 'eu.duel', { count: 41, retryForMs: 0 }).done();
@@ -142,16 +140,16 @@ describe('three replicas under concurrent load', () => {
       // Settled: the same everywhere, and every ticket matched but the odd one.
       (c) => c.every((x) => JSON.stringify(x) === JSON.stringify(c[0])) && c[0]!.find((q) => q.queueId === 'eu.duel')!.activeTickets === 1,
     );
-    expect(all[leader!]!.find((q) => q.queueId === 'eu.duel')!.activeTickets).toBe(1);
-    expect(all[follower]).toEqual(all[leader!]);
-    expect(all[(follower + 1) % 3]).toEqual(all[leader!]);
+    expect(all[leader]!.find((q) => q.queueId === 'eu.duel')!.activeTickets).toBe(1);
+    expect(all[follower]).toEqual(all[leader]);
+    expect(all[(follower + 1) % 3]).toEqual(all[leader]);
     // The restarted replica knows what happened while it was gone: the new tickets, each resolved or active.
     const states = await Promise.all(
       acked.map(async (id) => (await adminTicket(g.cluster.replicas[follower]!.service!, 'eu.duel', id)).body.state),
     );
     expect(states.filter((s) => s === 'resolved').length).toBeGreaterThanOrEqual(40);
     expect(states.every((s) => s === 'resolved' || s === 'active')).toBe(true);
-  }, 30_000);
+  }, 60_000);
 });
 
 describe('leader failures under load (kill -9, SIGSTOP past the lease)', () => {
@@ -174,14 +172,10 @@ describe('leader failures under load (kill -9, SIGSTOP past the lease)', () => {
       for (let round = 0; round < 3; round++) {
         await sleep(500);
         const leader = await g.cluster.leaderOf('eu.duel');
-        expect(leader, `round ${round}: a leader`).toBeDefined();
         const survivors = [0, 1, 2].filter((i) => i !== leader);
-        await g.cluster.kill(leader!);
+        await g.cluster.kill(leader);
         const killedAt = Date.now();
-        const next = await g.cluster.leaderOf('eu.duel', { among: survivors, timeoutMs: FAILOVER_BOUND_MS });
-        if (next === undefined) {
-          expect.fail(`round ${round}: no new leader among ${survivors}: ${await g.cluster.leadershipReport('eu.duel', survivors)}`);
-        }
+        await g.cluster.leaderOf('eu.duel', { among: survivors, timeoutMs: FAILOVER_BOUND_MS });
         // Matched again: a match made after the kill, read back from the outcome stream.
         const after = await g.outcomes.until(
           (u) => matchesOf(u, 'eu.duel').length > 0 && u.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > killedAt),
@@ -191,7 +185,7 @@ describe('leader failures under load (kill -9, SIGSTOP past the lease)', () => {
         expect(firstMatch, `round ${round}: a match after the kill`).toBeDefined();
         failovers.push(Date.now() - killedAt);
         expect(failovers.at(-1)!).toBeLessThan(FAILOVER_BOUND_MS);
-        await g.cluster.start(leader!);
+        await g.cluster.start(leader);
         await g.cluster.untilRunning();
       }
     } finally {
@@ -227,14 +221,12 @@ describe('leader failures under load (kill -9, SIGSTOP past the lease)', () => {
     try {
       await sleep(500);
       old = await g.cluster.leaderOf('eu.duel');
-      expect(old).toBeDefined();
-      const process = g.cluster.replicas[old!]!.service!.process;
-      paused.add(old!);
+      const process = g.cluster.replicas[old]!.service!.process;
+      paused.add(old);
       process.kill('SIGSTOP');
       const stoppedAt = Date.now();
       const others = [0, 1, 2].filter((i) => i !== old);
-      const next = await g.cluster.leaderOf('eu.duel', { among: others, timeoutMs: FAILOVER_BOUND_MS });
-      if (next === undefined) expect.fail(`no new leader among ${others}: ${await g.cluster.leadershipReport('eu.duel', others)}`);
+      await g.cluster.leaderOf('eu.duel', { among: others, timeoutMs: FAILOVER_BOUND_MS });
       const unique = await g.outcomes.until(
         (u) => u.some((o) => o.outcome.kind === 'match.created' && timestampMs(o) > stoppedAt),
         Math.max(0, stoppedAt + FAILOVER_BOUND_MS - Date.now()),

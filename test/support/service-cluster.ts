@@ -68,9 +68,9 @@ export interface ServiceCluster {
   summaries(i: number): Promise<QueueSummaryJson[]>;
   deliveries(i: number): Promise<DeliveryJson[]>;
   /** The index of the one replica among `among` (default: all running) that says it leads `queueId`, once
-   *  exactly one does; undefined if none did within `timeoutMs`. A paused (SIGSTOP) replica does not answer:
-   *  leave it out of `among`. */
-  leaderOf(queueId: string, options?: { among?: readonly number[]; timeoutMs?: number }): Promise<number | undefined>;
+   *  exactly one does; rejects with what the replicas said (leadershipReport) if none did within `timeoutMs`
+   *  (default 20 s). A paused (SIGSTOP) replica does not answer: leave it out of `among`. */
+  leaderOf(queueId: string, options?: { among?: readonly number[]; timeoutMs?: number }): Promise<number>;
   /** What replicas `among` (default: all running) say of `queueId` now, with their last log lines about it:
    *  the message of an assertion that no leader came. */
   leadershipReport(queueId: string, among?: readonly number[]): Promise<string>;
@@ -149,6 +149,22 @@ export async function startServiceCluster(options: ServiceClusterOptions): Promi
     throw err;
   }
   const runningIndexes = () => ids.map((_, i) => i).filter(running);
+  const leadershipReport = async (queueId: string, among: readonly number[] = runningIndexes()) => {
+    const said = await Promise.all(
+      among.map(async (i) => {
+        const summary = await summaries(i).then(
+          (qs) => qs.find((q) => q.queueId === queueId),
+          (err: unknown) => String(err),
+        );
+        const logs = (services[i]?.logs ?? [])
+          .filter((l) => l.queue === queueId || Number(l.level) >= 40)
+          .slice(-12)
+          .map((l) => ({ time: l.time, level: l.level, msg: l.msg, err: (l.err as { message?: string } | undefined)?.message }));
+        return { replica: i, summary, logs };
+      }),
+    );
+    return JSON.stringify(said);
+  };
 
   return {
     replicas,
@@ -166,7 +182,8 @@ export async function startServiceCluster(options: ServiceClusterOptions): Promi
       return res.body.deliveries as DeliveryJson[];
     },
     async leaderOf(queueId, o = {}) {
-      const deadline = Date.now() + (o.timeoutMs ?? 10_000);
+      const timeoutMs = o.timeoutMs ?? 20_000;
+      const deadline = Date.now() + timeoutMs;
       for (;;) {
         const among = o.among ?? runningIndexes();
         const leading = await Promise.all(
@@ -176,27 +193,14 @@ export async function startServiceCluster(options: ServiceClusterOptions): Promi
           }),
         );
         const leaders = leading.filter((i) => i !== undefined);
-        if (leaders.length === 1) return leaders[0];
-        if (Date.now() >= deadline) return undefined;
+        if (leaders.length === 1) return leaders[0]!;
+        if (Date.now() >= deadline) {
+          throw new Error(`no one leader of ${queueId} among [${among}] within ${timeoutMs} ms: ${await leadershipReport(queueId, among)}`);
+        }
         await sleep(50);
       }
     },
-    async leadershipReport(queueId, among = runningIndexes()) {
-      const said = await Promise.all(
-        among.map(async (i) => {
-          const summary = await summaries(i).then(
-            (qs) => qs.find((q) => q.queueId === queueId),
-            (err: unknown) => String(err),
-          );
-          const logs = (services[i]?.logs ?? [])
-            .filter((l) => l.queue === queueId || Number(l.level) >= 40)
-            .slice(-12)
-            .map((l) => ({ time: l.time, level: l.level, msg: l.msg, err: (l.err as { message?: string } | undefined)?.message }));
-          return { replica: i, summary, logs };
-        }),
-      );
-      return JSON.stringify(said);
-    },
+    leadershipReport,
     async untilRunning(timeoutMs = 20_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {

@@ -1,8 +1,11 @@
 // Changes to a pool's columns made while the engine reads them (src/queue/pool-columns.ts) wait, and go in
 // once its results are read: in the order they were made, those made meanwhile after them, before the
 // engine's run is over, and in time slices that let other work run between them, so that a tick that held
-// thousands of CreateTickets' rows does not hold the event loop while it puts them in.
+// thousands of CreateTickets' rows does not hold the event loop while it puts them in. A row made from a
+// ticket's stored bytes is made in that order too, so a string a removal frees is there for it.
 import { expect, it } from 'vitest';
+import type { ParsedEngineInput } from '../../src/engine/engine-input.js';
+import { MAX_FILTER_VALUES } from '../../src/engine/ticket-pool.js';
 import { createLogger } from '../../src/log.js';
 import { PoolColumns } from '../../src/queue/pool-columns.js';
 import { WORK_SLICE_MS } from '../../src/queue/time-slices.js';
@@ -52,4 +55,44 @@ it('applies the changes held during an engine run in order, in slices, before th
   // Once the run is over a change goes in at once.
   columns.withPool(() => applied.push(200));
   expect(applied.at(-1)).toBe(200);
+});
+
+it('makes a row from stored bytes after the removals held before it: a string freed by a ticket that left is taken by the next', async () => {
+  // One map a ticket, 256 maps: the map table is full.
+  const columns = new PoolColumns({ ...layout, filters: [{ name: 'map', mode: 'overlap' }] }, createLogger('silent'), 'q');
+  const input = (map: string): ParsedEngineInput => ({
+    playerIds: [`p-${map}`],
+    mmrMean: 0.5,
+    latencies: new Map(),
+    attributes: new Map([['map', { values: [map], accepts: [] }]]),
+  });
+  const pool = columns.pool;
+  for (let i = 0; i < MAX_FILTER_VALUES; i++) pool.insert(`t${i}`, pool.prepare(input(`map-${i}`), [], 0));
+  expect(() => pool.prepare(input('new-map'), [], 0)).toThrow(/256 distinct values/);
+  let releaseEngine!: () => void;
+  const running = columns.withEngine(
+    () => new Promise<void>((resolve) => (releaseEngine = resolve)),
+    () => undefined,
+  );
+  // As a follower applies a cancel and then another replica's create while a tick reads the columns.
+  columns.remove(['t0']);
+  columns.insertMade(
+    pool,
+    'new',
+    () => pool.prepare(input('new-map'), [], 0),
+    () => true,
+  );
+  expect([pool.has('t0'), pool.has('new')]).toEqual([true, false]);
+  releaseEngine();
+  await running;
+  expect([pool.has('t0'), pool.has('new')]).toEqual([false, true]);
+  expect(() => pool.prepare(input('another-map'), [], 0)).toThrow(/256 distinct values/);
+  // And a ticket that left before its row was made gets none.
+  columns.insertMade(
+    pool,
+    'gone',
+    () => pool.prepare(input('gone-map'), [], 0),
+    () => false,
+  );
+  expect(pool.has('gone')).toBe(false);
 });

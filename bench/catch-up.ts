@@ -24,6 +24,7 @@ import { ticketRunOf, ticketsOf } from '../src/queue/queue-snapshot.js';
 import type { Child } from './child-process.js';
 import { createOneTicket, engineInputPool } from './create-ticket-load.js';
 import type { BenchNatsCluster } from './nats-cluster.js';
+import type { NatsConnection } from '@nats-io/transport-node';
 import {
   errorLines,
   pollFor,
@@ -62,6 +63,45 @@ function lineAt(child: Child, msg: string, startMs: number): number | undefined 
   return typeof line?.time === 'number' ? line.time - startMs : undefined;
 }
 
+/**
+ * Replaces the queue's newest checkpoint (a seeder's, of a ticket or so) by the same checkpoint with
+ * `extraTickets` more active tickets (fresh ids, positions after its last, unmatchable inputs of eu.ranked),
+ * saved under the same position. Answers its active tickets, its bytes, and the bench's time to build
+ * and encode it and to save it.
+ */
+export async function enlargeCheckpoint(
+  nc: NatsConnection,
+  queueId: string,
+  extraTickets: number,
+): Promise<{ tickets: number; bytes: Uint8Array; prepareMs: number; saveMs: number }> {
+  const os = await new Objm(jetstream(nc)).open(CHECKPOINT_STORE, false);
+  const found = await latestCheckpoint(os, queueId, createLogger('silent'));
+  if (!found) throw new Error(`no checkpoint of ${queueId} in ${CHECKPOINT_STORE}`);
+  const prepareStart = performance.now();
+  const checkpoint = decodeCheckpoint(found.bytes, queueId);
+  const inputs = engineInputPool(4096, 11, true);
+  const createdAt = timestampFromMs(Date.now());
+  let position = checkpoint.state.nextPosition;
+  const active = ticketsOf(checkpoint.state.active);
+  for (let i = 0; i < extraTickets; i++) {
+    const ticketId = randomUUID();
+    const ticket = toBinary(
+      TicketSchema,
+      create(TicketSchema, { id: ticketId, queueId, createdAt, engineInput: inputs[i % inputs.length]! }),
+    );
+    active.push({ ticketId, position: position++, ticket });
+  }
+  checkpoint.state.active = ticketRunOf(active);
+  checkpoint.state.nextPosition = position;
+  const bytes = await encodeCheckpointInSlices(checkpoint);
+  const prepareMs = performance.now() - prepareStart;
+  const tickets = active.length;
+  active.length = 0;
+  const saveStart = performance.now();
+  await saveCheckpoint(os, queueId, found.seq, bytes);
+  return { tickets, bytes, prepareMs, saveMs: performance.now() - saveStart };
+}
+
 /** Times a replica's start against a checkpoint of `extraTickets` tickets more than the seeder's one. */
 export async function runCatchUp(cluster: BenchNatsCluster, extraTickets: number): Promise<CatchUpResult> {
   const queueId = `bench.catchup.n${extraTickets}`;
@@ -88,32 +128,7 @@ export async function runCatchUp(cluster: BenchNatsCluster, extraTickets: number
     }
 
     // 2. The same checkpoint with `extraTickets` more active tickets, saved under its position.
-    const os = await new Objm(jetstream(nc)).open(CHECKPOINT_STORE, false);
-    const found = await latestCheckpoint(os, queueId, createLogger('silent'));
-    if (!found) throw new Error(`no checkpoint of ${queueId} in ${CHECKPOINT_STORE}`);
-    const prepareStart = performance.now();
-    const checkpoint = decodeCheckpoint(found.bytes, queueId);
-    const inputs = engineInputPool(4096, 11, true);
-    const createdAt = timestampFromMs(Date.now());
-    let position = checkpoint.state.nextPosition;
-    const active = ticketsOf(checkpoint.state.active);
-    for (let i = 0; i < extraTickets; i++) {
-      const ticketId = randomUUID();
-      const ticket = toBinary(
-        TicketSchema,
-        create(TicketSchema, { id: ticketId, queueId, createdAt, engineInput: inputs[i % inputs.length]! }),
-      );
-      active.push({ ticketId, position: position++, ticket });
-    }
-    checkpoint.state.active = ticketRunOf(active);
-    checkpoint.state.nextPosition = position;
-    const bytes = await encodeCheckpointInSlices(checkpoint);
-    const prepareMs = performance.now() - prepareStart;
-    const tickets = active.length;
-    active.length = 0;
-    const saveStart = performance.now();
-    await saveCheckpoint(os, queueId, found.seq, bytes);
-    const saveMs = performance.now() - saveStart;
+    const { tickets, bytes, prepareMs, saveMs } = await enlargeCheckpoint(nc, queueId, extraTickets);
 
     // 3. A fresh replica: process start -> running.
     const startMs = Date.now();

@@ -13,7 +13,9 @@
 //   (default)          no checkpoint: the seeder stops before the fill, and the fresh replica reads the log from
 //                      its start.
 //   --after-checkpoint the seeder takes one ticket and saves a checkpoint of it (CHECKPOINT_INTERVAL_RECORDS=1),
-//                      then stops: the N entries are all after the newest checkpoint.
+//                      then stops: the N entries are all after the newest checkpoint. With --checkpoint-tickets
+//                      C, that checkpoint holds C tickets more (bench/catch-up.ts makes it so): the restart
+//                      restores a large checkpoint and then replays the log after it.
 //   --leader           the seeder keeps leading while the log fills, with the checkpoint settings of this
 //                      process's environment (the service's defaults unless CHECKPOINT_INTERVAL_* are set), so
 //                      it takes checkpoints by its own triggers; the fresh replica restores the newest and replays
@@ -25,7 +27,8 @@
 // --rate R appends at most R records a second (a plausible ingest, so that the leader's checkpoints keep
 // pace as they would; by default as fast as JetStream takes them).
 //
-//   node dist/bench/log-catch-up.js [--entries 10000,100000] [--records-per-entry 1] [--rate 0] [--after-checkpoint | --leader]
+//   node dist/bench/log-catch-up.js [--entries 10000,100000] [--records-per-entry 1] [--rate 0]
+//     [--after-checkpoint [--checkpoint-tickets 0] | --leader]
 import { randomUUID } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -43,6 +46,7 @@ import { replicationStreamName, replicationSubject } from '../src/replication/je
 import { machine, table } from './bench-report.js';
 import { assertBuildFresh } from './build-freshness.js';
 import type { Child } from './child-process.js';
+import { enlargeCheckpoint } from './catch-up.js';
 import { createOneTicket, engineInputPool } from './create-ticket-load.js';
 import { startNatsCluster, type BenchNatsCluster } from './nats-cluster.js';
 import {
@@ -89,6 +93,8 @@ interface RestartResult {
   bytesSince: number;
   /** Checkpoints the seeder saved while the log filled (--leader). */
   checkpointsSaved: number;
+  /** Active tickets in the checkpoint the fresh replica restored, as the bench made it (--after-checkpoint). */
+  checkpointTickets: number;
   /** Process start -> "queue restored from a checkpoint" (undefined without one) -> state `running`, ms. */
   restoredMs: number | undefined;
   runningMs: number;
@@ -174,6 +180,7 @@ async function runRestart(
   entries: number,
   perEntry: number,
   ratePerSec: number,
+  extraCheckpointTickets: number,
 ): Promise<RestartResult> {
   const queueId = `bench.restart.${mode}.n${entries}x${perEntry}.${randomUUID().slice(0, 4)}`;
   const stream = replicationStreamName(STREAM_PREFIX, queueId);
@@ -196,6 +203,7 @@ async function runRestart(
     let fillMs = 0;
     let leaderTickets: number | undefined;
     let checkpointsSaved = 0;
+    let checkpointTickets = 0;
     try {
       await untilRunning(seed!.httpPort, queueId);
       if (mode !== 'log') {
@@ -214,6 +222,7 @@ async function runRestart(
         await seeder.stop();
         problems += errorLines(seeder).length;
       }
+      if (mode === 'after-checkpoint') checkpointTickets = (await enlargeCheckpoint(nc, queueId, extraCheckpointTickets)).tickets;
       fillMs = await fillLog(nc, queueId, entries, perEntry, ratePerSec, appended);
       if (mode === 'leader') {
         // The leader applies the whole log, and the last checkpoint it takes is saved, before it stops.
@@ -250,7 +259,7 @@ async function runRestart(
       const runningMs = Date.now() - startMs;
       const restored = lineOf(child, 'queue restored from a checkpoint');
       const restoredSeq = typeof restored?.seq === 'number' ? restored.seq : 0;
-      const expected = leaderTickets ?? entries * perEntry + (mode === 'after-checkpoint' ? 1 : 0);
+      const expected = leaderTickets ?? entries * perEntry + checkpointTickets;
       if (running.activeTickets !== expected)
         throw new Error(`the replica holds ${running.activeTickets} active tickets, expected ${expected}`);
       if (mode === 'after-checkpoint' && !restored) throw new Error('the fresh replica restored no checkpoint');
@@ -268,6 +277,7 @@ async function runRestart(
         recordsSince: since.records,
         bytesSince: since.bytes,
         checkpointsSaved,
+        checkpointTickets,
         restoredMs: typeof restored?.time === 'number' ? restored.time - startMs : undefined,
         runningMs,
         rowsMs: typeof rows.time === 'number' ? rows.time - startMs : undefined,
@@ -292,6 +302,7 @@ async function main(): Promise<void> {
       'records-per-entry': { type: 'string', default: '1' },
       rate: { type: 'string', default: '0' },
       'after-checkpoint': { type: 'boolean', default: false },
+      'checkpoint-tickets': { type: 'string', default: '0' },
       leader: { type: 'boolean', default: false },
     },
   });
@@ -312,7 +323,7 @@ async function main(): Promise<void> {
   try {
     for (const n of sizes) {
       console.log(`${n} entries of ${perEntry} ...`);
-      const r = await runRestart(cluster, mode, n, perEntry, rate);
+      const r = await runRestart(cluster, mode, n, perEntry, rate, Number(values['checkpoint-tickets']));
       console.log(`  ${JSON.stringify(r)}`);
       results.push(r);
       await sleep(500);
@@ -326,6 +337,7 @@ async function main(): Promise<void> {
       [
         'entries appended',
         'checkpoints the leader saved',
+        'tickets in the checkpoint',
         'entries since checkpoint',
         'records',
         'bytes',
@@ -339,6 +351,7 @@ async function main(): Promise<void> {
       results.map((r) => [
         `${r.entriesAppended} x ${r.recordsPerEntry}`,
         r.mode === 'leader' ? String(r.checkpointsSaved) : '-',
+        r.mode === 'after-checkpoint' ? String(r.checkpointTickets) : '-',
         String(r.entriesSince),
         String(r.recordsSince),
         `${r.bytesSince} (${(r.bytesSince / 2 ** 20).toFixed(1)} MiB)`,

@@ -3,11 +3,13 @@
 //
 //   node dist/bench/profile-summary.js FILE.cpuprofile [--top 30]
 //   node dist/bench/profile-summary.js FILE.cpuprofile --runs 'queue/tick\.js|tick-runner\.js|pool-columns\.js'
+//   node dist/bench/profile-summary.js FILE.cpuprofile --from-s 4.9 --to-s 11.2
 //
 // --runs: the longest runs of consecutive samples whose stack holds a frame from a script matching the pattern
 // (a garbage-collector sample continues a run it falls in). A run is main-thread work nothing else interleaved
 // with, so for the tick's scripts it bounds how long the tick's host side held the event loop at a stretch
-// (issue 21, part 4), up to the sampling interval.
+// (issue 21, part 4), up to the sampling interval. --from-s/--to-s: only the samples taken that many seconds
+// after the profile's start (a phase of a run: a restart's replay between two of its log lines).
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -159,15 +161,36 @@ export function longestRuns(profile: Profile, pattern: RegExp, top = 10): string
   return lines.join('\n');
 }
 
+/** The profile's samples taken from `fromS` to `toS` seconds after its start, as a profile of its own. */
+export function window(profile: Profile, fromS: number, toS: number): Profile {
+  const samples: number[] = [];
+  const timeDeltas: number[] = [];
+  let us = 0;
+  let firstUs: number | undefined;
+  for (let i = 0; i < profile.samples.length; i++) {
+    us += profile.timeDeltas[i] ?? 0;
+    if (us < fromS * 1e6 || us > toS * 1e6) continue;
+    firstUs ??= us;
+    samples.push(profile.samples[i]!);
+    timeDeltas.push(samples.length === 1 ? 0 : (profile.timeDeltas[i] ?? 0));
+  }
+  const startTime = profile.startTime + (firstUs ?? 0);
+  return { ...profile, samples, timeDeltas, startTime, endTime: startTime + timeDeltas.reduce((a, b) => a + b, 0) };
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string' }, runs: { type: 'string' } } });
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { top: { type: 'string' }, runs: { type: 'string' }, 'from-s': { type: 'string' }, 'to-s': { type: 'string' } },
+  });
   if (positionals.length === 0) {
-    console.error('usage: profile-summary FILE.cpuprofile [--top N] [--runs PATTERN]');
+    console.error('usage: profile-summary FILE.cpuprofile [--top N] [--runs PATTERN] [--from-s S] [--to-s S]');
     process.exit(2);
   }
   for (const file of positionals) {
     console.log(`== ${file}`);
-    const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+    const whole = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+    const profile = window(whole, Number(values['from-s'] ?? 0), Number(values['to-s'] ?? Number.POSITIVE_INFINITY));
     const top = Number(values.top ?? (values.runs ? 10 : 30));
     console.log(values.runs ? longestRuns(profile, new RegExp(values.runs), top) : summarize(profile, top));
   }

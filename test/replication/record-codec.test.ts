@@ -126,6 +126,7 @@ describe('the log codec', () => {
           return;
         }
         if (quick) expect(quick).toStrictEqual(whole);
+        expect(ticketCreates(bytes, 'entry')).toStrictEqual(quick);
         const onlyCreates =
           entry.kind === 'records' &&
           entry.term === 0 &&
@@ -150,6 +151,21 @@ describe('the log codec', () => {
     const [decoded] = (decodeLogEntry(bytes) as Extract<LogEntry, { kind: 'records' }>).records;
     bytes.fill(0);
     expect(decoded).toStrictEqual({ type: 'ticket.create', ticketId: 't1', ticket });
+  });
+
+  it("decodes a replay's entry into views of one copy of it (TicketCopies 'entry'), not of the bytes given", () => {
+    const tickets = ['t1', 't2', 't3'].map((id) => toBinary(TicketSchema, create(TicketSchema, { id, queueId: 'q' })));
+    const records: QueueRecord[] = tickets.map((ticket, i) => ({ type: 'ticket.create', ticketId: `t${i + 1}`, ticket }));
+    const bytes = Buffer.from(encodeLogEntry({ kind: 'records', replicaId: 'r1', term: 0, records }));
+    const decoded = (decodeLogEntry(bytes, 'entry') as Extract<LogEntry, { kind: 'records' }>).records as Extract<
+      QueueRecord,
+      { type: 'ticket.create' }
+    >[];
+    bytes.fill(0);
+    expect(decoded).toStrictEqual(records);
+    const buffers = new Set(decoded.map((r) => r.ticket.buffer));
+    expect(buffers.size).toBe(1);
+    expect(buffers.has(bytes.buffer)).toBe(false);
   });
 
   it('records applied after the trip change a queue exactly as the originals do: store changes, outcomes, results', async () => {

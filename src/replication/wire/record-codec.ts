@@ -62,8 +62,15 @@ export function encodeLogEntry(entry: LogEntry): Uint8Array {
   return toBinary(LogEntrySchema, create(LogEntrySchema, { replicaId, term, body: { case: 'records', value: { records } } }));
 }
 
-export function decodeLogEntry(bytes: Uint8Array): LogEntry {
-  return ticketCreates(bytes) ?? decodeWhole(bytes);
+/**
+ * How a decoded entry's ticket bytes are held: `ticket`, each in a copy of its own (a ticket that waits
+ * long pins nothing else); `entry`, views of one copy of the entry's records (one allocation for the
+ * entry, not one per ticket: a replay's choice, replicated-history.ts says why).
+ */
+export type TicketCopies = 'ticket' | 'entry';
+
+export function decodeLogEntry(bytes: Uint8Array, copies: TicketCopies = 'ticket'): LogEntry {
+  return ticketCreates(bytes, copies) ?? decodeWhole(bytes);
 }
 
 const LOG_REPLICA_ID = LogEntrySchema.field.replicaId!.number;
@@ -78,7 +85,7 @@ const CREATE_TICKET = TicketCreateSchema.field.ticket!.number;
  * for any other shape or anything it cannot read, which decodeWhole then decodes (or refuses) as always.
  * Decoding the messages of every record was about a seventh of what applying the log cost a follower.
  */
-export function ticketCreates(bytes: Uint8Array): LogEntry | undefined {
+export function ticketCreates(bytes: Uint8Array, copies: TicketCopies = 'ticket'): LogEntry | undefined {
   try {
     const entry = new BinaryReader(bytes);
     let replicaId: string | undefined;
@@ -91,6 +98,7 @@ export function ticketCreates(bytes: Uint8Array): LogEntry | undefined {
       else return undefined;
     }
     if (!replicaId || !batch) return undefined;
+    if (copies === 'entry') batch = copy(batch);
     const records: QueueRecord[] = [];
     const reader = new BinaryReader(batch);
     while (reader.pos < reader.len) {
@@ -100,7 +108,8 @@ export function ticketCreates(bytes: Uint8Array): LogEntry | undefined {
       const create = delimited(reader, RECORD_TICKET_CREATE);
       const ticketEnd = delimited(reader, CREATE_TICKET);
       if (ticketEnd !== create || create !== record || ticketEnd === undefined) return undefined;
-      const ticket = copy(batch.subarray(reader.pos, ticketEnd));
+      const view = batch.subarray(reader.pos, ticketEnd);
+      const ticket = copies === 'entry' ? view : copy(view);
       reader.pos = ticketEnd;
       records.push({ type: 'ticket.create', ticketId: ticketIdOf(ticket, (problem) => new Error(problem)), ticket });
     }

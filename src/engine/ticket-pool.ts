@@ -64,6 +64,8 @@ export class TicketPool {
   readonly hosts = new ValueTable('the host key set', MAX_HOST_KEYS);
   readonly attributeKeys: ValueTable[];
   private readonly tables: PoolTables;
+  /** Tickets whose rows are still in the columns but whose strings were let go (`releaseValues`). */
+  private readonly valuesReleased = new Set<string>();
   private readonly allRulesets: number;
   /**
    * The rows written since the engine last read the pool (`takeChanges`), so that its tick updates the layout
@@ -242,11 +244,25 @@ export class TicketPool {
     this.noteChanged(r);
   }
 
-  /** Swap-remove: the last row moves into the hole. The ticket lets go of what it held. Only between ticks. */
+  /**
+   * The ticket left: it lets go of what it holds in the tables now, while its row may stay in the columns
+   * until the engine has read them (`remove` then takes the row out). Only the tables change, which the
+   * engine does not read; an index freed here may go to a new string at once, while the row that had it is
+   * still in the columns: the engine's run may then read that row, whose ticket left, so no match of it is
+   * committed, and a tick names strings by the tables as it read them (`TickResult.keys`).
+   */
+  releaseValues(ticketId: string): void {
+    const r = this.rows.get(ticketId);
+    if (r === undefined || this.valuesReleased.has(ticketId)) return;
+    this.releaseAt(r);
+    this.valuesReleased.add(ticketId);
+  }
+
+  /** Swap-remove: the last row moves into the hole. The ticket lets go of what it held, unless it did already. Only between ticks. */
   remove(ticketId: string): boolean {
     const r = this.rows.get(ticketId);
     if (r === undefined) return false;
-    this.releaseAt(r);
+    if (!this.valuesReleased.delete(ticketId)) this.releaseAt(r);
     const last = --this.count;
     this.rows.delete(ticketId);
     if (r !== last) {

@@ -59,23 +59,11 @@ export class PoolColumns {
   }
 
   /**
-   * A row made from a ticket's stored bytes (a record that no request of this copy prepared: another
-   * replica's, a rebuild's): made and inserted once the engine is not reading the columns, after the
-   * changes held before it, so that the tables forget and take strings in the records' order. Made at once
-   * instead, it could find a table still full of a string whose ticket left just before (its removal held)
-   * and leave the ticket out of this copy's pool. Not made when `pool` was replaced meanwhile (the rebuild
-   * reads the ticket from the state) or the ticket left again (`stillActive`). `makeRow` answers undefined to
-   * leave it out; it must not throw, as it may run among the held changes.
+   * The tickets left: their strings are let go at once, so that the tables follow the records' order (a
+   * ticket applied next finds the room they freed); their rows leave once the engine is not reading them.
    */
-  insertMade(pool: TicketPool, ticketId: string, makeRow: () => PoolRow | undefined, stillActive: () => boolean): void {
-    this.withPool(() => {
-      if (this.pool !== pool || !stillActive()) return;
-      const row = makeRow();
-      if (row) pool.insert(ticketId, row);
-    });
-  }
-
   remove(ticketIds: readonly string[]): void {
+    for (const id of ticketIds) this.pool.releaseValues(id);
     this.withPool(() => {
       for (const id of ticketIds) this.pool.remove(id);
     });

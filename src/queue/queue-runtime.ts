@@ -394,20 +394,16 @@ export class QueueRuntime {
       return;
     }
     const pool = this.columns.pool;
-    const makeRow = (): PoolRow | undefined => {
-      try {
-        const ticket = poolFieldsOf(this.ticketBytes(at.ticketId, at.position, true));
-        const input = parseTicketEngineInput(ticket.engineInput, at.ticketId, 'engine_input');
-        return pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket));
-      } catch (err) {
-        this.log.error(
-          { queue: this.queueId, ticket: at.ticketId, err: (err as Error).message },
-          'ticket does not fit the pool; it stays stored but cannot match',
-        );
-        return undefined;
-      }
-    };
-    this.columns.insertMade(pool, at.ticketId, makeRow, stillActive);
+    const ticket = poolFieldsOf(this.ticketBytes(at.ticketId, at.position, true));
+    try {
+      const input = parseTicketEngineInput(ticket.engineInput, at.ticketId, 'engine_input');
+      this.columns.insert(pool, at.ticketId, pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)), stillActive);
+    } catch (err) {
+      this.log.error(
+        { queue: this.queueId, ticket: at.ticketId, err: (err as Error).message },
+        'ticket does not fit the pool; it stays stored but cannot match',
+      );
+    }
   }
 
   /** A ticket's bytes (QueueContext.ticketBytes), or `lent` (QueueContext.lendTicketBytes). */

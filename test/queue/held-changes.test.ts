@@ -1,8 +1,8 @@
 // Changes to a pool's columns made while the engine reads them (src/queue/pool-columns.ts) wait, and go in
 // once its results are read: in the order they were made, those made meanwhile after them, before the
 // engine's run is over, and in time slices that let other work run between them, so that a tick that held
-// thousands of CreateTickets' rows does not hold the event loop while it puts them in. A row made from a
-// ticket's stored bytes is made in that order too, so a string a removal frees is there for it.
+// thousands of CreateTickets' rows does not hold the event loop while it puts them in. A ticket that leaves lets go
+// of its strings at once, though, so the tables follow the records' order.
 import { expect, it } from 'vitest';
 import type { ParsedEngineInput } from '../../src/engine/engine-input.js';
 import { MAX_FILTER_VALUES } from '../../src/engine/ticket-pool.js';
@@ -57,7 +57,7 @@ it('applies the changes held during an engine run in order, in slices, before th
   expect(applied.at(-1)).toBe(200);
 });
 
-it('makes a row from stored bytes after the removals held before it: a string freed by a ticket that left is taken by the next', async () => {
+it("lets go of a leaving ticket's strings at once, its row after the engine run: the room it freed is there for the next ticket", async () => {
   // One map a ticket, 256 maps: the map table is full.
   const columns = new PoolColumns({ ...layout, filters: [{ name: 'map', mode: 'overlap' }] }, createLogger('silent'), 'q');
   const input = (map: string): ParsedEngineInput => ({
@@ -74,25 +74,21 @@ it('makes a row from stored bytes after the removals held before it: a string fr
     () => new Promise<void>((resolve) => (releaseEngine = resolve)),
     () => undefined,
   );
-  // As a follower applies a cancel and then another replica's create while a tick reads the columns.
+  // As a follower applies a cancel and then another replica's create while a tick reads the columns: the
+  // create's row is made when its record applies, and finds the cancelled ticket's map gone.
   columns.remove(['t0']);
-  columns.insertMade(
-    pool,
-    'new',
-    () => pool.prepare(input('new-map'), [], 0),
-    () => true,
-  );
+  const row = pool.prepare(input('new-map'), [], 0);
+  columns.insert(pool, 'new', row, () => true);
   expect([pool.has('t0'), pool.has('new')]).toEqual([true, false]);
+  // The table is full again: the new ticket holds the room.
+  expect(() => pool.prepare(input('another-map'), [], 0)).toThrow(/256 distinct values/);
   releaseEngine();
   await running;
   expect([pool.has('t0'), pool.has('new')]).toEqual([false, true]);
   expect(() => pool.prepare(input('another-map'), [], 0)).toThrow(/256 distinct values/);
-  // And a ticket that left before its row was made gets none.
-  columns.insertMade(
-    pool,
-    'gone',
-    () => pool.prepare(input('gone-map'), [], 0),
-    () => false,
-  );
-  expect(pool.has('gone')).toBe(false);
+  // The row's removal after the run let go of nothing more: once the new ticket leaves too, one map is free.
+  columns.remove(['new']);
+  const another = pool.prepare(input('another-map'), [], 0);
+  expect(() => pool.prepare(input('a-third-map'), [], 0)).toThrow(/256 distinct values/);
+  pool.release(another);
 });

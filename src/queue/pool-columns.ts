@@ -60,10 +60,11 @@ export class PoolColumns {
 
   /**
    * The tickets left: their strings are let go at once, so that the tables follow the records' order (a
-   * ticket applied next finds the room they freed); their rows leave once the engine is not reading them.
+   * ticket applied next finds the room they freed); their rows leave once the engine is not reading them
+   * (at once when it is not running, letting go then: the usual case pays no second lookup).
    */
   remove(ticketIds: readonly string[]): void {
-    for (const id of ticketIds) this.pool.releaseValues(id);
+    if (this.engineRunning) for (const id of ticketIds) this.pool.releaseValues(id);
     this.withPool(() => {
       for (const id of ticketIds) this.pool.remove(id);
     });

@@ -13,6 +13,8 @@ export class PoolColumns {
   /** The engine is reading the columns: changes to them wait in afterEngine. */
   private engineRunning = false;
   private readonly afterEngine: (() => void)[] = [];
+  /** Rows inserted while the engine runs, waiting in afterEngine, by ticket id. */
+  private readonly waitingRows = new Map<string, { pool: TicketPool; row: PoolRow }>();
 
   constructor(
     layout: PoolLayout,
@@ -52,7 +54,11 @@ export class PoolColumns {
    * then it lets go of the values it holds.
    */
   insert(pool: TicketPool, ticketId: string, row: PoolRow, stillActive: () => boolean): void {
+    if (this.engineRunning) this.waitingRows.set(ticketId, { pool, row });
     this.withPool(() => {
+      if (this.waitingRows.get(ticketId)?.row === row) this.waitingRows.delete(ticketId);
+      // Let go already: its ticket left while the row waited (`remove`).
+      if (!row.holds) return;
       if (this.pool === pool && stillActive()) pool.insert(ticketId, row);
       else pool.release(row);
     });
@@ -64,7 +70,16 @@ export class PoolColumns {
    * (at once when it is not running, letting go then: the usual case pays no second lookup).
    */
   remove(ticketIds: readonly string[]): void {
-    if (this.engineRunning) for (const id of ticketIds) this.pool.releaseValues(id);
+    if (this.engineRunning) {
+      for (const id of ticketIds) {
+        // A row still waiting to go in lets go as a row in the pool does.
+        const waiting = this.waitingRows.get(id);
+        if (waiting) {
+          this.waitingRows.delete(id);
+          waiting.pool.release(waiting.row);
+        } else this.pool.releaseValues(id);
+      }
+    }
     this.withPool(() => {
       for (const id of ticketIds) this.pool.remove(id);
     });

@@ -92,3 +92,32 @@ it("lets go of a leaving ticket's strings at once, its row after the engine run:
   expect(() => pool.prepare(input('a-third-map'), [], 0)).toThrow(/256 distinct values/);
   pool.release(another);
 });
+
+it('lets go of the strings of a row still waiting to go in when its ticket leaves', async () => {
+  const columns = new PoolColumns({ ...layout, filters: [{ name: 'map', mode: 'overlap' }] }, createLogger('silent'), 'q');
+  const input = (map: string): ParsedEngineInput => ({
+    playerIds: [`p-${map}`],
+    mmrMean: 0.5,
+    latencies: new Map(),
+    attributes: new Map([['map', { values: [map], accepts: [] }]]),
+  });
+  const pool = columns.pool;
+  for (let i = 0; i < MAX_FILTER_VALUES - 1; i++) pool.insert(`t${i}`, pool.prepare(input(`map-${i}`), [], 0));
+  let releaseEngine!: () => void;
+  const running = columns.withEngine(
+    () => new Promise<void>((resolve) => (releaseEngine = resolve)),
+    () => undefined,
+  );
+  // A ticket created and cancelled through this replica while a tick reads the columns: its row waits to go
+  // in, and the cancel lets go of its map at once, so another replica's ticket applied next finds the room.
+  let active = true;
+  columns.insert(pool, 'own', pool.prepare(input('own-map'), [], 0), () => active);
+  active = false;
+  columns.remove(['own']);
+  columns.insert(pool, 'next', pool.prepare(input('next-map'), [], 0), () => true);
+  expect(() => pool.prepare(input('another-map'), [], 0)).toThrow(/256 distinct values/);
+  releaseEngine();
+  await running;
+  expect([pool.has('own'), pool.has('next')]).toEqual([false, true]);
+  expect(() => pool.prepare(input('another-map'), [], 0)).toThrow(/256 distinct values/);
+});

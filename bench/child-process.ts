@@ -24,12 +24,16 @@ export interface SpawnOptions {
 }
 
 /**
- * Node arguments that profile a spawned server when BENCH_CPU_PROF names a directory: it runs with
- * --cpu-prof and writes `<name>-<time>.cpuprofile` there on exit. None otherwise.
+ * Node arguments for a spawned service: BENCH_SERVICE_NODE_ARGS (space-separated V8 or Node flags, e.g.
+ * `--max-semi-space-size=32`, to compare settings on the service alone, not on the bare server or the
+ * bench), and, when BENCH_CPU_PROF names a directory, --cpu-prof writing `<name>-<time>.cpuprofile` there on
+ * exit. None otherwise.
  */
-export function cpuProfArgs(name: string): string[] {
+export function serviceNodeArgs(name: string): string[] {
+  const flags = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter((flag) => flag !== '');
   const dir = process.env.BENCH_CPU_PROF;
-  return dir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(dir)}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
+  const profile = dir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(dir)}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
+  return [...flags, ...profile];
 }
 
 /** One line of a child's stdout: a pino JSON line, or (anything else it printed) `{ msg: text }`. */

@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { cpuProfArgs, spawnServer, type Child } from './child-process.js';
+import { serviceNodeArgs, spawnServer, type Child } from './child-process.js';
 import { freePort } from './nats-cluster.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -66,7 +66,7 @@ export function startReplica(spec: ReplicaSpec): Promise<Child> {
       HTTP_PORT: String(spec.httpPort),
       LOG_LEVEL: 'info',
     },
-    { listenTimeoutMs: 60_000, nodeArgs: cpuProfArgs(spec.replicaId) },
+    { listenTimeoutMs: 60_000, nodeArgs: serviceNodeArgs(spec.replicaId) },
   );
 }
 

@@ -30,6 +30,7 @@
 //   BENCH_FAILOVER_RATE (20 tickets/s)    BENCH_FAILOVER_TICK_MS (100)    BENCH_JSON_OUT (file for raw results)
 //   BENCH_CATCHUP_TICKETS (0,100000,1000000)
 //   BENCH_CPU_PROF (a directory: every replica runs with --cpu-prof and writes its profile there)
+//   BENCH_SERVICE_NODE_ARGS (Node or V8 flags for the service alone, e.g. --max-semi-space-size=32)
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';

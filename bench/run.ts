@@ -26,6 +26,7 @@
 //   BENCH_CONTROL_HTTP2 (1; 0 skips the two control phases against bare-server.js --http2-only)
 //   BENCH_INPUTS (realistic: the service's ticks match about half the tickets; unmatchable: none ever match)
 //   BENCH_CPU_PROF (a directory: the real service runs with --cpu-prof and writes its profiles there)
+//   BENCH_SERVICE_NODE_ARGS (Node or V8 flags for the service alone, e.g. --max-semi-space-size=32)
 //   BENCH_CLIENT (both: node, then native; node: only create-ticket-load.ts; native: only bench/loadgen)
 // Exits non-zero only when something crashes; missed targets are printed as MISS.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,7 +34,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { buildFingerprint, envNumber, machine, machineBusySecs, processCpuSecs, table } from './bench-report.js';
 import { assertBuildFresh } from './build-freshness.js';
-import { cpuProfArgs, spawnServer, type Child } from './child-process.js';
+import { serviceNodeArgs, spawnServer, type Child } from './child-process.js';
 import { formatResult, runLoad, type LoadHooks, type LoadOptions, type LoadResult } from './create-ticket-load.js';
 import { runMicro, type MicroRow } from './micro.js';
 import { ensureLoadgenBuilt, runNativeLoad } from './native-load.js';
@@ -169,7 +170,7 @@ async function loadPhase(client: ClientKind, phaseName: string, server: Child, o
 
 async function withRealService<T>(label: string, body: (service: Child) => Promise<T>): Promise<T> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mm-bench-data-'));
-  const nodeArgs = cpuProfArgs(`service-${label}`);
+  const nodeArgs = serviceNodeArgs(`service-${label}`);
   const service = await spawnServer(
     'real service',
     [CLI, 'serve', '--config', QUEUES, '--data', dataDir],

@@ -8,6 +8,7 @@
 //                                [--load-inputs unmatchable|realistic]   (realistic: the load's tickets match
 //                                each other, so every tick also commits matches and builds their outcomes)
 //   BENCH_CPU_PROF (a directory: the service runs with --cpu-prof and writes its profiles there)
+//   BENCH_SERVICE_NODE_ARGS (Node or V8 flags for the service alone, e.g. --max-semi-space-size=32)
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -20,7 +21,7 @@ import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { LmdbStore } from '../src/store/lmdb-store.js';
 import type { StoreChange } from '../src/store/store.js';
 import { assertBuildFresh } from './build-freshness.js';
-import { cpuProfArgs, spawnServer } from './child-process.js';
+import { serviceNodeArgs, spawnServer } from './child-process.js';
 import { formatResult, realisticEngineInput, runLoad, type LoadResult } from './create-ticket-load.js';
 import { runNativeLoad } from './native-load.js';
 import { formatPauses, type ServicePauses, watchServicePauses } from './service-pauses.js';
@@ -143,7 +144,7 @@ export async function createTicketsWhileTicking(
       'service',
       [CLI, 'serve', '--config', queueDir, '--data', dataDir],
       { LOG_LEVEL: 'debug' },
-      { listenTimeoutMs: 300_000, nodeArgs: cpuProfArgs(`service-pool${poolTickets}`) },
+      { listenTimeoutMs: 300_000, nodeArgs: serviceNodeArgs(`service-pool${poolTickets}`) },
     );
     const startMs = performance.now() - spawnedAt;
     // The load starts on a complete, ticking pool, not during the restart's rebuild of its rows.

@@ -400,6 +400,14 @@ fn steady(n: usize, iters: usize, params: &TickParams<'_>, thread_counts: &[usiz
         kept.ws.pool_bytes() as f64 / pool.len() as f64,
         whole.ws.pool_bytes() as f64 / pool.len() as f64,
     );
+    let d = &kept.ws.rule_diagnostics()[0];
+    let reasons: Vec<String> = Rejection::ALL.iter().map(|&r| format!("{} {}", r.name(), d.rejected(r))).collect();
+    println!(
+        "  steady, the last tick's failed candidates {}, examined {} | {}",
+        d.failed,
+        d.examined,
+        reasons.join(", ")
+    );
     for (w, threads) in ways[2..].iter().zip(thread_counts) {
         println!(
             "  steady, kept layout on {threads} threads: mean {:.2} ms, best {:.2} ms ({:.2}x faster than one thread); {} of {iters} ticks updated",

@@ -139,11 +139,10 @@ fn try_and_commit<M: HostMask>(
     let (scratch, local, tried, staged) = memory;
     tried.clear();
     staged.clear();
-    let (formed, rulesets) =
-        try_and_stage::<M, &Links>(&ctx, commit.params, &mut links, q, valid, (scratch, local, tried, staged));
-    let formed = formed.map(|k| (&scratch.sel[..], commit.staged(staged, k)));
+    let found = try_and_stage::<M, &Links>(&ctx, commit.params, &mut links, q, valid, (scratch, local, tried, staged));
+    let formed = found.formed.map(|k| (&scratch.sel[..], commit.staged(staged, k)));
     let was_formed = formed.is_some();
-    (was_formed, commit.seed(sorted, links, q, (rulesets, tried), formed))
+    (was_formed, commit.seed(sorted, links, q, (found.rulesets, tried), formed))
 }
 
 /// Seeds jump around in skill order, so their data is cold. Two-stage prefetch ahead of seed `k` of

@@ -58,8 +58,9 @@ fn spread_threshold(spread: f64, norm: f64) -> f64 {
 /// Tries to build a match of ruleset `r` around the seed at live position `sp`, under the
 /// seed's bounds: the candidate of the lowest cost among those `grow` makes (see the body). On success
 /// `sc.sel` holds the live positions (seed first) and `sc.sel_team` their teams, and the
-/// acceptable-host mask (exact only with `host_filter`) and the latency bound are returned. On failure
-/// the rule decisions against the first candidate are added to `diag` (docs/rule-diagnostics.md).
+/// acceptable-host mask (exact only with `host_filter`), the latency bound and whether the match is the
+/// first scan's (no other candidate was grown: `Found::one_scan`) are returned. On failure the rule
+/// decisions against the first candidate are added to `diag` (docs/rule-diagnostics.md).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn try_form<M: HostMask, S: Skip>(
     ctx: &Ctx<'_>,
@@ -71,7 +72,7 @@ pub(super) fn try_form<M: HostMask, S: Skip>(
     r: usize,
     rs: &Ruleset<'_>,
     diag: &mut RuleDiagnostics,
-) -> Option<(M, LatBound)> {
+) -> Option<Found<M>> {
     let first = grow(ctx, links, sc, sp, bounds, host_filter, r, rs, 0.0, diag)?;
     // The nearest tickets to the seed make a candidate; when its spread uses a good part of the bound,
     // also grow one around a centre below the seed and one above it (the seed stays in both), and keep
@@ -79,7 +80,7 @@ pub(super) fn try_form<M: HostMask, S: Skip>(
     let spread = range(&sc.sel_eff);
     // (NaN never explores; the spread is finite and the bound not NaN, so it does not occur.)
     if spread / ctx.norm <= EXPLORE_SPREAD_SHARE * bounds.max_skill_spread {
-        return Some(first);
+        return Some(Found { hosts: first.0, lat: first.1, one_scan: true });
     }
     let mut best = first;
     let mut best_cost = cost(ctx, sc, bounds, rs, host_filter, first.0);
@@ -95,7 +96,19 @@ pub(super) fn try_form<M: HostMask, S: Skip>(
         }
     }
     sc.restore_best();
-    Some(best)
+    Some(Found { hosts: best.0, lat: best.1, one_scan: false })
+}
+
+/// A match `try_form` formed: its acceptable hosts (exact only when the scan kept to common hosts) and
+/// latency bound, and whether it is the only candidate grown. Such a match is what its scan took of the
+/// tickets it met nearest first, each one it passed over having changed nothing; so the same scan finds
+/// it again when tickets it passed over (or never reached) have been taken meanwhile, and only the
+/// taking of one of its own tickets can change it (tick/speculate.rs spares such tries a retry).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Found<M> {
+    pub(super) hosts: M,
+    pub(super) lat: LatBound,
+    pub(super) one_scan: bool,
 }
 
 /// A first candidate whose skill spread is above this share of the bound in force is compared with
@@ -511,8 +524,8 @@ mod tests {
         let sp = (0..s.live).find(|&p| ctx.ticket(p) == seed).unwrap() as u32;
         let bounds = rs.bounds_for_wait(0.0);
         let diag = &mut RuleDiagnostics::default();
-        let (hosts, _) = try_form(&ctx, &mut &links, &mut sc, sp, &bounds, rs.require_host, 0, &rs, diag)?;
-        Some((sc.sel.iter().map(|&p| ctx.ticket(p as usize)).collect(), hosts))
+        let found = try_form(&ctx, &mut &links, &mut sc, sp, &bounds, rs.require_host, 0, &rs, diag)?;
+        Some((sc.sel.iter().map(|&p| ctx.ticket(p as usize)).collect(), found.hosts))
     }
 
     /// The seed (0) at 0.50, with neighbours at 0.45 (1), 0.56 (2), 0.40 (3) and 0.90 (4).

@@ -8,18 +8,20 @@ use super::layout::{Ctx, Sorted};
 use super::links::{Links, Skip};
 use super::refusals::Refusals;
 use super::scratch::Scratch;
-use super::search::try_form;
+use super::search::{try_form, Found};
 use crate::{MatchBuffers, RuleDiagnostics, TickParams};
 
 /// A match formed around a seed: its ruleset, whether the scan kept to common hosts, the acceptable
-/// hosts (exact only then) and the latency bound in force. Its tickets and teams are the selection of
-/// the scratch it was grown in.
+/// hosts (exact only then) and the latency bound in force, and whether it depends on no ticket but its
+/// own (`SeedTry::own_tickets_only`). Its tickets and teams are the selection of the scratch it was
+/// grown in.
 #[derive(Clone, Copy, Debug)]
 struct Formed<M> {
     r: usize,
     host_filtered: bool,
     acceptable: M,
     lat: LatBound,
+    own_tickets_only: bool,
 }
 
 impl<M: HostMask> Formed<M> {
@@ -39,9 +41,21 @@ pub(super) fn reborrow<'a>(memory: &'a mut TryMemory<'_>) -> TryMemory<'a> {
     (&mut *memory.0, &mut *memory.1, &mut *memory.2, &mut *memory.3)
 }
 
+/// What a seed's try found.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SeedTry {
+    /// The match formed: its index among the staged ones.
+    pub(super) formed: Option<usize>,
+    /// The rulesets tried, a bit each.
+    pub(super) rulesets: u32,
+    /// Whether the match formed would be found again as long as its own tickets are free: it came from
+    /// the first attempt of the only ruleset tried (so no failed attempt's record depends on the pool)
+    /// and from that attempt's one scan (`Found::one_scan`).
+    pub(super) own_tickets_only: bool,
+}
+
 /// Tries the seed at skill position `q` (`try_seed`), appends its tries' records to the memory's (`drain`)
-/// and stages the match it formed; answers that match's index among the staged ones, and the rulesets
-/// tried (a bit each).
+/// and stages the match it formed.
 pub(super) fn try_and_stage<M: HostMask, S: Skip>(
     ctx: &Ctx<'_>,
     params: &TickParams<'_>,
@@ -49,10 +63,14 @@ pub(super) fn try_and_stage<M: HostMask, S: Skip>(
     q: usize,
     valid_rulesets: u32,
     (scratch, local, tried, staged): TryMemory<'_>,
-) -> (Option<usize>, u32) {
+) -> SeedTry {
     let (formed, rulesets) = try_seed::<M, S>(ctx, params, links, scratch, q, valid_rulesets, local);
     drain(local, rulesets, tried);
-    (formed.map(|fm| fm.stage(ctx, &scratch.sel, &scratch.sel_team, staged)), rulesets)
+    SeedTry {
+        formed: formed.map(|fm| fm.stage(ctx, &scratch.sel, &scratch.sel_team, staged)),
+        rulesets,
+        own_tickets_only: formed.is_some_and(|fm| fm.own_tickets_only),
+    }
 }
 
 /// Tries the seed at skill position `q` in each of its rulesets, the first by index first, and
@@ -93,8 +111,10 @@ fn try_seed<M: HostMask, S: Skip>(
             let diag = if filtered { &mut second } else { &mut local[r] };
             formed = try_form::<M, S>(ctx, links, scratch, sp, &bounds, false, r, rs, diag).map(|x| (x, false));
         }
-        if let Some(((acceptable, lat), host_filtered)) = formed {
-            return (Some(Formed { r, host_filtered, acceptable, lat }), tried);
+        if let Some((found, host_filtered)) = formed {
+            let Found { hosts: acceptable, lat, one_scan } = found;
+            let own_tickets_only = one_scan && tried == 1 << r && host_filtered == filtered;
+            return (Some(Formed { r, host_filtered, acceptable, lat, own_tickets_only }), tried);
         }
     }
     (None, tried)

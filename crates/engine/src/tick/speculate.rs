@@ -3,7 +3,9 @@
 //! slots it read (`Span`), while the committing thread commits the batch before, oldest first. Then
 //! this batch commits: a seed whose span holds a ticket matched since its try began (by the batch
 //! before, or earlier in its own) is tried again on the committing thread, against the pool as it now
-//! is; any other seed's try stands. A try reads nothing else that a commit changes (compaction waits
+//! is; any other seed's try stands. So does a match that depends on its own tickets only
+//! (`SeedTry::own_tickets_only`) while none of them was matched since: what its scan passed over
+//! changed nothing it found. A try reads nothing else that a commit changes (compaction waits
 //! for the tries in flight and has what is left of them tried again), so each seed finds what the loop
 //! on one thread would find, and the output is that loop's, bit for bit, whatever the number of threads.
 
@@ -16,7 +18,7 @@ use super::lanes::HostMask;
 use super::layout::{valid_rulesets, Ctx, Sorted};
 use super::links::{Links, Span};
 use super::scratch::Scratch;
-use super::seed::{reborrow, try_and_stage, Commit, TryMemory};
+use super::seed::{reborrow, try_and_stage, Commit, SeedTry, TryMemory};
 use super::{prefetch_seeds, try_and_commit};
 use crate::{RuleDiagnostics, TickParams};
 
@@ -81,6 +83,14 @@ impl Marks {
             }
             self.bits[slot / 64] |= 1 << (slot % 64);
         }
+    }
+
+    /// Whether the slot of one of the live positions `sel` is marked.
+    fn any_of(&self, sel: &[u32]) -> bool {
+        sel.iter().any(|&p| {
+            let slot = p as usize + 1;
+            self.bits[slot / 64] >> (slot % 64) & 1 == 1
+        })
     }
 
     /// Whether a slot from `lo` to `hi` (both included) is marked.
@@ -222,7 +232,16 @@ fn spread_loop<M: HostMask + Send + Sync>(
                     if sorted.is_used(q) {
                         continue;
                     }
-                    let stale = marking.any(spec.lo, spec.hi) || before.is_some_and(|m| m.any(spec.lo, spec.hi));
+                    let w = &current.workers[i / current.run];
+                    let sel = &w.sel[range(spec.sel)];
+                    let touched = |m: &Marks| {
+                        if spec.own_tickets_only {
+                            m.any_of(sel)
+                        } else {
+                            m.any(spec.lo, spec.hi)
+                        }
+                    };
+                    let stale = touched(marking) || before.is_some_and(touched);
                     let compact = if stale {
                         let (formed, compact) =
                             try_and_commit::<M>(sorted, links, q, valid, reborrow(&mut memory), commit);
@@ -231,8 +250,6 @@ fn spread_loop<M: HostMask + Send + Sync>(
                         }
                         compact
                     } else {
-                        let w = &current.workers[i / current.run];
-                        let sel = &w.sel[range(spec.sel)];
                         marking.mark(sel);
                         let tried = &w.tried[range(spec.tried)];
                         let formed = spec.formed.map(|k| (sel, commit.staged(&w.staged, k as usize)));
@@ -295,6 +312,8 @@ struct Spec {
     /// The match formed (`Worker::staged`'s index), and its tickets: `Worker::sel[sel.0..sel.1]`.
     formed: Option<u32>,
     sel: (u32, u32),
+    /// `SeedTry::own_tickets_only`: only the matching of one of `sel` since makes the try stale.
+    own_tickets_only: bool,
 }
 
 impl Worker {
@@ -320,7 +339,8 @@ impl Worker {
             let mut span = Span::new(links, ctx.s.cur[q] + 1);
             let (tried_at, sel_at) = (self.tried.len() as u32, self.sel.len() as u32);
             let memory = (&mut self.scratch, &mut self.local[..], &mut self.tried, &mut self.staged);
-            let (formed, rulesets) = try_and_stage::<M, Span>(ctx, params, &mut span, q, valid, memory);
+            let SeedTry { formed, rulesets, own_tickets_only } =
+                try_and_stage::<M, Span>(ctx, params, &mut span, q, valid, memory);
             if formed.is_some() {
                 self.sel.extend_from_slice(&self.scratch.sel);
             }
@@ -331,6 +351,7 @@ impl Worker {
                 tried: (tried_at, self.tried.len() as u32),
                 formed: formed.map(|k| k as u32),
                 sel: (sel_at, self.sel.len() as u32),
+                own_tickets_only,
             };
         }
     }

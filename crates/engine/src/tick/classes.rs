@@ -83,6 +83,30 @@ impl Interner {
         }
     }
 
+    /// Adds the classes of `other` (rows of `f` filters) not here yet, in its order, and writes into `map`
+    /// each one's class here. Answers false, with the table left part-filled, when that would exceed
+    /// `max_classes`.
+    pub(super) fn merge(&mut self, other: &Interner, f: usize, max_classes: usize, map: &mut Vec<u32>) -> bool {
+        map.clear();
+        let (mut vals, mut accs) = std::mem::take(&mut self.split);
+        let mut fits = true;
+        for row in other.rows.chunks_exact(2 * f.max(1)).take(other.count) {
+            vals.clear();
+            accs.clear();
+            vals.extend(row.iter().step_by(2));
+            accs.extend(row.iter().skip(1).step_by(2));
+            match self.intern(&vals, &accs, max_classes) {
+                Some(c) => map.push(c),
+                None => {
+                    fits = false;
+                    break;
+                }
+            }
+        }
+        self.split = (vals, accs);
+        fits
+    }
+
     /// Doubles the index (load factor at most 1/2) and re-inserts every class.
     #[cold]
     fn grow(&mut self, f: usize) {
@@ -191,6 +215,35 @@ mod tests {
         }
         assert_eq!(classes.intern(&[512], &[0], 512), None);
         assert_eq!(classes.intern(&[512], &[0], 513), Some(512));
+    }
+
+    #[test]
+    fn merged_tables_number_rows_as_one_table_would() {
+        // Two pieces of a pool: rows 0..6 then 4..10 (one filter column), each interned apart.
+        let (mut a, mut b, mut whole) = (Interner::default(), Interner::default(), Interner::default());
+        for v in (0..6).chain(4..10) {
+            whole.intern(&[v], &[!v], usize::MAX).unwrap();
+        }
+        for v in 0..6 {
+            a.intern(&[v], &[!v], usize::MAX).unwrap();
+        }
+        for v in 4..10 {
+            b.intern(&[v], &[!v], usize::MAX).unwrap();
+        }
+        let (mut merged, mut map) = (Interner::default(), Vec::new());
+        assert!(merged.merge(&a, 1, usize::MAX, &mut map));
+        assert_eq!(map, [0, 1, 2, 3, 4, 5]);
+        assert!(merged.merge(&b, 1, usize::MAX, &mut map));
+        assert_eq!(map, [4, 5, 6, 7, 8, 9]);
+        assert_eq!((merged.count, &merged.rows), (whole.count, &whole.rows));
+        // Past the cap (checked as `intern` checks it, when the index must grow at 512), refused.
+        let mut many = Interner::default();
+        for v in 0..600 {
+            many.intern(&[v], &[0], usize::MAX).unwrap();
+        }
+        assert!(!Interner::default().merge(&many, 1, 512, &mut map));
+        assert!(Interner::default().merge(&many, 1, 600, &mut map));
+        assert_eq!(map.len(), 600);
     }
 
     fn one_column(mode: FilterMode, (va, aa): (u64, u64), (vb, ab): (u64, u64)) -> bool {

@@ -5,12 +5,13 @@
 //! Also the prefetch hints (an `unsafe` intrinsic) that hide the random accesses' latency.
 
 use super::classes::{FilterBits, Interner};
+use super::first_pass::{first_pass, Pieces};
 use super::kept::Kept;
 use super::lanes::{lat_words, row_words};
 use super::links::Links;
 use super::sort::{fix_prefix_runs, from_order_key, mix, order_key, sort_by_prefix};
 use super::speculate::Threads;
-use crate::{PoolColumns, Rejection, RuleDiagnostics, TickParams};
+use crate::{PoolColumns, RuleDiagnostics, TickParams};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -41,7 +42,7 @@ impl Hot {
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Pre {
     pub(super) hot: Hot,
-    age: u64,
+    pub(super) age: u64,
 }
 
 /// The pool laid out in skill order: rebuilt every tick, or kept from the last tick and updated by the
@@ -90,6 +91,8 @@ pub(crate) struct Sorted {
     /// SWAR step tests four hosts. The indices share the row so writing a match's output and
     /// marking it used find them in cache.
     pub(super) rows: Vec<u64>,
+    /// The first pass's memory for pieces on threads (tick/first_pass.rs).
+    first_pass: Pieces,
     /// What the next tick needs to update this layout instead of laying the pool out again.
     pub(super) kept: Kept,
     /// Spare live arrays: the merge's output (tick/kept.rs), then, during the search, the kept layout
@@ -323,42 +326,23 @@ pub(super) fn prepare(
     diagnostics: &mut [RuleDiagnostics],
     threads: Option<&Threads>,
 ) {
-    let n = pool.len();
     let (f, h) = (pool.filter_count, pool.host_count);
     let w = lat_words(h);
 
-    // Pass 1, pool order: effective skill, each ticket's `Hot` record, and attribute classes (the
-    // class table is capped so it stays in L2); then, for the tickets that can be in some match
-    // (`could_match`), the skill and seed sort keys. The others are used from the start: they are
-    // neither sorted nor laid out, so a crowd of them costs a tick one pass, and no scan meets them.
-    s.by_skill.clear();
-    s.by_age.clear();
-    s.candidates.clear();
-    s.pre.resize(n, Pre::default());
-    s.classes.clear();
-    let max_classes = max_classes(f, n);
-    let mut interning = f > 0;
-    let classes = &mut s.classes;
-    let reach = HostReach::new(params);
-    let columns = pool.party_size.iter().zip(pool.mmr_mean).zip(pool.arrival_ms.iter().zip(pool.ruleset_mask));
-    for (i, (pre, ((&party, &mmr), (&arrival, &mask)))) in s.pre.iter_mut().zip(columns).enumerate() {
-        let eff = params.effective_skill(mmr, party);
-        let mut class = 0;
-        if interning {
-            let (vals, accs) = (&pool.attr_values[i * f..(i + 1) * f], &pool.attr_accepts[i * f..(i + 1) * f]);
-            match classes.intern(vals, accs, max_classes) {
-                Some(c) => class = c,
-                None => interning = false,
-            }
-        }
-        *pre = Pre { hot: Hot { eff, mask, meta: u32::from(party) | class << 8 }, age: order_key(arrival) };
-        if reach.could_match(mask, &pool.latency_ms[i * h..(i + 1) * h]) {
-            s.by_skill.push(order_key(eff));
-            s.candidates.push(i as u32);
-        } else {
-            set_aside(diagnostics, mask & reach.valid_rulesets);
-        }
-    }
+    // Pass 1, pool order: each ticket's `Hot` record and attribute class (the class table is capped so
+    // it stays in L2); for the tickets that can be in some match (`HostReach::could_match`), the skill
+    // sort keys. The others are used from the start: they are neither sorted nor laid out, so a crowd of
+    // them costs a tick one pass, and no scan meets them.
+    let interning = first_pass(
+        pool,
+        params,
+        &mut s.pre,
+        (&mut s.by_skill, &mut s.candidates),
+        &mut s.classes,
+        &mut s.first_pass,
+        diagnostics,
+        threads,
+    );
     let n = s.candidates.len();
     s.start_search(n);
     s.interned = interning;
@@ -505,18 +489,6 @@ pub(super) fn pack_latencies(row: &mut [u64], latency_ms: &[u16]) {
     if !rest.is_empty() {
         // Padding lanes are 0xFFFF, which is never below a SWAR bound (bound < 65535).
         row[row.len() - 1] = rest.iter().rev().fold(u64::MAX, |x, &l| x << 16 | u64::from(l));
-    }
-}
-
-/// Counts a ticket set aside for want of a host: each ruleset in `mask` requires one and it has none
-/// in reach, so as a seed it would fail there at once. Out of line, so the layout pass that rarely
-/// takes it is compiled as without it.
-#[cold]
-#[inline(never)]
-fn set_aside(diagnostics: &mut [RuleDiagnostics], mut mask: u32) {
-    while mask != 0 {
-        diagnostics[mask.trailing_zeros() as usize].fail(Rejection::NoAcceptableHost);
-        mask &= mask - 1;
     }
 }
 

@@ -10,6 +10,7 @@
 mod balance;
 mod classes;
 mod emit;
+mod first_pass;
 mod kept;
 mod lanes;
 mod layout;

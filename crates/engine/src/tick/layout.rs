@@ -8,7 +8,6 @@ use super::classes::{FilterBits, Interner};
 use super::first_pass::{first_pass, Pieces};
 use super::kept::Kept;
 use super::lanes::{lat_words, row_words};
-use super::links::Links;
 use super::sort::{fix_prefix_runs, from_order_key, mix, order_key, sort_by_prefix};
 use super::speculate::Threads;
 use crate::{PoolColumns, RuleDiagnostics, TickParams};
@@ -98,7 +97,7 @@ pub(crate) struct Sorted {
     /// Spare live arrays: the merge's output (tick/kept.rs), then, during the search, the kept layout
     /// while the live arrays are compacted (`displaced`).
     pub(super) spare: Spare,
-    displaced: bool,
+    pub(super) displaced: bool,
 }
 
 /// A second set of the live arrays and the arrivals (`Sorted`'s fields of the same names).
@@ -108,6 +107,8 @@ pub(super) struct Spare {
     pub(super) rows: Vec<u64>,
     pub(super) attrs: Vec<u64>,
     pub(super) arrival: Vec<f64>,
+    /// Unused tickets per run of live positions while compacting on threads (tick/compact.rs).
+    pub(super) counts: Vec<usize>,
 }
 
 impl Sorted {
@@ -125,55 +126,10 @@ impl Sorted {
         word.store(word.load(Relaxed) | 1 << (q % 64), Relaxed);
     }
 
-    /// Removes used tickets from the live arrays. Order is kept, so scans see the same
-    /// sequence of unused tickets; only positions change.
-    pub(super) fn compact(&mut self, links: &mut Links, f2: usize, rw: usize) {
-        if self.kept.is_kept() && !self.displaced {
-            // The first compaction of a kept layout: the search goes on in a copy, so the next tick
-            // updates the layout as this one laid it out (`restore`).
-            self.spare.hot.clone_from(&self.hot);
-            self.spare.rows.clone_from(&self.rows);
-            self.spare.attrs.clone_from(&self.attrs);
-            std::mem::swap(&mut self.hot, &mut self.spare.hot);
-            std::mem::swap(&mut self.rows, &mut self.spare.rows);
-            std::mem::swap(&mut self.attrs, &mut self.spare.attrs);
-            self.displaced = true;
-        }
-        let live = self.live;
-        let f2 = if self.interned { 0 } else { f2 };
-        // In place: entries only move down. Branch-free over which entries are used (random, so
-        // a branch would mispredict): each entry is copied to the next free place, which
-        // advances only when the entry is unused; a used one is overwritten by the next copy.
-        let mut kept = 0;
-        for pos in 0..live {
-            let unused = !links.is_used(pos as u32);
-            if kept < pos {
-                self.hot[kept + 1] = self.hot[pos + 1];
-                let (dst, src) = self.rows.split_at_mut(pos * rw);
-                copy_words(&mut dst[kept * rw..(kept + 1) * rw], &src[..rw]);
-                let (dst, src) = self.attrs.split_at_mut(pos * f2);
-                copy_words(&mut dst[kept * f2..(kept + 1) * f2], &src[..f2]);
-            }
-            // Skill positions ascend with live positions, so these writes go in order. A used
-            // entry's value is never read (the seed loop tests `used` first).
-            let q = (self.rows[kept * rw] >> 32) as usize;
-            self.cur[q] = kept as u32;
-            kept += usize::from(unused);
-        }
-        self.hot.truncate(kept + 1);
-        self.hot.push(Hot::sentinel(f64::INFINITY));
-        self.rows.truncate(kept * rw);
-        self.attrs.truncate(kept * f2);
-        self.live = kept;
-        links.reset(kept);
-    }
-
     /// After the search: puts a kept layout back in the live arrays if compaction displaced it.
     pub(super) fn restore(&mut self) {
         if self.displaced {
-            std::mem::swap(&mut self.hot, &mut self.spare.hot);
-            std::mem::swap(&mut self.rows, &mut self.spare.rows);
-            std::mem::swap(&mut self.attrs, &mut self.spare.attrs);
+            self.swap_spare();
             self.displaced = false;
             self.live = self.hot.len() - 2;
         }
@@ -269,16 +225,6 @@ pub(super) fn prefetch_range<T>(slice: &[T], from: usize, to: usize) {
     while i <= to {
         prefetch(slice, i);
         i += step;
-    }
-}
-
-/// `dst.copy_from_slice(src)` without a `memcpy` call for the usual short rows.
-#[inline]
-fn copy_words(dst: &mut [u64], src: &[u64]) {
-    match (dst, src) {
-        ([d0, d1], [s0, s1]) => (*d0, *d1) = (*s0, *s1),
-        ([d0, d1, d2], [s0, s1, s2]) => (*d0, *d1, *d2) = (*s0, *s1, *s2),
-        (dst, src) => dst.copy_from_slice(src),
     }
 }
 
@@ -542,6 +488,7 @@ impl HostReach {
 
 #[cfg(test)]
 mod tests {
+    use super::super::links::Links;
     use super::super::test_pool::TestPool;
     use super::*;
     use crate::{FilterMode, RelaxationStep, Ruleset};
@@ -605,6 +552,14 @@ mod tests {
 
     #[test]
     fn compact_drops_used_tickets_and_keeps_the_order() {
+        // In place, and into the spare arrays on threads (tick/compact.rs).
+        let threads = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a thread pool");
+        for spread in [false, true] {
+            compacted_keeps_the_order(spread, &threads);
+        }
+    }
+
+    fn compacted_keeps_the_order(spread: bool, threads: &rayon::ThreadPool) {
         // More distinct attribute rows than the class table takes (it refuses to grow past n / 4).
         let n = 1200;
         let mut pool = TestPool::new(1, 5);
@@ -624,7 +579,8 @@ mod tests {
             links.mark_used(q as u32);
             s.mark_used(q);
         }
-        s.compact(&mut links, 2, rw);
+        threads.install(|| s.compact(&mut links, 2, rw, spread));
+        assert_eq!(s.hot[0].eff, f64::NEG_INFINITY);
 
         let kept: Vec<(usize, u32)> = (0..n).filter(|&q| !used(q)).map(|q| (q, before[q])).collect();
         assert_eq!(s.live, kept.len());

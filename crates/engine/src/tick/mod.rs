@@ -9,6 +9,7 @@
 
 mod balance;
 mod classes;
+mod compact;
 mod emit;
 mod first_pass;
 mod kept;
@@ -120,7 +121,7 @@ fn one_by_one<M: HostMask>(
         }
         let (_, compact) = try_and_commit::<M>(sorted, links, q, valid, reborrow(&mut memory), commit);
         if compact {
-            commit.compact(sorted, links);
+            commit.compact(sorted, links, false);
         }
     }
 }

@@ -202,9 +202,10 @@ impl<'t, 'o> Commit<'t, 'o> {
         2 * self.used_since_compact >= sorted.live && sorted.live >= 256
     }
 
-    /// Drops the used tickets from the live arrays (which moves every live position).
-    pub(super) fn compact(&mut self, sorted: &mut Sorted, links: &mut Links) {
-        sorted.compact(links, 2 * self.f, self.row);
+    /// Drops the used tickets from the live arrays (which moves every live position); with `spread`, on
+    /// the calling rayon pool's threads.
+    pub(super) fn compact(&mut self, sorted: &mut Sorted, links: &mut Links, spread: bool) {
+        sorted.compact(links, 2 * self.f, self.row, spread);
         self.used_since_compact = 0;
     }
 }

@@ -273,7 +273,7 @@ fn spread_loop<M: HostMask + Send + Sync>(
         };
         // Every live position moves: what is left of this batch and the whole next one are tried again,
         // alone.
-        commit.compact(sorted, links);
+        commit.compact(sorted, links, true);
         current.batch.drain(..=i);
         current.batch.append(&mut next.batch);
         marking.clear(sorted.live);

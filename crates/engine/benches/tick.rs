@@ -16,7 +16,7 @@
 //! tickets wait for their bounds to widen, and 1% new tickets a tick after the matched ones leave; each
 //! tick updates the layout the last one kept (`run_tick_changed`) and, in turn on the same pool, lays it
 //! out whole (`run_tick`), and, on each of `TICK_BENCH_THREADS`, updates its kept layout on that many threads;
-//! the bench prints each, their ratios and whether the output is the same.
+//! the bench prints each, their ratios, whether the output is the same and the last steady tick's rule diagnostics.
 
 #[path = "../tests/common/mod.rs"]
 mod common;

@@ -48,8 +48,9 @@ impl Sorted {
                 let (dst, src) = self.attrs.split_at_mut(pos * f2);
                 copy_words(&mut dst[kept * f2..(kept + 1) * f2], &src[..f2]);
             }
-            // Skill positions ascend with live positions, so these writes go in order. A used
-            // entry's value is never read (the seed loop tests `used` first).
+            // Skill positions ascend with live positions, so these writes go in order. A used entry
+            // gets the next kept one's position: only a try that is then dropped reads it (a seed matched
+            // since its batch was filled, tried again after a compaction), and it lies within the arrays.
             let q = (self.rows[kept * rw] >> 32) as usize;
             self.cur[q] = kept as u32;
             kept += usize::from(unused);
@@ -102,9 +103,7 @@ impl Sorted {
         parts.into_par_iter().for_each(|(positions, at, (hot, rows, attrs), (cur, cur_from))| {
             let mut j = 0;
             for pos in positions {
-                // As in place, a used ticket's skill position gets the next kept one's live position: a
-                // seed matched since its batch was filled is tried again after a compaction (and its try
-                // then dropped), so its position must still lie within the live arrays.
+                // As in place, a used ticket's skill position gets the next kept one's live position.
                 cur[(src_rows[pos * rw] >> 32) as usize - cur_from] = (at + j) as u32;
                 if links.is_used(pos as u32) {
                     continue;

@@ -15,7 +15,7 @@ use crate::{PoolColumns, Rejection, RuleDiagnostics, TickParams};
 
 /// What the pass found in one piece of the pool.
 #[derive(Clone, Copy, Debug, Default)]
-struct Found {
+struct Tally {
     /// Its candidates, at the start of its part of the skill keys and of the candidates' indices.
     candidates: usize,
     /// Per ruleset, its tickets set aside (no host within reach of any ruleset they compete in).
@@ -30,7 +30,7 @@ struct Found {
 pub(super) struct Pieces {
     classes: Vec<Interner>,
     renumber: Vec<Vec<u32>>,
-    found: Vec<Found>,
+    found: Vec<Tally>,
 }
 
 /// The first pass over the whole pool: writes `pre` for each ticket, the candidates' skill keys into
@@ -61,7 +61,7 @@ pub(super) fn first_pass(
     let len = n.div_ceil(parts).max(1);
     let Pieces { classes: tables, renumber, found } = pieces;
     found.clear();
-    found.resize(n.div_ceil(len).max(1), Found::default());
+    found.resize(n.div_ceil(len).max(1), Tally::default());
     let interned = match threads.filter(|_| found.len() > 1) {
         None => {
             found[0] = piece(pool, params, &reach, 0, (pre, keys, candidates), classes, max);
@@ -129,10 +129,10 @@ fn piece(
     (pre, keys, candidates): (&mut [Pre], &mut [u64], &mut [u32]),
     classes: &mut Interner,
     max: usize,
-) -> Found {
+) -> Tally {
     let (f, h) = (pool.filter_count, pool.host_count);
     let to = from + pre.len();
-    let mut found = Found { interned: f > 0, ..Found::default() };
+    let mut found = Tally { interned: f > 0, ..Tally::default() };
     let columns = pool.party_size[from..to].iter().zip(&pool.mmr_mean[from..to]);
     let columns = columns.zip(pool.arrival_ms[from..to].iter().zip(&pool.ruleset_mask[from..to]));
     for (k, (pre, ((&party, &mmr), (&arrival, &mask)))) in pre.iter_mut().zip(columns).enumerate() {

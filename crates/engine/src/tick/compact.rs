@@ -7,13 +7,14 @@ use rayon::prelude::*;
 
 use super::layout::{Hot, Sorted, Spare};
 use super::links::Links;
+use super::speculate::PIECES_A_THREAD;
 
 impl Sorted {
     /// Removes used tickets from the live arrays (`f2` attribute words and `rw` row words a ticket).
     /// With `spread`, on the calling rayon pool's threads.
     pub(super) fn compact(&mut self, links: &mut Links, f2: usize, rw: usize, spread: bool) {
         let f2 = if self.interned { 0 } else { f2 };
-        let pieces = if spread { rayon::current_num_threads() * 4 } else { 1 };
+        let pieces = if spread { rayon::current_num_threads() * PIECES_A_THREAD } else { 1 };
         // A kept layout already displaced lies in the spare arrays: then the search's copy is
         // compacted in place.
         if pieces > 1 && !self.displaced {

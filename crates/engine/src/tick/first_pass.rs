@@ -57,7 +57,7 @@ pub(super) fn first_pass(
     keys.resize(n, 0);
     candidates.resize(n, 0);
     classes.clear();
-    let parts = threads.filter(|t| t.worth_it(n)).map_or(1, |t| t.count() * 4).min(n.max(1));
+    let parts = threads.filter(|t| t.worth_it(n)).map_or(1, Threads::pieces).min(n.max(1));
     let len = n.div_ceil(parts).max(1);
     let Pieces { classes: tables, renumber, found } = pieces;
     found.clear();

@@ -269,7 +269,7 @@ fn merge(s: &mut Sorted, pool: &PoolColumns<'_>, threads: Option<&Threads>) -> b
     let was = KeptArrays { hot: &hot[1..=old], rows, attrs, arrival };
     // Piece j merges the old positions from bounds[j] on, and the gone and added entries from the key
     // there on (those before the first key go with the first piece).
-    let pieces = threads.filter(|t| t.worth_it(old)).map_or(1, |t| t.count() * 4).min(old.max(1));
+    let pieces = threads.filter(|t| t.worth_it(old)).map_or(1, Threads::pieces).min(old.max(1));
     let bounds: Vec<usize> = (0..=pieces).map(|j| old * j / pieces).collect();
     let starts: Vec<(usize, usize, usize)> = (0..=pieces)
         .map(|j| match j {
@@ -475,7 +475,7 @@ fn seed_order(s: &mut Sorted, seed: u64, threads: Option<&Threads>) {
     match threads {
         Some(t) => {
             // Pieces that start at runs' starts, a few a thread.
-            let (ages, pieces) = (&mut k.ages[..], t.count() * 4);
+            let (ages, pieces) = (&mut k.ages[..], t.pieces());
             let mut parts = Vec::with_capacity(pieces);
             let mut rest = ages;
             for j in (1..pieces).rev() {

@@ -320,7 +320,7 @@ pub(super) fn prepare(
     match threads.filter(|t| t.worth_it(n)) {
         Some(threads) => {
             // Pieces of equal length, a few a thread, so a slow thread does not hold the others up.
-            let pieces = threads.count() * 4;
+            let pieces = threads.pieces();
             let mut rest = out;
             let mut all = Vec::with_capacity(pieces);
             for k in (1..pieces).rev() {

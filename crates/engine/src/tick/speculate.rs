@@ -32,6 +32,11 @@ const OVERLAP_FROM_THREADS: usize = 4;
 /// Runs of a batch's seeds per thread (`Slot::workers`).
 const RUNS_A_THREAD: usize = 4;
 
+/// Pieces per thread when a pass over the pool is cut into pieces (the layout's first pass and gather, the
+/// kept layout's merge and seed order, compaction): a few, so a thread done early takes another rather
+/// than wait for the slowest.
+pub(super) const PIECES_A_THREAD: usize = 4;
+
 /// The threads a queue's ticks share, and the memory of the two batches in flight.
 #[derive(Debug)]
 pub(crate) struct Threads {
@@ -139,6 +144,11 @@ impl Threads {
 
     pub(crate) fn count(&self) -> usize {
         self.pool.current_num_threads()
+    }
+
+    /// How many pieces a pass over the pool is cut into on these threads (`PIECES_A_THREAD`).
+    pub(super) fn pieces(&self) -> usize {
+        self.count() * PIECES_A_THREAD
     }
 
     /// Runs `work` on one of the threads (it may spread further over them).

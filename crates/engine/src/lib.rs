@@ -96,7 +96,7 @@ impl Workspace {
     /// Bytes the workspace holds in the arrays that grow with the pool (its layouts, kept and working, the seed
     /// order, the links): what a queue's engine costs per pooled ticket beside the host's columns.
     pub fn pool_bytes(&self) -> usize {
-        self.sorted.bytes() + self.links.bytes()
+        self.sorted.bytes() + self.links.bytes() + self.threads.as_ref().map_or(0, tick::Threads::bytes)
     }
 
     /// Lets go of the kept layout: the next [`run_tick_changed`] lays the pool out whole (and keeps that),

@@ -50,8 +50,8 @@ impl Sorted {
                 copy_words(&mut dst[kept * f2..(kept + 1) * f2], &src[..f2]);
             }
             // Skill positions ascend with live positions, so these writes go in order. A used entry
-            // gets the next kept one's position: only a try that is then dropped reads it (a seed matched
-            // since its batch was filled, tried again after a compaction), and it lies within the arrays.
+            // gets the next kept one's position, so that it lies within the arrays (the seed loops skip a
+            // used seed before they read its position).
             let q = (self.rows[kept * rw] >> 32) as usize;
             self.cur[q] = kept as u32;
             kept += usize::from(unused);

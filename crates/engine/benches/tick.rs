@@ -11,7 +11,8 @@
 //! pairs with `sort_unstable_by`, and prints the tick's best over the sort's best: the baseline the engine's
 //! speed is read against, from the same run on the same machine. Each size also ticks on several threads
 //! (`TICK_BENCH_THREADS`, default every core), in turn with one thread, and prints how much faster and
-//! whether the output is the same. Each size then ticks a waiting pool in steady state
+//! whether the output is the same; `TICK_BENCH_SPREAD_FROM` sets the fewest live tickets those workspaces spread
+//! over their threads (`Workspace::spread_from`; default the engine's 100,000, so smaller pools tick on one). Each size then ticks a waiting pool in steady state
 //! (`TICK_BENCH_STEADY=0` skips it): the same generator with skills spread 10,000 times wider, so most
 //! tickets wait for their bounds to widen, and 1% new tickets a tick after the matched ones leave; each
 //! tick updates the layout the last one kept (`run_tick_changed`) and, in turn on the same pool, lays it
@@ -260,7 +261,7 @@ fn main() {
         for &threads in &thread_counts {
             // One thread and `threads` ticks in turn, so both meet the same machine.
             let pool_of = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool");
-            let mut spread_ws = Workspace::with_capacity(n, F, H).with_threads(Arc::new(pool_of));
+            let mut spread_ws = spread(Workspace::with_capacity(n, F, H).with_threads(Arc::new(pool_of)));
             let mut spread_out = MatchOutput::with_capacity(OutputCapacity::for_pool(n, F, H));
             let spread_matches =
                 run_tick(&pool, &params, &mut spread_ws, &mut spread_out.buffers()).expect("valid input");
@@ -339,7 +340,7 @@ fn steady(n: usize, iters: usize, params: &TickParams<'_>, thread_counts: &[usiz
     let mut ways = vec![way(Workspace::with_capacity(n, F, H), true), way(Workspace::with_capacity(n, F, H), false)];
     for &threads in thread_counts {
         let pool_of = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool");
-        ways.push(way(Workspace::with_capacity(n, F, H).with_threads(Arc::new(pool_of)), true));
+        ways.push(way(spread(Workspace::with_capacity(n, F, H).with_threads(Arc::new(pool_of))), true));
     }
     let (mut changed, mut previous_len) = (Vec::<u32>::new(), 0);
     let (mut same, mut matched_total) = (true, 0);
@@ -471,4 +472,12 @@ fn best_sort_ms(skills: &[f64], iters: usize) -> f64 {
         black_box(&v);
     }
     best
+}
+
+/// The workspace with `TICK_BENCH_SPREAD_FROM`'s threshold, if set.
+fn spread(ws: Workspace) -> Workspace {
+    match std::env::var("TICK_BENCH_SPREAD_FROM") {
+        Ok(v) => ws.spread_from(v.parse().expect("TICK_BENCH_SPREAD_FROM: a number")),
+        Err(_) => ws,
+    }
 }

@@ -80,7 +80,7 @@ impl Workspace {
     }
 
     /// Spreads a tick over the threads from `live` tickets that could be in a match (default
-    /// 200,000; smaller pools tick on the caller's thread alone). Without `with_threads`, nothing.
+    /// 100,000; smaller pools tick on the caller's thread alone). Without `with_threads`, nothing.
     pub fn spread_from(mut self, live: usize) -> Self {
         if let Some(threads) = &mut self.threads {
             threads.min_live = live;

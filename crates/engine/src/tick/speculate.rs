@@ -24,9 +24,10 @@ use super::seed::{reborrow, try_and_stage, Commit, SeedTry, TryMemory};
 use super::{prefetch_seeds, try_and_commit};
 use crate::{RuleDiagnostics, TickParams};
 
-/// Below this many live tickets a tick's seed loop stays on one thread by default: its tries would be
-/// too few to pay for waking the others.
-pub(crate) const MIN_LIVE: usize = 200_000;
+/// Below this many live tickets a tick stays on one thread by default: its tries would be too few to pay
+/// for waking the others (on 2 vCPUs a 100k tick gained 1.07x to 1.34x on two threads, a 10k one lost:
+/// bench/RESULTS.md, "Twenty-eighth session").
+pub(crate) const MIN_LIVE: usize = 100_000;
 
 /// Seeds (entries of `Sorted::by_age`) a chunk: few enough that a try rarely meets a ticket matched since
 /// it began (a retry), enough that claiming one costs little beside its tries.

@@ -94,7 +94,8 @@ impl Workspace {
     }
 
     /// Bytes the workspace holds in the arrays that grow with the pool (its layouts, kept and working, the seed
-    /// order, the links): what a queue's engine costs per pooled ticket beside the host's columns.
+    /// order, the links, and on threads the live slots' stamps): what a queue's engine costs per pooled ticket
+    /// beside the host's columns.
     pub fn pool_bytes(&self) -> usize {
         self.sorted.bytes() + self.links.bytes() + self.threads.as_ref().map_or(0, tick::Threads::bytes)
     }

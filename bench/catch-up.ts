@@ -7,7 +7,8 @@
 // then adds N tickets to that checkpoint's state (fresh ids, positions after the last, unmatchable inputs of
 // eu.ranked so a restore builds real pool rows) and saves it again under the same position. Filling the log
 // through CreateTicket instead would take minutes for 1M tickets on this machine, and the checkpoint would be
-// the same kind of object.
+// the same kind of object. It is stored as the replicas' leader would store it: compressed as CHECKPOINT_COMPRESSION
+// in this process's environment (which the replicas inherit) says, zstd by default.
 import { randomUUID } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -15,6 +16,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import { jetstream } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
+import { serviceConfigSchema } from '../src/config/service-config.js';
 import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { createLogger } from '../src/log.js';
 import { encodeCheckpointInSlices } from '../src/replication/wire/checkpoint-codec.js';
@@ -45,6 +47,8 @@ export interface CatchUpResult {
   /** Active tickets in the checkpoint (the seeder's one included). */
   tickets: number;
   checkpointBytes: number;
+  /** Its size in the object store (compressed or not, as CHECKPOINT_COMPRESSION says). */
+  storedBytes: number;
   /** Building and encoding the checkpoint, and saving it in the object store (R3): the bench's side. */
   prepareMs: number;
   saveMs: number;
@@ -66,14 +70,14 @@ function lineAt(child: Child, msg: string, startMs: number): number | undefined 
 /**
  * Replaces the queue's newest checkpoint (a seeder's, of a ticket or so) by the same checkpoint with
  * `extraTickets` more active tickets (fresh ids, positions after its last, unmatchable inputs of eu.ranked),
- * saved under the same position. Answers its active tickets, its bytes, and the bench's time to build
- * and encode it and to save it.
+ * saved under the same position, compressed as CHECKPOINT_COMPRESSION says. Answers its active tickets, its
+ * bytes, their size as stored, and the bench's time to build and encode it and to save it (compression included).
  */
 export async function enlargeCheckpoint(
   nc: NatsConnection,
   queueId: string,
   extraTickets: number,
-): Promise<{ tickets: number; bytes: Uint8Array; prepareMs: number; saveMs: number }> {
+): Promise<{ tickets: number; bytes: Uint8Array; storedBytes: number; prepareMs: number; saveMs: number }> {
   const os = await new Objm(jetstream(nc)).open(CHECKPOINT_STORE, false);
   const found = await latestCheckpoint(os, queueId, createLogger('silent'));
   if (!found) throw new Error(`no checkpoint of ${queueId} in ${CHECKPOINT_STORE}`);
@@ -98,8 +102,9 @@ export async function enlargeCheckpoint(
   const tickets = active.length;
   active.length = 0;
   const saveStart = performance.now();
-  await saveCheckpoint(os, queueId, found.seq, bytes);
-  return { tickets, bytes, prepareMs, saveMs: performance.now() - saveStart };
+  const compression = serviceConfigSchema.shape.checkpoint_compression.parse(process.env.CHECKPOINT_COMPRESSION);
+  const stored = await saveCheckpoint(os, queueId, found.seq, bytes, compression);
+  return { tickets, bytes, storedBytes: stored.size, prepareMs, saveMs: performance.now() - saveStart };
 }
 
 /** Times a replica's start against a checkpoint of `extraTickets` tickets more than the seeder's one. */
@@ -128,7 +133,7 @@ export async function runCatchUp(cluster: BenchNatsCluster, extraTickets: number
     }
 
     // 2. The same checkpoint with `extraTickets` more active tickets, saved under its position.
-    const { tickets, bytes, prepareMs, saveMs } = await enlargeCheckpoint(nc, queueId, extraTickets);
+    const { tickets, bytes, storedBytes, prepareMs, saveMs } = await enlargeCheckpoint(nc, queueId, extraTickets);
 
     // 3. A fresh replica: process start -> running.
     const startMs = Date.now();
@@ -144,6 +149,7 @@ export async function runCatchUp(cluster: BenchNatsCluster, extraTickets: number
       return {
         tickets,
         checkpointBytes: bytes.length,
+        storedBytes,
         prepareMs,
         saveMs,
         listeningMs: lineAt(child, 'listening', startMs),

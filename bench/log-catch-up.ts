@@ -316,7 +316,7 @@ async function main(): Promise<void> {
     .map(([k, v]) => `${k}=${v}`);
   console.log(`replica restart against its log; machine: ${info.cpus} cpus (${info.model}), node ${info.node}, loadavg ${info.loadavg}`);
   console.log(
-    `mode ${mode}; ${perEntry} CreateTicket record(s) per entry; fill ${rate > 0 ? `at ${rate} records/s` : 'as fast as it goes'}${mode === 'leader' ? `; leader's checkpoint settings: ${checkpointEnv.join(' ') || 'the defaults'}` : ''}`,
+    `mode ${mode}; checkpoints stored ${process.env.CHECKPOINT_COMPRESSION ?? 'zstd'} (CHECKPOINT_COMPRESSION); ${perEntry} CreateTicket record(s) per entry; fill ${rate > 0 ? `at ${rate} records/s` : 'as fast as it goes'}${mode === 'leader' ? `; leader's checkpoint settings: ${checkpointEnv.join(' ') || 'the defaults'}` : ''}`,
   );
   const cluster = await startNatsCluster(3);
   const results: RestartResult[] = [];

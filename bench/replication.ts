@@ -458,6 +458,7 @@ function catchUpTable(results: CatchUpResult[]): string {
     [
       'active tickets',
       'checkpoint MB',
+      'stored MB',
       'listening',
       'restored',
       'running',
@@ -469,6 +470,7 @@ function catchUpTable(results: CatchUpResult[]): string {
     results.map((r) => [
       String(r.tickets),
       (r.checkpointBytes / 1e6).toFixed(1),
+      (r.storedBytes / 1e6).toFixed(1),
       at(r.listeningMs),
       at(r.restoredMs),
       at(r.runningMs),
@@ -535,7 +537,7 @@ async function main(): Promise<void> {
         console.log(`catch-up from a checkpoint of ${n} tickets (+1 of the seeder) ...`);
         const r = await runCatchUp(cluster, n);
         console.log(
-          `  ${r.tickets} tickets, checkpoint ${(r.checkpointBytes / 1e6).toFixed(1)} MB: running ${r.runningMs} ms after the process start (listening ${r.listeningMs ?? 'n/a'} ms, restored ${r.restoredMs ?? 'n/a'} ms)`,
+          `  ${r.tickets} tickets, checkpoint ${(r.checkpointBytes / 1e6).toFixed(1)} MB (${(r.storedBytes / 1e6).toFixed(1)} MB stored): running ${r.runningMs} ms after the process start (listening ${r.listeningMs ?? 'n/a'} ms, restored ${r.restoredMs ?? 'n/a'} ms)`,
         );
         catchUp.push(r);
       }

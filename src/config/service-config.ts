@@ -150,6 +150,10 @@ export const serviceConfigSchema = z.object({
     .default(16 * 1024 * 1024),
   /** ... or after this long if any record came, whichever comes first. Env CHECKPOINT_INTERVAL_SECS. */
   checkpoint_interval_secs: z.coerce.number().int().min(1).default(60),
+  /** How a queue's leader stores its checkpoints: zstd frames (about a third of the bytes to upload and to read
+   *  back on a restart), or none, which replicas of versions before compressed checkpoints can restore
+   *  (docs/replication.md, "Checkpoints"). Env CHECKPOINT_COMPRESSION. */
+  checkpoint_compression: z.enum(['zstd', 'none']).default('zstd'),
   /** WebSocket stream: ping interval; a client that has not answered the previous ping is disconnected. Env WEBSOCKET_HEARTBEAT_MS. */
   websocket_heartbeat_ms: z.coerce.number().int().min(100).default(15_000),
   /** YAML file of bearer tokens ({name, sha256, scopes}), re-read on change; empty: no token checks unless
@@ -221,6 +225,7 @@ export const serviceConfigEnv: Record<keyof ServiceConfig, string> = {
   checkpoint_interval_records: 'CHECKPOINT_INTERVAL_RECORDS',
   checkpoint_interval_bytes: 'CHECKPOINT_INTERVAL_BYTES',
   checkpoint_interval_secs: 'CHECKPOINT_INTERVAL_SECS',
+  checkpoint_compression: 'CHECKPOINT_COMPRESSION',
   websocket_heartbeat_ms: 'WEBSOCKET_HEARTBEAT_MS',
   auth_tokens_file: 'AUTH_TOKENS_FILE',
   auth_jwks_file: 'AUTH_JWKS_FILE',

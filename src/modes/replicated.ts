@@ -60,6 +60,7 @@ export async function openReplicatedMode(
     checkpointIntervalRecords: config.checkpoint_interval_records,
     checkpointIntervalBytes: config.checkpoint_interval_bytes,
     checkpointIntervalMs: config.checkpoint_interval_secs * 1000,
+    checkpointCompression: config.checkpoint_compression,
   });
   log.info({ replica: config.replica_id, queues: resources.queues.size }, 'replicated mode: resources ready');
   const store = new QueueStores(() => queues.currentStores());

@@ -5,7 +5,13 @@
 // read on from there.
 import type { ObjectStore } from '@nats-io/obj';
 import type { Logger } from 'pino';
-import { checkpointSequences, latestDecodedCheckpoint, pruneCheckpoints, saveCheckpoint } from './jetstream/checkpoint-objects.js';
+import {
+  type CheckpointCompression,
+  checkpointSequences,
+  latestDecodedCheckpoint,
+  pruneCheckpoints,
+  saveCheckpoint,
+} from './jetstream/checkpoint-objects.js';
 import type { ReplicationLog } from './jetstream/replication-log.js';
 import { type Checkpoint, CheckpointDecodeError, encodeCheckpointInSlices } from './wire/checkpoint-codec.js';
 import { decodeCheckpointInSlices } from './wire/checkpoint-decode.js';
@@ -133,6 +139,7 @@ export class QueueCheckpoints {
     private readonly replicationLog: ReplicationLog,
     private readonly log: Logger,
     intervals: CheckpointIntervals = DEFAULT_CHECKPOINT_INTERVALS,
+    private readonly compression: CheckpointCompression = 'zstd',
   ) {
     this.schedule = new CheckpointSchedule(intervals);
   }
@@ -159,15 +166,16 @@ export class QueueCheckpoints {
    * counts the log since the previous one again and tries anew after a while; a failed prune or purge is done
    * by the next save.
    */
-  async save(checkpoint: Checkpoint): Promise<{ bytes: number; purged: number; encodeMs: number }> {
+  async save(checkpoint: Checkpoint): Promise<{ bytes: number; storedBytes: number; purged: number; encodeMs: number }> {
     // In slices: the event loop (the log reader, requests, other queues) runs between them.
     const started = performance.now();
     let bytes: Uint8Array;
     let encodeMs: number;
+    let storedBytes: number;
     try {
       bytes = await encodeCheckpointInSlices(checkpoint);
       encodeMs = performance.now() - started;
-      await saveCheckpoint(this.objects, this.queueId, checkpoint.appliedSeq, bytes);
+      storedBytes = (await saveCheckpoint(this.objects, this.queueId, checkpoint.appliedSeq, bytes, this.compression)).size;
     } catch (err) {
       this.schedule.failed();
       throw err;
@@ -178,6 +186,6 @@ export class QueueCheckpoints {
     // With one checkpoint only, the log is kept whole: a replica that cannot read it starts from the log.
     const older = kept.length >= KEEP ? kept[KEEP - 1]! : undefined;
     const purged = older === undefined ? 0 : await this.replicationLog.purgeBefore(older + 1);
-    return { bytes: bytes.length, purged, encodeMs };
+    return { bytes: bytes.length, storedBytes, purged, encodeMs };
   }
 }

@@ -25,6 +25,7 @@ import { commitSnapshot } from '../queue/queue-snapshot.js';
 import type { Applied } from '../queue/queue-state.js';
 import { decodeLogEntry, encodeLogEntry, LEADER_RECORD_TYPES, type LogEntry } from './wire/record-codec.js';
 import type { QueueRecord } from '../queue/records.js';
+import type { CheckpointCompression } from './jetstream/checkpoint-objects.js';
 import { DEFAULT_CHECKPOINT_INTERVALS, QueueCheckpoints } from './queue-checkpoints.js';
 import { MAX_ENTRY_BYTES, RequestBatcher } from './request-batcher.js';
 
@@ -48,6 +49,8 @@ export interface ReplicatedHistoryOptions {
   /** ...or this long after the last, if any entry came since (default 60 s), whichever comes first; all three
    *  stretched for a large pool (queue-checkpoints.ts, CheckpointSchedule). */
   checkpointIntervalMs?: number;
+  /** How the leader stores its checkpoints (default zstd; checkpoint-objects.ts). */
+  checkpointCompression?: CheckpointCompression;
   /** Runs first at start, retried like the other start-up steps: making sure of the queue's stream. */
   prepare?: () => Promise<void>;
   /** Whether the broker connection is up now (absent: taken as up). */
@@ -120,11 +123,18 @@ export class ReplicatedHistory implements QueueHistory {
     const { checkpoints, queueId, replicationLog, log, replicaId } = options;
     if (checkpoints) {
       const d = DEFAULT_CHECKPOINT_INTERVALS;
-      this.checkpoints = new QueueCheckpoints(queueId, checkpoints, replicationLog, log, {
-        records: options.checkpointIntervalRecords ?? d.records,
-        bytes: options.checkpointIntervalBytes ?? d.bytes,
-        ms: options.checkpointIntervalMs ?? d.ms,
-      });
+      this.checkpoints = new QueueCheckpoints(
+        queueId,
+        checkpoints,
+        replicationLog,
+        log,
+        {
+          records: options.checkpointIntervalRecords ?? d.records,
+          bytes: options.checkpointIntervalBytes ?? d.bytes,
+          ms: options.checkpointIntervalMs ?? d.ms,
+        },
+        options.checkpointCompression,
+      );
     }
     const requestEntry = (records: readonly QueueRecord[]): LogEntry => ({ kind: 'records', replicaId, term: 0, records });
     this.requests = new RequestBatcher(
@@ -428,7 +438,14 @@ export class ReplicatedHistory implements QueueHistory {
       const saved = await this.checkpoints!.save(checkpoint);
       this.savedSeqValue = checkpoint.appliedSeq;
       log.info(
-        { queue: queueId, seq: checkpoint.appliedSeq, bytes: saved.bytes, encodeMs: Math.round(saved.encodeMs), purged: saved.purged },
+        {
+          queue: queueId,
+          seq: checkpoint.appliedSeq,
+          bytes: saved.bytes,
+          storedBytes: saved.storedBytes,
+          encodeMs: Math.round(saved.encodeMs),
+          purged: saved.purged,
+        },
         'checkpoint saved',
       );
     } catch (err) {

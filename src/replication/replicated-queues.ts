@@ -11,6 +11,7 @@ import type { QueueFile } from '../config/queue-files.js';
 import type { ConsumerPositions, Outboxes, QueueOutbox } from '../outcomes/outbox.js';
 import { derivedUuid } from '../outcomes/outcome-factory.js';
 import { MemoryStore } from '../store/memory-store.js';
+import type { CheckpointCompression } from './jetstream/checkpoint-objects.js';
 import { LeaderLease } from './jetstream/leader-lease.js';
 import { LeadershipShare } from './jetstream/leadership-share.js';
 import { leaderLeaseKey } from './jetstream/names.js';
@@ -42,6 +43,8 @@ export interface ReplicatedQueuesOptions {
   checkpointIntervalBytes: number;
   /** ...or after this long, if anything was applied since (CHECKPOINT_INTERVAL_SECS). */
   checkpointIntervalMs: number;
+  /** How the leader stores a queue's checkpoints (CHECKPOINT_COMPRESSION). */
+  checkpointCompression: CheckpointCompression;
 }
 
 export class ReplicatedQueues {
@@ -138,6 +141,7 @@ export class ReplicatedQueues {
           checkpointIntervalRecords: this.options.checkpointIntervalRecords,
           checkpointIntervalBytes: this.options.checkpointIntervalBytes,
           checkpointIntervalMs: this.options.checkpointIntervalMs,
+          checkpointCompression: this.options.checkpointCompression,
           prepare: provision,
           reachable: this.options.connected,
         }),

@@ -17,6 +17,10 @@ pub enum BindingError {
     Busy,
     /// The engine's threads could not be started.
     Threads(String),
+    /// zstd could not compress a checkpoint (it ran out of memory).
+    Compression(String),
+    /// A checkpoint's zstd frame is corrupt, fails its checksum or holds another length than named.
+    CorruptFrame(String),
 }
 
 /// The one mapping from binding errors to JavaScript errors: bad input is `InvalidArg`.
@@ -34,6 +38,8 @@ pub fn to_napi_error(err: BindingError) -> Error {
         }
         BindingError::Busy => Error::new(Status::GenericFailure, "a tick is already running"),
         BindingError::Threads(err) => Error::new(Status::GenericFailure, format!("engine threads: {err}")),
+        BindingError::Compression(err) => Error::new(Status::GenericFailure, format!("checkpoint compression: {err}")),
+        BindingError::CorruptFrame(err) => Error::new(Status::InvalidArg, format!("checkpoint frame: {err}")),
     }
 }
 

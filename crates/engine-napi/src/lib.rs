@@ -1,4 +1,5 @@
-//! napi-rs binding of `matchmaker-engine`. It only converts: JavaScript typed arrays become the engine's
+//! napi-rs binding of `matchmaker-engine`, and the zstd codec of the replicated mode's checkpoints (which
+//! must run off the event loop as the engine does). It only converts: JavaScript typed arrays become the engine's
 //! borrowed column slices and output buffers (no copy), queue parameters become engine params once per
 //! configuration change, and every error becomes a `napi::Error` in one place.
 //!
@@ -9,8 +10,10 @@
 //! - `engine.rs`: the `TickEngine` class: one queue's params and scratch memory behind a lock
 //! - `tick_task.rs`, `backfill_task.rs`: one libuv task each, for `run` and `backfill`
 //! - `threads.rs`: the threads every queue's engine shares (`useEngineThreads`)
+//! - `checkpoint_compression.rs`: a replicated queue's checkpoints as zstd frames, on the libuv thread pool
 
 mod backfill_task;
+pub mod checkpoint_compression;
 mod convert;
 mod engine;
 mod error;

@@ -4,7 +4,7 @@
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BackfillRequestSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
+import { BackfillRequestSchema, TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
 import {
   ActiveTicketSchema,
   ConsumerPositionSchema,
@@ -207,6 +207,34 @@ describe('the checkpoint codec', () => {
       }),
       { numRuns: 100 },
     );
+  });
+
+  it('writes active tickets of any length and position as the generated schema writes them', async () => {
+    // Lengths and positions either side of each varint width, up to the largest whole number a position holds.
+    const positions = [1, 127, 128, 16_383, 16_384, 2 ** 31 - 1, 2 ** 31, 2 ** 32 + 5, Number.MAX_SAFE_INTEGER - 1];
+    const padding = [0, 60, 90, 16_300, 16_400, 3, 2 ** 17, 1, 5];
+    const active = positions.map((position, i) => {
+      const ticketId = `t-${i}`;
+      const ticket = toBinary(
+        TicketSchema,
+        create(TicketSchema, { id: ticketId, queueId: QUEUE, engineInput: new Uint8Array(padding[i]!).fill(i) }),
+      );
+      return { ticketId, position, ticket };
+    });
+    const state: QueueSnapshotData = {
+      active: ticketRunOf(active),
+      resolved: [],
+      backfills: [],
+      nextBackfillVersion: 1,
+      nextPosition: Number.MAX_SAFE_INTEGER,
+    };
+    const bytes = encodeCheckpoint({ queueId: QUEUE, appliedSeq: 9, term: 4, outbox: EMPTY_OUTBOX, state });
+    expect(await encodeCheckpointInSlices({ queueId: QUEUE, appliedSeq: 9, term: 4, outbox: EMPTY_OUTBOX, state }, 2)).toEqual(bytes);
+    const wire = fromBinary(QueueCheckpointSchema, bytes);
+    expect(toBinary(QueueCheckpointSchema, wire)).toEqual(bytes);
+    expect(wire.state!.active.map((t) => Number(t.position))).toEqual(positions);
+    expect(wire.state!.active.map((t) => t.ticket)).toEqual(active.map((t) => t.ticket));
+    expect(ticketsOf(decodeCheckpoint(bytes, QUEUE).state.active)).toEqual(active);
   });
 
   it('refuses every strict prefix of a checkpoint (the state is written last, as one field)', async () => {

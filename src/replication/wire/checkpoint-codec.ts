@@ -13,7 +13,7 @@
 import { create, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { quote } from '../../errors.js';
-import { QueueCheckpointSchema, QueueStateSnapshotSchema } from '../../gen/matchmaker/replication/v1/checkpoint_pb.js';
+import { ActiveTicketSchema, QueueCheckpointSchema, QueueStateSnapshotSchema } from '../../gen/matchmaker/replication/v1/checkpoint_pb.js';
 import type { OutboxSnapshot } from '../../store/store.js';
 import type { QueueSnapshotData, SnapshotTicket } from '../../queue/queue-snapshot.js';
 import { ticketIdOf } from './field-checks.js';
@@ -81,7 +81,9 @@ export async function encodeCheckpointInSlices(checkpoint: Checkpoint, sliceSize
  * The checkpoint's bytes, built in parts (pausing after each slice of tickets). A message's encoding is its
  * fields' encodings in field-number order, and a repeated field's is its elements' one after another, so
  * the state encoded in pieces and concatenated is byte for byte what encoding it whole gives; the state is
- * the envelope's last field (15), written after the others with its length.
+ * the envelope's last field (15), written after the others with its length. The active tickets, nearly all of
+ * a large checkpoint, are written straight into the checkpoint's buffer (ActiveTicketWriter); the rest is small
+ * and goes through the generated schemas.
  */
 function* checkpointParts(checkpoint: Checkpoint, sliceSize: number): Generator<void, Uint8Array> {
   const { state } = checkpoint;
@@ -103,21 +105,18 @@ function* checkpointParts(checkpoint: Checkpoint, sliceSize: number): Generator<
     if (id !== t.ticketId) throw new CheckpointEncodeError(`${path}.ticket`, `holds ticket id ${quote(id)}, not ${quote(t.ticketId)}`);
     return { ticket: t.ticket, position: whole(t.position, `${path}.position`, 1) };
   };
-  const parts: Uint8Array[] = [
-    stateBytes({
-      nextPosition: whole(state.nextPosition, 'state.next_position', 1),
-      nextBackfillVersion: whole(state.nextBackfillVersion, 'state.next_backfill_version', 1),
-    }),
-  ];
+  const first = stateBytes({
+    nextPosition: whole(state.nextPosition, 'state.next_position', 1),
+    nextBackfillVersion: whole(state.nextBackfillVersion, 'state.next_backfill_version', 1),
+  });
   const { active } = state;
+  // Sized first (in slices too: each ticket of a restored run is a view made on request), then written.
+  let activeLength = 0;
   for (let at = 0; at < active.length; at += sliceSize) {
-    const slice: ReturnType<typeof ticket>[] = [];
-    for (let i = at; i < Math.min(active.length, at + sliceSize); i++) {
-      slice.push(ticket({ ticketId: active.ticketId(i), position: active.position(i), ticket: active.ticket(i) }, `state.active[${i}]`));
-    }
-    parts.push(stateBytes({ active: slice }));
+    activeLength += ActiveTicketWriter.length(active, at, Math.min(active.length, at + sliceSize));
     yield;
   }
+  const parts: Uint8Array[] = [];
   for (let at = 0; at < state.resolved.length; at += sliceSize) {
     const slice = state.resolved.slice(at, at + sliceSize);
     const resolved = slice.map((t, i) => {
@@ -132,9 +131,97 @@ function* checkpointParts(checkpoint: Checkpoint, sliceSize: number): Generator<
       backfills: state.backfills.map((b, i) => ({ request: b.request, version: whole(b.version, `state.backfills[${i}].version`, 1) })),
     }),
   );
-  const stateLength = parts.reduce((n, part) => n + part.length, 0);
+  const stateLength = first.length + activeLength + parts.reduce((n, part) => n + part.length, 0);
   const head = new BinaryWriter().raw(envelope).tag(STATE_FIELD, WireType.LengthDelimited).uint32(stateLength).finish();
-  return joined([head, ...parts]);
+  const out = new Uint8Array(head.length + stateLength);
+  out.set(head);
+  out.set(first, head.length);
+  const writer = new ActiveTicketWriter(out, head.length + first.length);
+  for (let at = 0; at < active.length; at += sliceSize) {
+    for (let i = at; i < Math.min(active.length, at + sliceSize); i++) {
+      const bytes = active.ticket(i);
+      const id = ticketIdOf(bytes, (problem) => new CheckpointEncodeError(`state.active[${i}].ticket`, problem));
+      if (id !== active.ticketId(i))
+        throw new CheckpointEncodeError(`state.active[${i}].ticket`, `holds ticket id ${quote(id)}, not ${quote(active.ticketId(i))}`);
+      writer.write(bytes, active.position(i));
+    }
+    yield;
+  }
+  let at = writer.at;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  if (at !== out.length)
+    throw new CheckpointEncodeError('state.active', `changed while it was encoded (${at} of ${out.length} bytes written)`);
+  return out;
+}
+
+const ACTIVE_FIELD = QueueStateSnapshotSchema.field.active!.number;
+const ACTIVE_TICKET_FIELD = ActiveTicketSchema.field.ticket!.number;
+const ACTIVE_POSITION_FIELD = ActiveTicketSchema.field.position!.number;
+/** Each field's tag: its number and wire type, as one byte (the numbers are below 16). */
+const ACTIVE_TAG = (ACTIVE_FIELD << 3) | WireType.LengthDelimited;
+const TICKET_TAG = (ACTIVE_TICKET_FIELD << 3) | WireType.LengthDelimited;
+const POSITION_TAG = (ACTIVE_POSITION_FIELD << 3) | WireType.Varint;
+
+/** The bytes of a varint of `value` (a whole number, 0 to 2^53 - 1). */
+function varintLength(value: number): number {
+  let n = 1;
+  for (let v = value; v >= 128; v = Math.floor(v / 128)) n++;
+  return n;
+}
+
+/**
+ * Writes the state's active tickets (`repeated ActiveTicket active = 3`, each `ticket = 1` then `position = 2`)
+ * into a buffer sized for them, without a message object or a writer's chunks per ticket: byte for byte what
+ * the generated schema writes (tested), at a fraction of the cost for a million tickets.
+ */
+class ActiveTicketWriter {
+  constructor(
+    private readonly out: Uint8Array,
+    public at: number,
+  ) {}
+
+  /** The size of one element's payload: its ticket and its position fields. */
+  private static payload(ticketLength: number, position: number): number {
+    return 1 + varintLength(ticketLength) + ticketLength + 1 + varintLength(position);
+  }
+
+  /** The bytes tickets [from, to) of the run take as elements of `active`; checks each position. */
+  static length(active: QueueSnapshotData['active'], from: number, to: number): number {
+    let n = 0;
+    for (let i = from; i < to; i++) {
+      const position = active.position(i);
+      whole(position, `state.active[${i}].position`, 1);
+      const payload = ActiveTicketWriter.payload(active.ticket(i).length, position);
+      n += 1 + varintLength(payload) + payload;
+    }
+    return n;
+  }
+
+  write(ticket: Uint8Array, position: number): void {
+    const payload = ActiveTicketWriter.payload(ticket.length, position);
+    if (this.at + 1 + varintLength(payload) + payload > this.out.length)
+      throw new CheckpointEncodeError('state.active', 'changed while it was encoded');
+    this.out[this.at++] = ACTIVE_TAG;
+    this.varint(payload);
+    this.out[this.at++] = TICKET_TAG;
+    this.varint(ticket.length);
+    this.out.set(ticket, this.at);
+    this.at += ticket.length;
+    this.out[this.at++] = POSITION_TAG;
+    this.varint(position);
+  }
+
+  private varint(value: number): void {
+    let v = value;
+    while (v >= 128) {
+      this.out[this.at++] = (v % 128) | 128;
+      v = Math.floor(v / 128);
+    }
+    this.out[this.at++] = v;
+  }
 }
 
 /** The parts' bytes one after another, in one new array. */

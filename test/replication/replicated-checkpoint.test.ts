@@ -12,14 +12,14 @@ import { Kvm } from '@nats-io/kv';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BackfillRequestSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
+import { BackfillRequestSchema, TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
 import { OutcomeSchema } from '../../src/gen/matchmaker/outcomes/v1/outcomes_pb.js';
 import { createLogger } from '../../src/log.js';
-import { ticketsOf, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
-import { CheckpointSchedule } from '../../src/replication/queue-checkpoints.js';
+import { ticketRunOf, ticketsOf, type QueueSnapshotData } from '../../src/queue/queue-snapshot.js';
+import { CheckpointSchedule, QueueCheckpoints } from '../../src/replication/queue-checkpoints.js';
 import { ReplicatedHistory } from '../../src/replication/replicated-history.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import { checkpointSequences } from '../../src/replication/jetstream/checkpoint-objects.js';
+import { type CheckpointCompression, checkpointSequences } from '../../src/replication/jetstream/checkpoint-objects.js';
 import { LogPositionError } from '../../src/replication/jetstream/errors.js';
 import { LeaderLease } from '../../src/replication/jetstream/leader-lease.js';
 import { ReplicationLog } from '../../src/replication/jetstream/replication-log.js';
@@ -385,31 +385,31 @@ describe('checkpoint schedule', () => {
     expect(s.dueBySize).toBe(true);
   });
 
-  it('stretches every interval for a pool whose checkpoint is larger than twice the bytes interval', () => {
+  it('stretches every interval for a pool whose checkpoint is larger than the bytes interval', () => {
     const { clock, s } = schedule();
-    // A checkpoint of 100 000 bytes: ten times the bytes interval, so the intervals stretch five times.
-    s.restored(100_000);
+    // A checkpoint of 50 000 bytes: five times the bytes interval, so the intervals stretch five times.
+    s.restored(50_000);
     expect(s.scale).toBe(5);
     s.applied(49_999, 1);
     expect(s.dueBySize).toBe(false);
     s.applied(1, 1);
     expect(s.dueBySize).toBe(true);
     s.taken();
-    s.saved(100_000);
+    s.saved(50_000);
     s.applied(10, 499);
     expect(s.dueBySize).toBe(false);
     s.applied(10, 1);
     expect(s.dueBySize).toBe(true);
     s.taken();
-    s.saved(100_000);
+    s.saved(50_000);
     s.applied(10, 1);
     clock.ms += 5 * 60_000 - 1;
     expect(s.dueByTime).toBe(false);
     clock.ms += 1;
     expect(s.dueByTime).toBe(true);
-    // Up to twice the bytes interval, nothing stretches.
+    // Up to the bytes interval, nothing stretches.
     s.taken();
-    s.saved(20_000);
+    s.saved(10_000);
     expect(s.scale).toBe(1);
   });
 
@@ -426,4 +426,40 @@ describe('checkpoint schedule', () => {
     clock.ms += 10_000;
     expect(s.dueBySize).toBe(true);
   });
+
+  it.each<CheckpointCompression>(['zstd', 'none'])(
+    'stretches the intervals by the size a checkpoint is stored at (%s), when saved and when restored',
+    async (compression) => {
+      const q = await newQueue();
+      const log = createLogger('silent');
+      // Saving one checkpoint prunes nothing, so the log is not touched.
+      const unusedLog = {} as ReplicationLog;
+      const active = Array.from({ length: 2_000 }, (_, i) => {
+        const ticketId = uuid();
+        const input = engineInput({ players: [{ playerId: `player-${i}` }] });
+        return {
+          ticketId,
+          position: i + 1,
+          ticket: toBinary(TicketSchema, create(TicketSchema, { id: ticketId, queueId: q.queueId, engineInput: input })),
+        };
+      });
+      const checkpoint = {
+        queueId: q.queueId,
+        appliedSeq: 5,
+        term: 0,
+        outbox: { nextSequence: 1n, deliveryCursor: 0n, parked: undefined, consumers: [], outcomes: [] },
+        state: { active: ticketRunOf(active), resolved: [], backfills: [], nextPosition: 2_001, nextBackfillVersion: 1 },
+      };
+      const saving = new QueueCheckpoints(q.queueId, q.objects, unusedLog, log, intervals, compression);
+      const saved = await saving.save(checkpoint);
+      if (compression === 'zstd') expect(saved.storedBytes).toBeLessThan(saved.bytes * 0.7);
+      else expect(saved.storedBytes).toBe(saved.bytes);
+      const expected = saved.storedBytes / intervals.bytes;
+      expect(expected).toBeGreaterThan(2);
+      expect(saving.schedule.scale).toBeCloseTo(expected, 9);
+      const restarting = new QueueCheckpoints(q.queueId, q.objects, unusedLog, log, intervals, 'none');
+      expect((await restarting.latest())?.appliedSeq).toBe(5);
+      expect(restarting.schedule.scale).toBeCloseTo(expected, 9);
+    },
+  );
 });

@@ -150,13 +150,13 @@ export async function latestCheckpoint(
   return latestDecodedCheckpoint(os, queueId, log, (bytes) => bytes).then((found) => found && { seq: found.seq, bytes: found.bytes });
 }
 
-/** latestCheckpoint, also skipping one that `decode` refuses (throws for); answers what it decoded. */
+/** latestCheckpoint, also skipping one that `decode` refuses (throws for); answers what it decoded, and its stored size. */
 export async function latestDecodedCheckpoint<T>(
   os: ObjectStore,
   queueId: string,
   log: Logger,
   decode: (bytes: Uint8Array, seq: number) => T | Promise<T>,
-): Promise<{ seq: number; bytes: Uint8Array; decoded: T } | undefined> {
+): Promise<{ seq: number; bytes: Uint8Array; storedBytes: number; decoded: T } | undefined> {
   for (const { info, seq } of await checkpointsOf(os, queueId)) {
     const skip = (problem: string, err?: unknown) =>
       log.warn({ queue: queueId, object: info.name, seq, err }, `checkpoint skipped: ${problem}; trying the next older one`);
@@ -194,7 +194,7 @@ export async function latestDecodedCheckpoint<T>(
       continue;
     }
     try {
-      return { seq, bytes, decoded: await decode(bytes, seq) };
+      return { seq, bytes, storedBytes: read.bytes.length, decoded: await decode(bytes, seq) };
     } catch (err) {
       skip('it cannot be decoded', err);
     }

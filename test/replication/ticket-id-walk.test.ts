@@ -1,6 +1,6 @@
 // A ticket's id read by walking its bytes (wire-walk.ts asciiTicketId, the shortcut ticketIdOf takes for
-// the log's and a checkpoint's million tickets) answers only what the full reader answers, and takes the
-// usual shape: random tickets, unknown and repeated fields, non-ASCII and empty ids, flipped bytes, and
+// the log's and a checkpoint's million tickets; holdsAsciiTicketId, the same compared in place) answers only
+// what the full reader answers, and takes the usual shape: random tickets, unknown and repeated fields, non-ASCII and empty ids, flipped bytes, and
 // every prefix of each. A message's fields split by the same walk (walkFields, how a checkpoint's million
 // entries are found) are where the full reader finds them.
 import { create, toBinary } from '@bufbuild/protobuf';
@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
 import { fieldSpansByReader } from '../../src/replication/wire/checkpoint-decode.js';
-import { asciiTicketId, walkFields } from '../../src/replication/wire/wire-walk.js';
+import { asciiTicketId, holdsAsciiTicketId, walkFields } from '../../src/replication/wire/wire-walk.js';
 
 /** The full reader's answer: the last id field's string, or an error for bytes it cannot walk. */
 function readerId(bytes: Uint8Array): string | Error {
@@ -54,6 +54,9 @@ describe('a ticket id walked from its bytes', () => {
         if (flipped && bytes.length > 0) bytes[flipped[0] % bytes.length] = flipped[1];
         const walked = asciiTicketId(bytes);
         if (walked !== undefined) expect(walked).toBe(readerId(bytes));
+        // Compared in place, it says what comparing the walked id would.
+        for (const id of [t.id, t.secondId ?? '', walked ?? 'x', `${walked ?? ''}x`, (walked ?? 'ab').slice(1)])
+          expect(holdsAsciiTicketId(bytes, id)).toBe(walked === undefined ? undefined : walked === id);
         // Cut short anywhere (inside the id, a length, a fixed field), it answers nothing the reader refuses.
         for (let cut = 0; cut < bytes.length; cut++) {
           const prefix = bytes.slice(0, cut);

@@ -17,6 +17,7 @@ import { ActiveTicketSchema, QueueCheckpointSchema, QueueStateSnapshotSchema } f
 import type { OutboxSnapshot } from '../../store/store.js';
 import type { QueueSnapshotData, SnapshotTicket } from '../../queue/queue-snapshot.js';
 import { ticketIdOf } from './field-checks.js';
+import { holdsAsciiTicketId } from './wire-walk.js';
 
 /** A queue's state at a log position. */
 export interface Checkpoint {
@@ -140,9 +141,13 @@ function* checkpointParts(checkpoint: Checkpoint, sliceSize: number): Generator<
   for (let at = 0; at < active.length; at += sliceSize) {
     for (let i = at; i < Math.min(active.length, at + sliceSize); i++) {
       const bytes = active.ticket(i);
-      const id = ticketIdOf(bytes, (problem) => new CheckpointEncodeError(`state.active[${i}].ticket`, problem));
-      if (id !== active.ticketId(i))
-        throw new CheckpointEncodeError(`state.active[${i}].ticket`, `holds ticket id ${quote(id)}, not ${quote(active.ticketId(i))}`);
+      const ticketId = active.ticketId(i);
+      // The usual shape compared in place: a million id strings made and dropped cost the leader collections.
+      if (holdsAsciiTicketId(bytes, ticketId) !== true) {
+        const id = ticketIdOf(bytes, (problem) => new CheckpointEncodeError(`state.active[${i}].ticket`, problem));
+        if (id !== ticketId)
+          throw new CheckpointEncodeError(`state.active[${i}].ticket`, `holds ticket id ${quote(id)}, not ${quote(ticketId)}`);
+      }
       writer.write(bytes, active.position(i));
     }
     yield;

@@ -129,6 +129,17 @@ export function asciiTicketId(bytes: Uint8Array, start = 0, end = bytes.length):
   return ticketIdSpan(bytes, start, end, idSpan) ? latin1Slice.call(bytes, idSpan.start, idSpan.end) : undefined;
 }
 
+/**
+ * Whether the Ticket in `bytes` holds `id`, read as ticketIdSpan reads it, without making a string; undefined
+ * where ticketIdSpan finds none (the caller then reads it with the full reader).
+ */
+export function holdsAsciiTicketId(bytes: Uint8Array, id: string): boolean | undefined {
+  if (!ticketIdSpan(bytes, 0, bytes.length, idSpan)) return undefined;
+  if (idSpan.end - idSpan.start !== id.length) return false;
+  for (let k = 0; k < id.length; k++) if (bytes[idSpan.start + k] !== id.charCodeAt(k)) return false;
+  return true;
+}
+
 /** ActiveTicket's tags as the encoder writes them: `ticket` (1, length-delimited), `position` (2, varint). */
 const TICKET_TAG = (1 << 3) | 2;
 const POSITION_TAG = (2 << 3) | 0;

@@ -104,10 +104,11 @@ describe('leader lease', () => {
     const key = 'leader.watched';
     // When the server stored each revision of the key (its own timestamp: when the watch delivers one can
     // lag on a loaded machine, and a late delivery of the last renewal once made the takeover look early).
-    const seenAt: number[] = [];
+    const seen: { at: number; replica: string }[] = [];
     const watch = await bucket.watch({ key });
     void (async () => {
-      for await (const e of watch) if (e.operation === 'PUT') seenAt.push(e.created.getTime());
+      for await (const e of watch)
+        if (e.operation === 'PUT') seen.push({ at: e.created.getTime(), replica: e.json<{ replica: string }>().replica });
     })();
     const holder = new LeaderLease(bucket, key, { leaseMs, replicaId: 'holder', log });
     holder.start();
@@ -128,8 +129,13 @@ describe('leader lease', () => {
     // A crash: the holder's timers stop, it never renews or releases.
     (holder as unknown as { stopped: boolean }).stopped = true;
     await until('the takeover', () => waiting.leading, 3 * leaseMs);
-    const renewedLast = seenAt.at(-2)!;
-    const takenAt = seenAt.at(-1)!;
+    // The takeover is the waiting replica's first write (it may have renewed since, before the poll saw it
+    // lead, on a loaded machine); the holder's last renewal is the write before it.
+    const taken = seen.findIndex((e) => e.replica === 'waiting');
+    expect(taken).toBeGreaterThan(0);
+    expect(seen[taken - 1]!.replica).toBe('holder');
+    const renewedLast = seen[taken - 1]!.at;
+    const takenAt = seen[taken]!.at;
     // Taken once the last renewal aged out (a lease after it was stored), and soon after: periodic campaigns
     // come every half to three quarters of a lease.
     expect(takenAt - renewedLast).toBeGreaterThanOrEqual(leaseMs - 50);

@@ -130,7 +130,9 @@ describe('leader lease', () => {
     (holder as unknown as { stopped: boolean }).stopped = true;
     await until('the takeover', () => waiting.leading, 3 * leaseMs);
     // The takeover is the waiting replica's first write (it may have renewed since, before the poll saw it
-    // lead, on a loaded machine); the holder's last renewal is the write before it.
+    // lead, on a loaded machine); the holder's last renewal is the write before it. The watch may deliver
+    // the takeover after the poll saw it.
+    await until('the watch delivers the takeover', () => seen.some((e) => e.replica === 'waiting'), 3 * leaseMs);
     const taken = seen.findIndex((e) => e.replica === 'waiting');
     expect(taken).toBeGreaterThan(0);
     expect(seen[taken - 1]!.replica).toBe('holder');

@@ -38,6 +38,7 @@ import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { serviceConfigSchema } from '../src/config/service-config.js';
 import { TicketSchema } from '../src/gen/matchmaker/core/v1/resources_pb.js';
 import { encodeLogEntry } from '../src/replication/wire/record-codec.js';
 import type { QueueRecord } from '../src/queue/records.js';
@@ -316,7 +317,7 @@ async function main(): Promise<void> {
     .map(([k, v]) => `${k}=${v}`);
   console.log(`replica restart against its log; machine: ${info.cpus} cpus (${info.model}), node ${info.node}, loadavg ${info.loadavg}`);
   console.log(
-    `mode ${mode}; checkpoints stored ${process.env.CHECKPOINT_COMPRESSION ?? 'zstd'} (CHECKPOINT_COMPRESSION); ${perEntry} CreateTicket record(s) per entry; fill ${rate > 0 ? `at ${rate} records/s` : 'as fast as it goes'}${mode === 'leader' ? `; leader's checkpoint settings: ${checkpointEnv.join(' ') || 'the defaults'}` : ''}`,
+    `mode ${mode}; checkpoints stored ${serviceConfigSchema.shape.checkpoint_compression.parse(process.env.CHECKPOINT_COMPRESSION)} (CHECKPOINT_COMPRESSION); ${perEntry} CreateTicket record(s) per entry; fill ${rate > 0 ? `at ${rate} records/s` : 'as fast as it goes'}${mode === 'leader' ? `; leader's checkpoint settings: ${checkpointEnv.join(' ') || 'the defaults'}` : ''}`,
   );
   const cluster = await startNatsCluster(3);
   const results: RestartResult[] = [];

@@ -11,9 +11,9 @@
 //! pairs with `sort_unstable_by`, and prints the tick's best over the sort's best: the baseline the engine's
 //! speed is read against, from the same run on the same machine. Each size also ticks on several threads
 //! (`TICK_BENCH_THREADS`, default every core), in turn with one thread, and prints how much faster and
-//! whether the output is the same; `TICK_BENCH_SPREAD_FROM` sets the fewest live tickets those workspaces spread
-//! over their threads (`Workspace::spread_from`; default the engine's 100,000, so smaller pools tick on one). Each size then ticks a waiting pool in steady state
-//! (`TICK_BENCH_STEADY=0` skips it): the same generator with skills spread 10,000 times wider, so most
+//! whether the output is the same; `TICK_BENCH_SPREAD_FROM` sets the fewest live tickets those workspaces
+//! spread over their threads (`Workspace::spread_from`; default the engine's 100,000, so smaller pools tick on
+//! one). Each size then ticks a waiting pool in steady state (`TICK_BENCH_STEADY=0` skips it): the same generator with skills spread 10,000 times wider, so most
 //! tickets wait for their bounds to widen, and 1% new tickets a tick after the matched ones leave; each
 //! tick updates the layout the last one kept (`run_tick_changed`) and, in turn on the same pool, lays it
 //! out whole (`run_tick`), and, on each of `TICK_BENCH_THREADS`, updates its kept layout on that many threads;

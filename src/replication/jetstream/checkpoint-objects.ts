@@ -1,9 +1,9 @@
 // Checkpoints of a queue's state in the JetStream object store: one object per checkpoint, named
 // `<queue_id>@<seq>` (names.ts), `seq` being the log position of the last entry it includes. The bytes are
 // opaque here (the codec is src/replication/wire/checkpoint-codec.ts), stored as they are or as zstd frames
-// (CheckpointCompression; src/replication/wire/checkpoint-frames.ts reads those back as they arrive). Each object's metadata carries its sequence, its encoding and raw length, and a sha256
-// of the stored bytes, taken by the leader before saving, checked on reading (against the digest the store
-// verified the bytes with): a checkpoint that does not verify is skipped for the next older one, since a
+// (CheckpointCompression; src/replication/wire/checkpoint-frames.ts reads those back as they arrive). Each
+// object's metadata carries its sequence, its encoding and raw length, and a sha256 of the stored bytes, taken
+// by the leader before saving, checked on reading (against the digest the store verified the bytes with): a checkpoint that does not verify is skipped for the next older one, since a
 // replica can always fall back further, down to the log's start.
 import { createHash } from 'node:crypto';
 import type { ObjectInfo, ObjectStore } from '@nats-io/obj';
@@ -58,9 +58,9 @@ function storeDigestHex(info: ObjectInfo): string | undefined {
  * An object's bytes, read into one buffer of the object's size as its chunks arrive (the object store's
  * getBlob keeps every chunk and joins them at the end: for a 1M-ticket checkpoint, 430 MB held twice), and
  * the sha256 they were verified against; `arrived` is told of each chunk once it is in. The store hashes what
- * it reads and refuses bytes that do not match its own digest of the object; that digest is answered in hex, so a caller comparing it with the
- * sha256 its metadata names has checked the bytes against that one too, without hashing them again
- * (half a second for a 1M-ticket checkpoint).
+ * it reads and refuses bytes that do not match its own digest of the object; that digest is answered in hex,
+ * so a caller comparing it with the sha256 its metadata names has checked the bytes against that one too,
+ * without hashing them again (half a second for a 1M-ticket checkpoint).
  */
 async function readObject(
   os: ObjectStore,
@@ -104,8 +104,10 @@ export async function saveCheckpoint(
   compression: CheckpointCompression,
 ): Promise<ObjectInfo> {
   const name = checkpointObjectName(queueId, seq);
-  const stored = compression === 'zstd' ? await compressCheckpoint(bytes) : bytes;
-  const encoding: Record<string, string> = compression === 'zstd' ? { [ENCODING_KEY]: 'zstd', [RAW_BYTES_KEY]: String(bytes.length) } : {};
+  const [stored, encoding]: [Uint8Array, Record<string, string>] =
+    compression === 'zstd'
+      ? [await compressCheckpoint(bytes), { [ENCODING_KEY]: 'zstd', [RAW_BYTES_KEY]: String(bytes.length) }]
+      : [bytes, {}];
   return os.putBlob({ name, metadata: { [SEQ_KEY]: String(seq), ...encoding, [SHA256_KEY]: await sha256InSlices(stored) } }, stored);
 }
 

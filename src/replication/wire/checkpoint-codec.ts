@@ -102,8 +102,7 @@ function* checkpointParts(checkpoint: Checkpoint, sliceSize: number): Generator<
   const stateBytes = (init: MessageInitShape<typeof QueueStateSnapshotSchema>) =>
     toBinary(QueueStateSnapshotSchema, create(QueueStateSnapshotSchema, init));
   const ticket = (t: SnapshotTicket, path: string) => {
-    const id = ticketIdOf(t.ticket, (problem) => new CheckpointEncodeError(`${path}.ticket`, problem));
-    if (id !== t.ticketId) throw new CheckpointEncodeError(`${path}.ticket`, `holds ticket id ${quote(id)}, not ${quote(t.ticketId)}`);
+    checkTicketId(t.ticket, t.ticketId, path);
     return { ticket: t.ticket, position: whole(t.position, `${path}.position`, 1) };
   };
   const first = stateBytes({
@@ -141,13 +140,7 @@ function* checkpointParts(checkpoint: Checkpoint, sliceSize: number): Generator<
   for (let at = 0; at < active.length; at += sliceSize) {
     for (let i = at; i < Math.min(active.length, at + sliceSize); i++) {
       const bytes = active.ticket(i);
-      const ticketId = active.ticketId(i);
-      // The usual shape compared in place: a million id strings made and dropped cost the leader collections.
-      if (holdsAsciiTicketId(bytes, ticketId) !== true) {
-        const id = ticketIdOf(bytes, (problem) => new CheckpointEncodeError(`state.active[${i}].ticket`, problem));
-        if (id !== ticketId)
-          throw new CheckpointEncodeError(`state.active[${i}].ticket`, `holds ticket id ${quote(id)}, not ${quote(ticketId)}`);
-      }
+      checkTicketId(bytes, active.ticketId(i), `state.active[${i}]`);
       writer.write(bytes, active.position(i));
     }
     yield;
@@ -160,6 +153,16 @@ function* checkpointParts(checkpoint: Checkpoint, sliceSize: number): Generator<
   if (at !== out.length)
     throw new CheckpointEncodeError('state.active', `changed while it was encoded (${at} of ${out.length} bytes written)`);
   return out;
+}
+
+/**
+ * Throws unless the Ticket in `bytes` holds `ticketId`. The usual shape is compared in place: a million id strings
+ * made and dropped for a checkpoint cost the leader collections; the full reader decides anything else.
+ */
+function checkTicketId(bytes: Uint8Array, ticketId: string, path: string): void {
+  if (holdsAsciiTicketId(bytes, ticketId) === true) return;
+  const id = ticketIdOf(bytes, (problem) => new CheckpointEncodeError(`${path}.ticket`, problem));
+  if (id !== ticketId) throw new CheckpointEncodeError(`${path}.ticket`, `holds ticket id ${quote(id)}, not ${quote(ticketId)}`);
 }
 
 const ACTIVE_FIELD = QueueStateSnapshotSchema.field.active!.number;

@@ -12,6 +12,7 @@
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { AttributeSchema, EngineInputSchema, PlayerSchema } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
 import { failedPrecondition } from '../errors.js';
+import { KnownStrings } from './known-strings.js';
 
 /** A party's latency to one host: its worst player's measurement, and how many players measured it. */
 export interface HostLatency {
@@ -78,6 +79,8 @@ const F = {
 };
 const MAP_KEY = 1;
 const MAP_VALUE = 2;
+/** Host keys and attribute strings, read by their bytes (player ids are not: each is new). */
+const KNOWN = new KnownStrings();
 /** The decoder's default recursion limit; a message read at depth d skips unknown groups with limit - d. */
 const RECURSION_LIMIT = 100;
 
@@ -165,7 +168,7 @@ class EngineInputReader {
     while (reader.pos < end) {
       const tag = this.tag();
       const number = tag >>> 3;
-      if (number === MAP_KEY) host = reader.string(F.latencies.utf8Validation);
+      if (number === MAP_KEY) host = KNOWN.read(reader, this.bytes, F.latencies.utf8Validation);
       else if (number === MAP_VALUE) ms = reader.uint32();
       else reader.skip(tag & 7, number, RECURSION_LIMIT - 2);
     }
@@ -203,7 +206,7 @@ class EngineInputReader {
     while (reader.pos < end) {
       const tag = this.tag();
       const number = tag >>> 3;
-      if (number === MAP_KEY) name = reader.string(F.attributes.utf8Validation);
+      if (number === MAP_KEY) name = KNOWN.read(reader, this.bytes, F.attributes.utf8Validation);
       else if (number === MAP_VALUE) attribute = this.attribute(reader.uint32(), attribute ?? { values: [], accepts: [] });
       else reader.skip(tag & 7, number, RECURSION_LIMIT - 1);
     }
@@ -217,8 +220,8 @@ class EngineInputReader {
     while (reader.pos < end) {
       const tag = this.tag();
       const number = tag >>> 3;
-      if (number === F.values.number) into.values.push(reader.string(F.values.utf8Validation));
-      else if (number === F.accepts.number) into.accepts.push(reader.string(F.accepts.utf8Validation));
+      if (number === F.values.number) into.values.push(KNOWN.read(reader, this.bytes, F.values.utf8Validation));
+      else if (number === F.accepts.number) into.accepts.push(KNOWN.read(reader, this.bytes, F.accepts.utf8Validation));
       else reader.skip(tag & 7, number, RECURSION_LIMIT - 2);
     }
     return into;

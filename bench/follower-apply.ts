@@ -205,6 +205,9 @@ async function replayOnce(entries: Uint8Array[]): Promise<{ cpuUs: number; wallM
     // The log delivers entries in separate event turns; commits settle between them.
     if (i % 16 === 15) await new Promise((resolve) => setImmediate(resolve));
   }
+  // The rows a follower has not made yet (src/queue/waiting-rows.ts) are made too, as the next explain,
+  // statistics or tick of a replica taking the lead would make them: their cost counts.
+  follower.insight.statistics(Date.now());
   await store.whenDurable();
   const used = process.cpuUsage(cpu);
   const wallMs = performance.now() - started;

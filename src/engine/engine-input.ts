@@ -53,6 +53,26 @@ export function parseBackfillEngineInput(bytes: Uint8Array | undefined, field: s
   return parse(bytes, field);
 }
 
+/**
+ * A ticket's party size without parsing its engine_input whole: its players, counted (one without
+ * engine_input). Undefined when the bytes do not walk.
+ */
+export function partySizeOf(bytes: Uint8Array | undefined): number | undefined {
+  if (bytes === undefined) return 1;
+  try {
+    const reader = new BinaryReader(bytes);
+    let players = 0;
+    while (reader.pos < bytes.length) {
+      const [number, wireType] = reader.tag();
+      if (number === F.players.number) players++;
+      reader.skip(wireType, number);
+    }
+    return players;
+  } catch {
+    return undefined;
+  }
+}
+
 function parse(bytes: Uint8Array, field: string): ParsedEngineInput {
   let parsed: Parsed;
   try {

@@ -118,6 +118,16 @@ export function prepareRow(
   }
 }
 
+/** Whether `tables` hold every host key and attribute value a row of `input` would hold: it would take no new index. */
+export function tablesHold(tables: PoolTables, layout: PoolLayout, input: ParsedEngineInput): boolean {
+  for (const host of input.latencies.keys()) if (!tables.hosts.has(host)) return false;
+  return layout.filters.every((filter, f) => {
+    const attribute = input.attributes.get(filter.name);
+    const table = tables.attributes[f]!;
+    return attribute === undefined || (attribute.values.every((v) => table.has(v)) && attribute.accepts.every((v) => table.has(v)));
+  });
+}
+
 /** Lets go of what a prepared row holds in `tables`, unless it went into the pool (its ticket holds it). */
 export function releaseRow(tables: PoolTables, row: PoolRow): void {
   if (!row.holds) return;

@@ -6,7 +6,17 @@ import type { ParsedEngineInput } from './engine-input.js';
 import { growableColumn, grownColumn } from './growable-column.js';
 import { HostColumns } from './host-columns.js';
 import type { PoolChangeArrays } from './native.js';
-import { filterColumns, heldIndices, type PoolLayout, type PoolRow, type PoolTables, prepareRow, releaseRow, spare } from './pool-row.js';
+import {
+  filterColumns,
+  heldIndices,
+  type PoolLayout,
+  type PoolRow,
+  type PoolTables,
+  prepareRow,
+  releaseRow,
+  spare,
+  tablesHold,
+} from './pool-row.js';
 import { IdColumn, IdMap } from './id-map.js';
 import { type TableKeys, ValueTable } from './value-table.js';
 
@@ -213,6 +223,11 @@ export class TicketPool {
    */
   prepare(input: ParsedEngineInput, rulesetIds: readonly string[], arrivalMs: number): PoolRow {
     return prepareRow(this.tables, this.layout, this.allRulesets, input, rulesetIds, arrivalMs);
+  }
+
+  /** Whether a row of `input` would take no new index in the tables (pool-row.ts `tablesHold`). */
+  holdsValuesOf(input: ParsedEngineInput): boolean {
+    return tablesHold(this.tables, this.layout, input);
   }
 
   /** Lets go of what a prepared row holds in the tables, unless it went into the pool (its ticket holds it). */

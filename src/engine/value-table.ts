@@ -33,6 +33,11 @@ export class ValueTable {
     return this.index.size;
   }
 
+  /** Whether `key` is live here (a hold on it takes no new index). */
+  has(key: string): boolean {
+    return this.index.has(key);
+  }
+
   isLive(i: number): boolean {
     return this.slots[i] !== undefined;
   }

@@ -23,6 +23,10 @@ export class PreparedRows {
     this.rows.set(ticketId, { pool, row });
   }
 
+  has(ticketId: string): boolean {
+    return this.rows.has(ticketId);
+  }
+
   /** The record's apply takes the ticket's row into the pool: it no longer waits here. */
   take(ticketId: string): PreparedRow | undefined {
     const prepared = this.rows.get(ticketId);

@@ -28,6 +28,13 @@ export interface QueueContext {
    * delivers them, on every replica alike.
    */
   propose<R extends QueueRecord>(records: readonly R[]): Promise<Applied<R['type']>[]>;
+  /**
+   * Makes the rows that wait while this copy follows the queue (waiting-rows.ts): before anything reads the
+   * pool whole (a tick, explain, statistics).
+   */
+  buildWaitingRows(): void;
+  /** A ticket whose row waits: its arrival and party size, from its bytes; undefined for any other. */
+  waitingTicket(ticketId: string): { arrivalMs: number; partySize: number } | undefined;
   /** Where the queue reports what it does (metrics, the dashboard). */
   readonly telemetry: QueueTelemetry;
   /** A pooled or resolved ticket's bytes: from memory while its commit is in flight, else from the store. */

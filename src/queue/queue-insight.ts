@@ -100,9 +100,16 @@ export class QueueInsight {
     let players = 0;
     for (const { ticketId } of tickets) {
       const row = pool.rowOf(ticketId);
-      if (row === undefined) continue; // a pool being rebuilt: the ticket's wait is not known here
-      waitsMs.push(atMs - pool.arrivalMs[row]!);
-      players += pool.partySize[row]!;
+      if (row !== undefined) {
+        waitsMs.push(atMs - pool.arrivalMs[row]!);
+        players += pool.partySize[row]!;
+        continue;
+      }
+      // A follower's row that was never made, or a pool being rebuilt (the ticket's wait is not known here).
+      const waiting = this.q.waitingTicket(ticketId);
+      if (waiting === undefined) continue;
+      waitsMs.push(atMs - waiting.arrivalMs);
+      players += waiting.partySize;
     }
     this.history.record(rulesetId, atMs, waitsMs, players);
     this.sinceMs = Math.min(this.sinceMs, atMs);
@@ -128,6 +135,7 @@ export class QueueInsight {
     const found = this.lookup(ticketId);
     if (!found) return undefined;
     const { config, columns, leading } = this.q;
+    this.q.buildWaitingRows();
     const pool = columns.pool;
     const row = found.state === 'active' ? pool.rowOf(ticketId) : undefined;
     const createdMs = row === undefined ? createdAtMs(found.ticket) : pool.arrivalMs[row]!;
@@ -160,6 +168,7 @@ export class QueueInsight {
 
   statistics(nowMs: number): QueueStatistics {
     const { config, columns, leading } = this.q;
+    this.q.buildWaitingRows();
     const pool = columns.pool;
     const windowMs = Math.max(0, Math.min(HISTORY_WINDOW_MS, nowMs - this.sinceMs));
     const perMinute = (matches: number) => (windowMs > 0 ? (matches * 60_000) / windowMs : 0);

@@ -17,12 +17,11 @@ import { parseTicketEngineInput, type ParsedEngineInput } from '../engine/engine
 import type { PoolRow } from '../engine/ticket-pool.js';
 import { engineParams, TickRunner } from '../engine/tick-runner.js';
 import type { QueueSnapshot, Store } from '../store/store.js';
-import { poolFieldsOf } from '../store/ticket-encoding.js';
 import { poolFull } from './admission.js';
 import { PoolColumns } from './pool-columns.js';
 import { PoolRebuild } from './pool-rebuild.js';
-import { PreparedRows } from './prepared-rows.js';
-import { createdAtMs, layoutOf, type QueueContext } from './queue-context.js';
+import { PoolRows } from './pool-rows.js';
+import { layoutOf, type QueueContext } from './queue-context.js';
 import { inArrivalOrder, withActivated, type ArrivalOrder, type QueueSnapshotData } from './queue-snapshot.js';
 import { QueueState, type Applied } from './queue-state.js';
 import { EmbeddedHistory, isCreate, type HistoryFactory, type QueueApplier, type QueueHistory } from './queue-history.js';
@@ -53,8 +52,8 @@ export class QueueRuntime {
   private readonly columns: PoolColumns;
   /** Ticket bytes whose store commit is still in flight (the store only answers for committed records). */
   private readonly pending = new Map<string, Uint8Array>();
-  /** Rows requests prepared for records not yet applied, each holding its values in the pool's tables. */
-  private readonly prepared = new PreparedRows();
+  /** Which rows the pool gets, and when, while the queue runs. */
+  private readonly rows: PoolRows;
   private readonly runner: TickRunner;
   private readonly ticker: Ticker;
   private readonly rebuild: PoolRebuild;
@@ -77,6 +76,17 @@ export class QueueRuntime {
     this.columns = new PoolColumns(layoutOf(configValue), log, queueId);
     this.runner = new TickRunner(engineParams(configValue));
     const runtime = this;
+    this.rows = new PoolRows(this.columns, {
+      queueId,
+      log,
+      get state() {
+        return runtime.queue;
+      },
+      get leading() {
+        return runtime.history.leading;
+      },
+      lendTicketBytes: (ticketId, position) => this.ticketBytes(ticketId, position, true),
+    });
     const context: QueueContext = {
       queueId,
       log,
@@ -94,6 +104,8 @@ export class QueueRuntime {
         return runtime.history.leading;
       },
       propose: (records) => this.history.propose(records),
+      buildWaitingRows: () => this.rows.buildWaiting(),
+      waitingTicket: (ticketId) => this.rows.waitingTicket(ticketId),
       telemetry,
       ticketBytes: (ticketId, position) => this.ticketBytes(ticketId, position),
       lendTicketBytes: (ticketId, position) => this.ticketBytes(ticketId, position, true),
@@ -207,6 +219,7 @@ export class QueueRuntime {
     if (this.rebuild.checksAdmission) void this.rebuild.evictMisfitBackfills();
     this.columns.withPool(() => {
       this.runner.configure(engineParams(config));
+      this.rows.forgetWaiting();
       void this.rebuild.fill(
         inArrivalOrder(this.queue.activeInArrivalOrder()),
         'pool rebuilt for the new configuration',
@@ -228,14 +241,14 @@ export class QueueRuntime {
     // A retry (or a concurrent duplicate) of a create we already issued: answer once that one is durable.
     if (this.queue.knows(ticket.id)) return this.store.whenDurable();
     // Tickets this copy has proposed but not yet applied count too (replicated: their records are on the way through the log).
-    if (this.queue.active.size + this.prepared.size >= this.config.limits.max_pool_tickets) throw poolFull(this.queueId, this.config);
+    if (this.queue.active.size + this.rows.prepared.size >= this.config.limits.max_pool_tickets) throw poolFull(this.queueId, this.config);
     // Prepared now, against the current pool, so a limit (256 host keys, 256 values per filter) refuses the
     // request before anything is stored.
-    const row = this.prepare(ticket.id, ticket, input);
+    const row = this.rows.prepare(ticket.id, ticket, input);
     try {
       await this.history.propose([{ type: 'ticket.create', ticketId: ticket.id, ticket: bytes }]);
     } finally {
-      this.prepared.drop(ticket.id, row);
+      this.rows.prepared.drop(ticket.id, row);
     }
   }
 
@@ -263,7 +276,7 @@ export class QueueRuntime {
       if (!resolved || resolved.resolvedAtMs < resolvedSinceMs) continue;
       const ticket = fromBinary(TicketSchema, this.ticketBytes(id, resolved.position));
       try {
-        rows.set(id, this.prepare(id, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input')));
+        rows.set(id, this.rows.prepare(id, ticket, parseTicketEngineInput(ticket.engineInput, id, 'engine_input')));
       } catch {
         unfit.add(id);
       }
@@ -273,7 +286,7 @@ export class QueueRuntime {
     try {
       [applied] = await this.history.propose([{ type: 'tickets.reactivate', ticketIds: proposed, resolvedSinceMs }]);
     } finally {
-      for (const [id, row] of rows) this.prepared.drop(id, row);
+      for (const [id, row] of rows) this.rows.prepared.drop(id, row);
     }
     const failed = new Set([...unfit, ...applied!.result.failedTicketIds]);
     return ids.filter((id) => failed.has(id));
@@ -330,24 +343,20 @@ export class QueueRuntime {
    * Applies a record to the queue's state and keeps the pool's columns in step. While the queue starts (a
    * replica replaying its log), rows wait: the rebuild at `running` makes the row of every ticket then
    * active, so a row made now would be thrown away with the columns it went into, and a ticket matched
-   * later in the replay never needs one.
+   * later in the replay never needs one. Once it runs, pool-rows.ts puts them in (a copy that follows the
+   * queue, later).
    */
   private apply<R extends QueueRecord>(record: R): Applied<R['type']> {
     const applied = this.queue.apply(record);
     this.insight.applied(record, applied);
-    const rowsWait = this.lifecycle === 'starting';
-    if (applied.deactivated.length > 0) {
-      this.ticker.noteLeft(applied.deactivated);
-      if (!rowsWait) this.columns.remove(applied.deactivated);
-    }
+    if (applied.deactivated.length > 0) this.ticker.noteLeft(applied.deactivated);
     // Until its commit settles the store cannot answer for a new ticket: its bytes are kept here.
     if (record.type === 'ticket.create' && (applied as Applied<'ticket.create'>).result.created)
       this.pending.set(record.ticketId, record.ticket);
-    if (rowsWait && applied.activated.length > 0) {
+    if (this.lifecycle !== 'starting') this.rows.follow(applied);
+    else if (applied.activated.length > 0) {
       this.rowsToBuild ??= { done: 'pool built from the replication log', tickets: inArrivalOrder([]), activated: [] };
       for (const at of applied.activated) this.rowsToBuild.activated.push(at);
-    } else {
-      for (const at of applied.activated) this.insertActivated(at);
     }
     if (this.history.leading) reportExits(this.queueId, record, applied, this.telemetry);
     return applied;
@@ -374,35 +383,6 @@ export class QueueRuntime {
   private forgetPending(records: readonly QueueRecord[]): void {
     for (const record of records) {
       if (isCreate(record) && this.pending.get(record.ticketId) === record.ticket) this.pending.delete(record.ticketId);
-    }
-  }
-
-  /** A request's row for a ticket, prepared against the current pool before its record is applied. */
-  private prepare(ticketId: string, ticket: Ticket, input: ParsedEngineInput): PoolRow {
-    const pool = this.columns.pool;
-    const row = pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket));
-    this.prepared.add(ticketId, pool, row);
-    return row;
-  }
-
-  /** A ticket a record activated goes into the pool: with the row its request prepared, else built from its bytes. */
-  private insertActivated(at: TicketAt): void {
-    const stillActive = () => this.queue.isActiveAt(at);
-    const prepared = this.prepared.take(at.ticketId);
-    if (prepared) {
-      this.columns.insert(prepared.pool, at.ticketId, prepared.row, stillActive);
-      return;
-    }
-    const pool = this.columns.pool;
-    const ticket = poolFieldsOf(this.ticketBytes(at.ticketId, at.position, true));
-    try {
-      const input = parseTicketEngineInput(ticket.engineInput, at.ticketId, 'engine_input');
-      this.columns.insert(pool, at.ticketId, pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)), stillActive);
-    } catch (err) {
-      this.log.error(
-        { queue: this.queueId, ticket: at.ticketId, err: (err as Error).message },
-        'ticket does not fit the pool; it stays stored but cannot match',
-      );
     }
   }
 

@@ -96,8 +96,10 @@ export class Ticker {
   }
 
   private async run(): Promise<void> {
-    this.expire(Date.now());
     const { q } = this;
+    // A copy that took the lead may hold rows it did not make while following: expiry and the engine read them all.
+    q.buildWaitingRows();
+    this.expire(Date.now());
     if (q.columns.pool.count === 0 || !q.running || !q.columns.ready) return;
     // What the engine's indices refer to (host keys, attribute values, rulesets), even if a hot reload
     // replaces the pool or the config before every result is committed.

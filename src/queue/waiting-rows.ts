@@ -1,0 +1,76 @@
+// The pool rows a replica that follows a queue has not made yet. A follower ticks nothing on its pool: it
+// keeps the rows for explain, statistics and the day it takes the lead. Most tickets are matched soon after
+// they arrive, and a row made at once for such a ticket was made to be thrown away; making rows was about
+// half of what applying a create cost a follower (bench/RESULTS.md, "Thirtieth session"). So a follower's
+// rows wait here, oldest first, and are made when more than `most` wait (so whatever needs them all never
+// makes more than that many at once), when something reads the pool (`buildAll`: explain, statistics, the
+// first tick of a replica that took the lead), and never for a ticket that left first.
+import type { TicketAt } from './records.js';
+
+/** At most this many rows wait: making them all takes a few tens of milliseconds (about 12 us each). */
+export const MOST_WAITING_ROWS = 4096;
+
+export class WaitingRows {
+  /** In the order their records activated them; entries whose ticket left or came back are skipped. */
+  private order: TicketAt[] = [];
+  private next = 0;
+  /** Ticket id -> the position its waiting row is for. */
+  private readonly positions = new Map<string, number>();
+
+  constructor(
+    /** Makes the row of a ticket that is still active at `at` (QueueRuntime.insertActivated). */
+    private readonly build: (at: TicketAt) => void,
+    private readonly most = MOST_WAITING_ROWS,
+  ) {}
+
+  get size(): number {
+    return this.positions.size;
+  }
+
+  has(ticketId: string): boolean {
+    return this.positions.has(ticketId);
+  }
+
+  /** The position the ticket's waiting row is for, if one waits. */
+  positionOf(ticketId: string): number | undefined {
+    return this.positions.get(ticketId);
+  }
+
+  add(at: TicketAt): void {
+    this.order.push(at);
+    this.positions.set(at.ticketId, at.position);
+    while (this.positions.size > this.most) this.buildNext();
+  }
+
+  /** The ticket left the pool: answers whether its row was waiting (then there is none to remove). */
+  drop(ticketId: string): boolean {
+    return this.positions.delete(ticketId);
+  }
+
+  /** Makes every waiting row. */
+  buildAll(): void {
+    while (this.positions.size > 0) this.buildNext();
+    this.order = [];
+    this.next = 0;
+  }
+
+  /** Forgets every waiting row: the pool is being rebuilt from every active ticket. */
+  clear(): void {
+    this.positions.clear();
+    this.order = [];
+    this.next = 0;
+  }
+
+  private buildNext(): void {
+    const at = this.order[this.next++]!;
+    if (this.positions.get(at.ticketId) === at.position) {
+      this.positions.delete(at.ticketId);
+      this.build(at);
+    }
+    // Let go of the entries passed, now and then, rather than shift the array for each.
+    if (this.next >= 1024 && this.next * 2 >= this.order.length) {
+      this.order = this.order.slice(this.next);
+      this.next = 0;
+    }
+  }
+}

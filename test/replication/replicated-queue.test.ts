@@ -171,7 +171,9 @@ describe('a replicated queue', () => {
 
   it('puts the matches a tick forms in a slice together in one entry', async () => {
     const q = await newQueue();
-    const group = await Promise.all(['a', 'b'].map((name) => startReplica(name, q, duelQueue(500))));
+    // Ticks 2 s apart: twenty creates straddle at most one tick even on a loaded machine (at 500 ms they
+    // straddled two once, with other tests running beside).
+    const group = await Promise.all(['a', 'b'].map((name) => startReplica(name, q, duelQueue(2000))));
     await until('a leader', () => leaderOf(group) !== undefined);
     const leader = leaderOf(group)!;
     await Promise.all(Array.from({ length: 20 }, () => createTicket(leader)));

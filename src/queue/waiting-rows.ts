@@ -1,7 +1,7 @@
 // The pool rows a replica that follows a queue has not made yet. A follower ticks nothing on its pool: it
 // keeps the rows for explain, statistics and the day it takes the lead. Most tickets are matched soon after
-// they arrive, and a row made at once for such a ticket was made to be thrown away; making rows was about
-// half of what applying a create cost a follower (bench/RESULTS.md, "Thirtieth session"). So a follower's
+// they arrive, and a row made at once for such a ticket was made to be thrown away; making rows was the
+// largest part of a follower's apply in its profile (bench/RESULTS.md, "Thirtieth session"). So a follower's
 // rows wait here, oldest first, and are made when more than `most` wait (so whatever needs them all never
 // makes more than that many at once), when something reads the pool (`buildAll`: explain, statistics, the
 // first tick of a replica that took the lead), and never for a ticket that left first.
@@ -18,17 +18,13 @@ export class WaitingRows {
   private readonly positions = new Map<string, number>();
 
   constructor(
-    /** Makes the row of a ticket that is still active at `at` (QueueRuntime.insertActivated). */
+    /** Makes the row of a ticket that is still active at `at` (pool-rows.ts `PoolRows.insert`). */
     private readonly build: (at: TicketAt) => void,
     private readonly most = MOST_WAITING_ROWS,
   ) {}
 
   get size(): number {
     return this.positions.size;
-  }
-
-  has(ticketId: string): boolean {
-    return this.positions.has(ticketId);
   }
 
   /** The position the ticket's waiting row is for, if one waits. */

@@ -13,13 +13,14 @@ import { parseTicketEngineInput } from '../../src/engine/engine-input.js';
 import type { TicketPool } from '../../src/engine/ticket-pool.js';
 import { TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
 import { createLogger } from '../../src/log.js';
+import type { MatchHistory } from '../../src/queue/match-history.js';
 import type { QueueApplier, QueueHistory } from '../../src/queue/queue-history.js';
 import { QueueRuntime } from '../../src/queue/queue-runtime.js';
 import type { QueueRecord, TicketAt } from '../../src/queue/records.js';
 import { WaitingRows } from '../../src/queue/waiting-rows.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { engineInput } from '../support/fixtures.js';
-import { applyRecord, freshRun, opArb, QUEUE, recordOf } from '../support/queue-records.js';
+import { applyRecord, freshRun, opArb, QUEUE, recordOf, type Op } from '../support/queue-records.js';
 import { duelQueue, pollUntil } from '../support/queues.js';
 
 describe('WaitingRows', () => {
@@ -120,19 +121,40 @@ function steered(queueFile: string, leading: boolean): { runtime: QueueRuntime; 
   return { runtime, history: history! };
 }
 
+const historyOf = (runtime: QueueRuntime) => (runtime.insight as unknown as { history: MatchHistory }).history;
 const poolOf = (runtime: QueueRuntime) => (runtime as unknown as { columns: { pool: TicketPool } }).columns.pool;
 const rowIds = (pool: TicketPool) => Array.from({ length: pool.count }, (_, row) => pool.idAt(row)).sort();
 
-/** A ticket of one player, created at `ms` (so that its wait reads the same on every copy). */
-function ticketAt(id: string, ms: number, mmr = 0.5): Uint8Array {
-  const input = engineInput({ players: [{ playerId: `p-${id}`, mmr, latencies: { 'eu-west': 20 } }] });
+/**
+ * A ticket created at `ms` (so that its wait reads the same on every copy), of one to three players by `ms`
+ * (so that the party sizes the statistics count come from parsed rows and from counted players alike).
+ */
+function ticketAt(id: string, ms: number, mmr = 0.5, size = 1 + (ms % 3)): Uint8Array {
+  const players = Array.from({ length: size }, (_, i) => ({ playerId: `p-${id}-${i}`, mmr, latencies: { 'eu-west': 20 } }));
+  const input = engineInput({ players });
   return toBinary(TicketSchema, create(TicketSchema, { id, queueId: QUEUE, engineInput: input, createdAt: timestampFromMs(ms) }));
 }
+
+/** Any op, but mostly creates and matches of active tickets, so that matches commit and fill the history. */
+const followedOpArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 2, arbitrary: opArb },
+  { weight: 4, arbitrary: fc.record({ op: fc.constant('create' as const), id: fc.nat({ max: 5 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('match' as const),
+      ids: fc.uniqueArray(fc.nat({ max: 5 }), { minLength: 1, maxLength: 2 }),
+      stale: fc.constant(false),
+      match: fc.nat({ max: 3 }),
+      atMs: fc.integer({ min: 1, max: 100 }),
+    }),
+  },
+);
 
 describe('a queue that follows', () => {
   it('makes no row until its pool is read, then holds the same rows, statistics and reach as a copy that leads', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(opArb, { maxLength: 40 }), async (ops) => {
+      fc.asyncProperty(fc.array(followedOpArb, { minLength: 8, maxLength: 40 }), async (ops) => {
         const whole = freshRun();
         // One follower read through statistics first, one through explain first: each reading makes the rows.
         const [byStatistics, byExplain] = [steered(duelQueue(3_600_000), false), steered(duelQueue(3_600_000), false)];
@@ -160,6 +182,8 @@ describe('a queue that follows', () => {
           const { leading: _l, notes: _ln, ...led } = leader.runtime.insight.statistics(nowMs);
           expect(rowIds(poolOf(byStatistics.runtime))).toEqual(active);
           expect(followed).toEqual(led);
+          // The match history behind them, its players included.
+          expect(historyOf(byStatistics.runtime).window(['duel'], nowMs)).toEqual(historyOf(leader.runtime).window(['duel'], nowMs));
           for (const id of active) {
             expect(byExplain.runtime.insight.explain(id, nowMs)?.rulesets).toEqual(leader.runtime.insight.explain(id, nowMs)?.rulesets);
           }
@@ -199,7 +223,7 @@ describe('a queue that follows', () => {
     try {
       for (let i = 0; i < 11; i++) {
         const ticketId = `00000000-0000-4000-8000-0000000000${String(i).padStart(2, '0')}`;
-        await history.deliver({ type: 'ticket.create', ticketId, ticket: ticketAt(ticketId, Date.now(), 0.5 + i * 0.001) });
+        await history.deliver({ type: 'ticket.create', ticketId, ticket: ticketAt(ticketId, Date.now(), 0.5 + i * 0.001, 1) });
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
       // A follower does not tick: nothing matched, and no row made.

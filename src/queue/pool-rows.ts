@@ -3,29 +3,18 @@
 // copy leads the queue or has that row prepared, and later otherwise (waiting-rows.ts); the rows of tickets
 // that left go.
 // (While the queue starts, no row is made: queue-runtime.ts lists what to build once it runs.)
-import type { Logger } from 'pino';
 import type { Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { parseTicketEngineInput, partySizeOf, type ParsedEngineInput } from '../engine/engine-input.js';
 import type { PoolRow } from '../engine/ticket-pool.js';
 import { poolFieldsOf } from '../store/ticket-encoding.js';
-import type { PoolColumns } from './pool-columns.js';
 import { PreparedRows } from './prepared-rows.js';
-import { createdAtMs } from './queue-context.js';
-import type { Applied, QueueState } from './queue-state.js';
+import { createdAtMs, type QueueContext } from './queue-context.js';
+import type { Applied } from './queue-state.js';
 import type { TicketAt } from './records.js';
 import { WaitingRows } from './waiting-rows.js';
 
 /** What the rows need of the queue's runtime. */
-export interface RowSource {
-  readonly queueId: string;
-  readonly log: Logger;
-  /** The queue's state now (a restore replaces it). */
-  readonly state: QueueState;
-  /** Whether this copy leads the queue (always, embedded). */
-  readonly leading: boolean;
-  /** A ticket's bytes lent (QueueContext.lendTicketBytes). */
-  lendTicketBytes(ticketId: string, position: number): Uint8Array;
-}
+type RowSource = Pick<QueueContext, 'queueId' | 'log' | 'state' | 'leading' | 'columns' | 'lendTicketBytes'>;
 
 export class PoolRows {
   /** Rows requests prepared for records not yet applied, each holding its values in the pool's tables. */
@@ -33,17 +22,14 @@ export class PoolRows {
   /** The rows of tickets this copy applied while following, not made yet. */
   private readonly waiting = new WaitingRows((at) => this.insert(at));
 
-  constructor(
-    private readonly columns: PoolColumns,
-    private readonly q: RowSource,
-  ) {}
+  constructor(private readonly q: RowSource) {}
 
   /** A request's row for a ticket, prepared against the current pool before its record is applied. */
   prepare(ticketId: string, ticket: Ticket, input: ParsedEngineInput): PoolRow {
     // The tables' limits count the values of every active ticket, and a follower's tables lack those its
     // waiting rows will hold: a value new to them may not be new to the queue, so those rows are made first.
-    if (this.waiting.size > 0 && !this.columns.pool.holdsValuesOf(input)) this.waiting.buildAll();
-    const pool = this.columns.pool;
+    if (this.waiting.size > 0 && !this.q.columns.pool.holdsValuesOf(input)) this.waiting.buildAll();
+    const pool = this.q.columns.pool;
     const row = pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket));
     this.prepared.add(ticketId, pool, row);
     return row;
@@ -53,7 +39,7 @@ export class PoolRows {
   follow(applied: Applied): void {
     const { deactivated, activated } = applied;
     const waiting = this.waiting;
-    if (deactivated.length > 0) this.columns.remove(waiting.size > 0 ? deactivated.filter((id) => !waiting.drop(id)) : deactivated);
+    if (deactivated.length > 0) this.q.columns.remove(waiting.size > 0 ? deactivated.filter((id) => !waiting.drop(id)) : deactivated);
     const leading = this.q.leading;
     // A row this copy's request prepared is made already: it goes in, following or not.
     for (const at of activated) {
@@ -86,14 +72,14 @@ export class PoolRows {
     const stillActive = () => this.q.state.isActiveAt(at);
     const prepared = this.prepared.take(at.ticketId);
     if (prepared) {
-      this.columns.insert(prepared.pool, at.ticketId, prepared.row, stillActive);
+      this.q.columns.insert(prepared.pool, at.ticketId, prepared.row, stillActive);
       return;
     }
-    const pool = this.columns.pool;
+    const pool = this.q.columns.pool;
     const ticket = poolFieldsOf(this.q.lendTicketBytes(at.ticketId, at.position));
     try {
       const input = parseTicketEngineInput(ticket.engineInput, at.ticketId, 'engine_input');
-      this.columns.insert(pool, at.ticketId, pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)), stillActive);
+      this.q.columns.insert(pool, at.ticketId, pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket)), stillActive);
     } catch (err) {
       this.q.log.error(
         { queue: this.q.queueId, ticket: at.ticketId, err: (err as Error).message },

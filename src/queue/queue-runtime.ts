@@ -76,17 +76,6 @@ export class QueueRuntime {
     this.columns = new PoolColumns(layoutOf(configValue), log, queueId);
     this.runner = new TickRunner(engineParams(configValue));
     const runtime = this;
-    this.rows = new PoolRows(this.columns, {
-      queueId,
-      log,
-      get state() {
-        return runtime.queue;
-      },
-      get leading() {
-        return runtime.history.leading;
-      },
-      lendTicketBytes: (ticketId, position) => this.ticketBytes(ticketId, position, true),
-    });
     const context: QueueContext = {
       queueId,
       log,
@@ -110,6 +99,7 @@ export class QueueRuntime {
       ticketBytes: (ticketId, position) => this.ticketBytes(ticketId, position),
       lendTicketBytes: (ticketId, position) => this.ticketBytes(ticketId, position, true),
     };
+    this.rows = new PoolRows(context);
     this.ticker = new Ticker(context, this.runner);
     this.rebuild = new PoolRebuild(context);
     this.insight = new QueueInsight(context);

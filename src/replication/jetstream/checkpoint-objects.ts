@@ -3,8 +3,9 @@
 // opaque here (the codec is src/replication/wire/checkpoint-codec.ts), stored as they are or as zstd frames
 // (CheckpointCompression; src/replication/wire/checkpoint-frames.ts reads those back as they arrive). Each
 // object's metadata carries its sequence, its encoding and raw length, and a sha256 of the stored bytes, taken
-// by the leader before saving, checked on reading (against the digest the store verified the bytes with): a checkpoint that does not verify is skipped for the next older one, since a
-// replica can always fall back further, down to the log's start.
+// by the leader before saving, checked on reading (against the digest the store verified the bytes with): a
+// checkpoint that does not verify is skipped for the next older one, since a replica can always fall back
+// further, down to the log's start.
 import { createHash } from 'node:crypto';
 import type { ObjectInfo, ObjectStore } from '@nats-io/obj';
 import type { Logger } from 'pino';

@@ -3,7 +3,7 @@
 //! buffers in commit order.
 
 use super::lanes::{host_words, lanes_max, lat_words, row_words, HostMask, LatBound};
-use super::layout::Ctx;
+use super::layout::{prefetch_range, Ctx};
 use crate::{MatchBuffers, MAX_HOSTS, NO_HOST};
 
 /// Of the hosts in `choices`, the one with the lowest worst latency over the tickets at live positions
@@ -123,6 +123,18 @@ impl Staged {
             }
         }
         self.ends.len() - 1
+    }
+
+    /// Asks for every line of the staged matches at once: the committing thread reads what another
+    /// thread wrote, and line by line each read would wait for the other core (tick/speculate.rs).
+    pub(super) fn prefetch(&self) {
+        prefetch_range(&self.entries, 0, self.entries.len());
+        prefetch_range(&self.teams, 0, self.teams.len());
+        prefetch_range(&self.ends, 0, self.ends.len());
+        prefetch_range(&self.rulesets, 0, self.rulesets.len());
+        prefetch_range(&self.preferred, 0, self.preferred.len());
+        prefetch_range(&self.hosts, 0, self.hosts.len());
+        prefetch_range(&self.accepts, 0, self.accepts.len());
     }
 
     /// The staged match `k`, for `hw` host words and `f` filter columns a match.

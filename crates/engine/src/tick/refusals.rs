@@ -29,10 +29,11 @@ impl<'a> Refusals<'a> {
         self.out
     }
 
-    /// The seed (pool index) formed nothing in any of its rulesets; `tried` holds what each of its
-    /// tries added to the rejection counts.
+    /// The seed (pool index `ticket()`, read only when recording: a seed's row is far from the others')
+    /// formed nothing in any of its rulesets; `tried` holds what each of its tries added to the rejection
+    /// counts.
     #[inline]
-    pub(super) fn unmatched(&mut self, ticket: usize, tried: &[RuleDiagnostics]) {
+    pub(super) fn unmatched(&mut self, ticket: impl FnOnce() -> usize, tried: &[RuleDiagnostics]) {
         if let Some(out) = self.out.as_deref_mut() {
             let mut counts = [0u64; 5];
             for d in tried {
@@ -40,7 +41,7 @@ impl<'a> Refusals<'a> {
                     *c += x;
                 }
             }
-            out[ticket] = TicketRefusal::of_counts(&counts).code();
+            out[ticket()] = TicketRefusal::of_counts(&counts).code();
         }
     }
 

@@ -184,8 +184,8 @@ impl<'t, 'o> Commit<'t, 'o> {
             bits &= bits - 1;
         }
         let Some((sel, staged)) = formed else {
-            let sp = sorted.cur[q] as usize;
-            self.refusals.unmatched(sorted.rows[sp * self.row] as u32 as usize, tried);
+            let row = self.row;
+            self.refusals.unmatched(|| sorted.rows[sorted.cur[q] as usize * row] as u32 as usize, tried);
             return false;
         };
         emit(self.out, self.matches, self.written, &staged);

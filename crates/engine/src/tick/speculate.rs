@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::emit::Staged;
 use super::lanes::HostMask;
-use super::layout::{valid_rulesets, Ctx, Sorted};
+use super::layout::{prefetch_range, valid_rulesets, Ctx, Sorted};
 use super::links::{Links, Span};
 use super::scratch::Scratch;
 use super::seed::{reborrow, try_and_stage, Commit, SeedTry, TryMemory};
@@ -42,10 +42,26 @@ const AHEAD_A_THREAD: usize = 16;
 /// and the farther, the more of them meet a ticket matched since (a retry, on the committing thread).
 const MOST_AHEAD: usize = 64;
 
+/// How many seeds ahead of its commit the stamps a commit reads are asked for.
+const STAMPS_AHEAD: usize = 4;
+
 /// Pieces per thread when a pass over the pool is cut into pieces (the layout's first pass and gather, the
 /// kept layout's merge and seed order, compaction): a few, so a thread done early takes another rather
 /// than wait for the slowest.
 pub(super) const PIECES_A_THREAD: usize = 4;
+
+/// A value on cache lines of its own: what one thread writes often does not share a line with what another
+/// reads or writes (each such write would take the line from the other core).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Line<T>(T);
+
+impl<T> std::ops::Deref for Line<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
 
 /// The threads a queue's ticks share, and the memory of the chunks in flight.
 #[derive(Debug)]
@@ -54,7 +70,7 @@ pub(crate) struct Threads {
     /// The fewest live tickets the seed loop spreads over the threads.
     pub(crate) min_live: usize,
     /// The chunks in flight, by turns: chunk c is tried into `ring[c % ring.len()]`.
-    ring: Vec<Mutex<Chunk>>,
+    ring: Vec<Line<Mutex<Chunk>>>,
     /// A try's memory per thread.
     workers: Vec<Worker>,
     stamps: Stamps,
@@ -65,7 +81,7 @@ impl Threads {
         let count = pool.current_num_threads();
         Threads {
             min_live: MIN_LIVE,
-            ring: (0..(AHEAD_A_THREAD * count).clamp(2, MOST_AHEAD)).map(|_| Mutex::default()).collect(),
+            ring: (0..(AHEAD_A_THREAD * count).clamp(2, MOST_AHEAD)).map(|_| Line::default()).collect(),
             workers: (0..count).map(|_| Worker::default()).collect(),
             stamps: Stamps::default(),
             pool,
@@ -149,13 +165,13 @@ struct Progress {
     to: usize,
     chunks: usize,
     /// The next chunk to claim.
-    claimed: AtomicUsize,
+    claimed: Line<AtomicUsize>,
     /// Chunks committed: chunk c may be claimed once chunk c - ring is.
-    committed: AtomicUsize,
+    committed: Line<AtomicUsize>,
     /// Per place in the ring: its chunk's number + 1 once that chunk is tried.
-    tried: Vec<AtomicUsize>,
+    tried: Vec<Line<AtomicUsize>>,
     /// The matches committed, their tickets marked used (a try notes it when it begins).
-    matches: AtomicU32,
+    matches: Line<AtomicU32>,
     /// No more chunks are claimed: compaction is due, or the pass is done.
     halt: AtomicBool,
     /// A thread of the pass panicked: no other waits for it.
@@ -190,10 +206,10 @@ impl Progress {
             from,
             to,
             chunks: (to - from).div_ceil(CHUNK),
-            claimed: AtomicUsize::new(0),
-            committed: AtomicUsize::new(0),
-            tried: (0..ring).map(|_| AtomicUsize::new(0)).collect(),
-            matches: AtomicU32::new(matches as u32),
+            claimed: Line(AtomicUsize::new(0)),
+            committed: Line(AtomicUsize::new(0)),
+            tried: (0..ring).map(|_| Line(AtomicUsize::new(0))).collect(),
+            matches: Line(AtomicU32::new(matches as u32)),
             halt: AtomicBool::new(false),
             abandoned: AtomicBool::new(false),
         }
@@ -230,7 +246,7 @@ struct Tries<'a, 'p> {
     valid: u32,
     /// Filters and words per row of `Sorted::rows` (for `prefetch_seeds`).
     layout: (usize, usize),
-    ring: &'a [Mutex<Chunk>],
+    ring: &'a [Line<Mutex<Chunk>>],
     progress: &'a Progress,
 }
 
@@ -288,7 +304,11 @@ fn commit_chunks<M: HostMask>(
             }
         }
         let chunk = ring[place].lock().unwrap_or_else(PoisonError::into_inner);
-        for (k, spec) in progress.seeds(c).zip(&chunk.specs) {
+        chunk.prefetch();
+        for (i, (k, spec)) in progress.seeds(c).zip(&chunk.specs).enumerate() {
+            if let Some(ahead) = chunk.specs.get(i + STAMPS_AHEAD) {
+                stamps.prefetch(ahead);
+            }
             let q = sorted.by_age[k] as u32 as usize;
             if sorted.is_used(q) {
                 continue;
@@ -366,6 +386,12 @@ impl Stamps {
         self.0[lo as usize..=hi as usize].iter().any(|&m| m > began)
     }
 
+    /// Asks for the stamps a commit will read for the try `spec` (the seeds' places are far apart).
+    fn prefetch(&self, spec: &Spec) {
+        // A match of its own tickets only has them within the span too.
+        prefetch_range(&self.0, spec.lo as usize, spec.hi as usize);
+    }
+
     /// Whether the ticket at one of the live positions `sel` was matched after `began` matches.
     fn any_of_since(&self, sel: &[u32], began: u32) -> bool {
         sel.iter().any(|&p| self.0[p as usize + 1] > began)
@@ -411,6 +437,14 @@ struct Spec {
 }
 
 impl Chunk {
+    /// Asks for every line of the chunk's tries at once (`Staged::prefetch`).
+    fn prefetch(&self) {
+        prefetch_range(&self.specs, 0, self.specs.len());
+        prefetch_range(&self.tried, 0, self.tried.len());
+        prefetch_range(&self.sel, 0, self.sel.len());
+        self.staged.prefetch();
+    }
+
     /// Tries the seeds `by_age[seeds]` against the pool as it stands. A seed already used gets an empty
     /// spec: it stays used, and its commit skips it.
     fn try_seeds<M: HostMask>(&mut self, w: &mut Worker, tries: &Tries<'_, '_>, seeds: std::ops::Range<usize>) {

@@ -10,7 +10,8 @@
 //! one-word host sets, 72 on two-word ones); `TICK_BENCH_WIDE=0` skips those. Each size also times a plain sort of the pool's skill keys, `(f64, u32)`
 //! pairs with `sort_unstable_by`, and prints the tick's best over the sort's best: the baseline the engine's
 //! speed is read against, from the same run on the same machine. Each size also ticks on several threads
-//! (`TICK_BENCH_THREADS`, default every core), in turn with one thread, and prints how much faster and
+//! (`TICK_BENCH_THREADS`, default every core), in turn with one thread, and prints how much faster (best over
+//! best, and the median of the pairs' ratios: a pair ran one after the other) and
 //! whether the output is the same; `TICK_BENCH_SPREAD_FROM` sets the fewest live tickets those workspaces
 //! spread over their threads (`Workspace::spread_from`; default the engine's 100,000, so smaller pools tick on
 //! one). Each size then ticks a waiting pool in steady state (`TICK_BENCH_STEADY=0` skips it): the same generator with skills spread 10,000 times wider, so most
@@ -267,18 +268,24 @@ fn main() {
                 run_tick(&pool, &params, &mut spread_ws, &mut spread_out.buffers()).expect("valid input");
             let same = spread_matches == matches && spread_out == plain;
             let (mut one, mut many) = (f64::INFINITY, f64::INFINITY);
+            // Each pair's ratio too: on a shared machine the two bests may come from different moments, while
+            // a pair's two ticks ran one after the other.
+            let mut ratios = Vec::with_capacity(iters);
             for _ in 0..iters {
                 let t0 = Instant::now();
                 black_box(run_tick(black_box(&pool), &params, &mut ws, &mut plain.buffers()).expect("valid input"));
-                one = one.min(t0.elapsed().as_secs_f64() * 1e3);
+                let one_ms = t0.elapsed().as_secs_f64() * 1e3;
                 let t0 = Instant::now();
                 let m = run_tick(black_box(&pool), &params, &mut spread_ws, &mut spread_out.buffers());
                 black_box(m.expect("valid input"));
-                many = many.min(t0.elapsed().as_secs_f64() * 1e3);
+                let many_ms = t0.elapsed().as_secs_f64() * 1e3;
+                (one, many) = (one.min(one_ms), many.min(many_ms));
+                ratios.push(one_ms / many_ms);
             }
             println!(
-                "  {threads} threads: best {many:.2} ms against {one:.2} ms on one ({:.2}x faster); tick best / sort best {:.1}x; same output: {same}",
+                "  {threads} threads: best {many:.2} ms against {one:.2} ms on one ({:.2}x faster; median of {iters} pairs {:.2}x); tick best / sort best {:.1}x; same output: {same}",
                 one / many,
+                median(&mut ratios),
                 many / sort_ms
             );
         }
@@ -322,6 +329,8 @@ fn steady(n: usize, iters: usize, params: &TickParams<'_>, thread_counts: &[usiz
         kept: bool,
         best: f64,
         total: f64,
+        /// Each timed tick's ms, for the paired ratios.
+        times: Vec<f64>,
         updated: usize,
     }
     let mut pool = waiting(17, n, NOW);
@@ -333,6 +342,7 @@ fn steady(n: usize, iters: usize, params: &TickParams<'_>, thread_counts: &[usiz
         kept,
         best: f64::INFINITY,
         total: 0.0,
+        times: Vec::new(),
         updated: 0,
     };
     // The first keeps its layout on one thread (its matches drive the churn), the second lays the pool out
@@ -361,6 +371,7 @@ fn steady(n: usize, iters: usize, params: &TickParams<'_>, thread_counts: &[usiz
             same &= *count.get_or_insert(m) == m;
             if t >= WARM_UP {
                 (w.best, w.total) = (w.best.min(ms), w.total + ms);
+                w.times.push(ms);
                 w.updated += usize::from(w.ws.updated_layout());
             }
         }
@@ -410,11 +421,14 @@ fn steady(n: usize, iters: usize, params: &TickParams<'_>, thread_counts: &[usiz
         reasons.join(", ")
     );
     for (w, threads) in ways[2..].iter().zip(thread_counts) {
+        // Each round's one-thread time over this one's: the two ticked the same pool in the same round.
+        let mut ratios: Vec<f64> = kept.times.iter().zip(&w.times).map(|(one, many)| one / many).collect();
         println!(
-            "  steady, kept layout on {threads} threads: mean {:.2} ms, best {:.2} ms ({:.2}x faster than one thread); {} of {iters} ticks updated",
+            "  steady, kept layout on {threads} threads: mean {:.2} ms, best {:.2} ms ({:.2}x faster than one thread; median of {iters} pairs {:.2}x); {} of {iters} ticks updated",
             mean(w),
             w.best,
             kept.best / w.best,
+            median(&mut ratios),
             w.updated
         );
     }
@@ -479,5 +493,16 @@ fn spread(ws: Workspace) -> Workspace {
     match std::env::var("TICK_BENCH_SPREAD_FROM") {
         Ok(v) => ws.spread_from(v.parse().expect("TICK_BENCH_SPREAD_FROM: a number")),
         Err(_) => ws,
+    }
+}
+
+/// The median of `xs` (the mean of the middle two for an even count).
+fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_unstable_by(f64::total_cmp);
+    let k = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[k]
+    } else {
+        (xs[k - 1] + xs[k]) / 2.0
     }
 }

@@ -6,7 +6,7 @@
 import type { Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { parseTicketEngineInput, partySizeOf, type ParsedEngineInput } from '../engine/engine-input.js';
 import type { PoolRow } from '../engine/ticket-pool.js';
-import { poolFieldsOf } from '../store/ticket-encoding.js';
+import { poolFieldsOf, waitFieldsOf } from '../store/ticket-encoding.js';
 import { PreparedRows } from './prepared-rows.js';
 import { createdAtMs, type QueueContext } from './queue-context.js';
 import type { Applied } from './queue-state.js';
@@ -62,7 +62,8 @@ export class PoolRows {
   waitingTicket(ticketId: string): { arrivalMs: number; partySize: number } | undefined {
     const position = this.waiting.positionOf(ticketId);
     if (position === undefined) return undefined;
-    const ticket = poolFieldsOf(this.q.lendTicketBytes(ticketId, position));
+    const bytes = this.q.lendTicketBytes(ticketId, position);
+    const ticket = waitFieldsOf(bytes) ?? poolFieldsOf(bytes);
     const partySize = partySizeOf(ticket.engineInput);
     return partySize === undefined ? undefined : { arrivalMs: createdAtMs(ticket), partySize };
   }

@@ -1,7 +1,7 @@
 import { create, fromBinary, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acknowledgedTicketBytes, engineInputOf, poolFieldsOf } from '../../src/store/ticket-encoding.js';
+import { acknowledgedTicketBytes, engineInputOf, poolFieldsOf, waitFieldsOf } from '../../src/store/ticket-encoding.js';
 import { parseTicketEngineInput, type ParsedEngineInput } from '../../src/engine/engine-input.js';
 import {
   AttributeSchema,
@@ -148,6 +148,8 @@ describe('the ticket as stored', () => {
           else ts.tag(2, WireType.Varint).int32(n);
           return new BinaryWriter().tag(CREATED_AT, WireType.LengthDelimited).bytes(ts.finish()).finish();
         }),
+      // created_at with neither field: an epoch timestamp, as encoding writes it.
+      fc.constant(new BinaryWriter().tag(CREATED_AT, WireType.LengthDelimited).bytes(new Uint8Array()).finish()),
       // A field of the pool's with a wire type the schema does not give it.
       fc
         .constantFrom(
@@ -173,8 +175,27 @@ describe('the ticket as stored', () => {
           return { engineInput, rulesetIds, createdAt, metadata };
         });
         expect(outcome(() => poolFieldsOf(bytes))).toEqual(expected);
+        // The match history's walk answers what the pool's reader does, or leaves the bytes to it.
+        const wait = waitFieldsOf(bytes);
+        if (wait !== undefined) {
+          const { engineInput, createdAt } = poolFieldsOf(bytes);
+          expect(wait).toEqual({ engineInput, createdAt });
+        }
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('walks a stored ticket for the match history: engine_input and created_at as the reader gives them', () => {
+    fc.assert(
+      fc.property(ticketArb, fc.option(ticketArb), (ticket, second) => {
+        const encode = (t: typeof ticket) => toBinary(TicketSchema, create(TicketSchema, t));
+        const bytes = second ? new Uint8Array([...encode(ticket), ...encode(second)]) : encode(ticket);
+        const { engineInput, createdAt } = poolFieldsOf(bytes);
+        // Every ticket a service stores has this shape (created_at's fields not negative, seconds below 2^53).
+        expect(waitFieldsOf(bytes)).toEqual({ engineInput, createdAt });
+      }),
+      { numRuns: 300 },
     );
   });
 });

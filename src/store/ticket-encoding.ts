@@ -8,6 +8,7 @@ import { create, fromBinary, mergeFromBinary, toBinary } from '@bufbuild/protobu
 import { TimestampSchema, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { TicketSchema, type Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
+import { cursor, skip, varint } from './field-walk.js';
 import { CreateTicketRequestSchema } from '../gen/matchmaker/core/v1/service_pb.js';
 
 const REQUEST_TICKET = CreateTicketRequestSchema.field.ticket!.number;
@@ -120,12 +121,12 @@ export function waitFieldsOf(ticket: Uint8Array): WaitFields | undefined {
   let engineInput: Uint8Array | undefined;
   // created_at's fields as its occurrences merge them; undefined until one occurs.
   let createdAt: { seconds: number; nanos: number } | undefined;
-  walk.at = 0;
-  while (walk.at < end) {
+  cursor.at = 0;
+  while (cursor.at < end) {
     // A tag is a uint32 (the reader refuses more).
-    if (!varint(ticket, end, 5) || walk.value >= 2 ** 32) return undefined;
-    const number = Math.floor(walk.value / 8);
-    const wireType = walk.value % 8;
+    if (!varint(ticket, end, 5) || cursor.value >= 2 ** 32) return undefined;
+    const number = Math.floor(cursor.value / 8);
+    const wireType = cursor.value % 8;
     if (number === 0) return undefined;
     const mine =
       number === TICKET_ENGINE_INPUT || number === TICKET_RULESET_IDS || number === TICKET_CREATED_AT || number === TICKET_METADATA;
@@ -134,70 +135,27 @@ export function waitFieldsOf(ticket: Uint8Array): WaitFields | undefined {
       continue;
     }
     if (wireType !== WireType.LengthDelimited || !varint(ticket, end, 5)) return undefined;
-    const from = walk.at;
-    const to = from + walk.value;
+    const from = cursor.at;
+    const to = from + cursor.value;
     if (to > end) return undefined;
     if (number === TICKET_ENGINE_INPUT) engineInput = ticket.subarray(from, to);
     else if (number === TICKET_CREATED_AT) {
       // Occurrences merge field by field: each field's last value wins.
       createdAt ??= { seconds: 0, nanos: 0 };
-      while (walk.at < to) {
+      while (cursor.at < to) {
         if (!varint(ticket, to, 1)) return undefined;
-        const field = walk.value;
-        if (field === SECONDS << 3 && varint(ticket, to, 8) && walk.value < 2 ** 53) createdAt.seconds = walk.value;
-        else if (field === NANOS << 3 && varint(ticket, to, 5) && walk.value < 2 ** 31) createdAt.nanos = walk.value;
+        const field = cursor.value;
+        if (field === SECONDS << 3 && varint(ticket, to, 8) && cursor.value < 2 ** 53) createdAt.seconds = cursor.value;
+        else if (field === NANOS << 3 && varint(ticket, to, 5) && cursor.value < 2 ** 31) createdAt.nanos = cursor.value;
         else return undefined;
       }
     }
-    walk.at = to;
+    cursor.at = to;
   }
   return {
     engineInput,
     createdAt: createdAt && { $typeName: 'google.protobuf.Timestamp', seconds: BigInt(createdAt.seconds), nanos: createdAt.nanos },
   };
-}
-
-/** Where `waitFieldsOf` is: its offset in the bytes, and the value of the last varint read. */
-const walk = { at: 0, value: 0 };
-
-/** Reads a varint of at most `maxBytes` at walk.at (exact below 2^53); false if it does not end within them and `end`. */
-function varint(b: Uint8Array, end: number, maxBytes: number): boolean {
-  let value = 0;
-  let scale = 1;
-  for (let n = 0; n < maxBytes && walk.at < end; n++) {
-    const byte = b[walk.at++]!;
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) {
-      walk.value = value;
-      return true;
-    }
-    scale *= 128;
-  }
-  return false;
-}
-
-/** Skips a field's payload of wire type `wireType` from walk.at; false for a group, an unknown type or a short read. */
-function skip(b: Uint8Array, end: number, wireType: number): boolean {
-  switch (wireType) {
-    case WireType.Varint:
-      for (let n = 0; n < 10; n++) {
-        if (walk.at >= end) return false;
-        if (b[walk.at++]! < 0x80) return true;
-      }
-      return false;
-    case WireType.Bit64:
-      walk.at += 8;
-      return walk.at <= end;
-    case WireType.LengthDelimited:
-      if (!varint(b, end, 5)) return false;
-      walk.at += walk.value;
-      return walk.at <= end;
-    case WireType.Bit32:
-      walk.at += 4;
-      return walk.at <= end;
-    default:
-      return false;
-  }
 }
 
 /** `into` (a new Timestamp when undefined) with the fields set in the encoded Timestamp `bytes` merged in. */

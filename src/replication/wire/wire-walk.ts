@@ -5,56 +5,10 @@
 // shape; for anything else it answers undefined and the caller reads the bytes with the full reader, which
 // accepts or refuses them as ever. So where these answer, they answer what the full reader would.
 
+import { cursor, skip, varint } from '../../store/field-walk.js';
+
 /** Latin-1 decoding of a Uint8Array's range, without a view of it; equal to UTF-8 for ASCII bytes. */
 export const latin1Slice = Buffer.prototype.latin1Slice as (this: Uint8Array, start: number, end: number) => string;
-
-/** Where the walk is: its offset in the bytes, and the value of the last varint read. */
-interface Cursor {
-  at: number;
-  value: number;
-}
-
-const cursor: Cursor = { at: 0, value: 0 };
-
-/** Reads a varint of at most `maxBytes` at cursor.at (exact below 2^53); false if it does not end within them. */
-function varint(b: Uint8Array, end: number, maxBytes: number): boolean {
-  let value = 0;
-  let scale = 1;
-  for (let n = 0; n < maxBytes && cursor.at < end; n++) {
-    const byte = b[cursor.at++]!;
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) {
-      cursor.value = value;
-      return true;
-    }
-    scale *= 128;
-  }
-  return false;
-}
-
-/** Skips a field's payload of wire type `wireType` from cursor.at; false for a group, an unknown type or a short read. */
-function skip(b: Uint8Array, end: number, wireType: number): boolean {
-  switch (wireType) {
-    case 0:
-      for (let n = 0; n < 10; n++) {
-        if (cursor.at >= end) return false;
-        if (b[cursor.at++]! < 0x80) return true;
-      }
-      return false;
-    case 1:
-      cursor.at += 8;
-      return cursor.at <= end;
-    case 2:
-      if (!varint(b, end, 4)) return false;
-      cursor.at += cursor.value;
-      return cursor.at <= end;
-    case 5:
-      cursor.at += 4;
-      return cursor.at <= end;
-    default:
-      return false;
-  }
-}
 
 /**
  * Walks the fields of the message in `bytes`: pushes the payload's offsets (start, end) of each

@@ -1,0 +1,52 @@
+// Reads of protobuf wire fields straight from a message's bytes, for the few messages the service reads by the
+// million (replication/wire/wire-walk.ts: a checkpoint's tickets and the log's; ticket-encoding.ts: a stored
+// ticket's wait). No reader is made and no string: a walk answers only for the usual shape and leaves anything
+// else to the full reader, which accepts or refuses it as ever.
+
+/** Where the walk is: its offset in the bytes, and the value of the last varint read. */
+export interface Cursor {
+  at: number;
+  value: number;
+}
+
+export const cursor: Cursor = { at: 0, value: 0 };
+
+/** Reads a varint of at most `maxBytes` at cursor.at (exact below 2^53); false if it does not end within them. */
+export function varint(b: Uint8Array, end: number, maxBytes: number): boolean {
+  let value = 0;
+  let scale = 1;
+  for (let n = 0; n < maxBytes && cursor.at < end; n++) {
+    const byte = b[cursor.at++]!;
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) {
+      cursor.value = value;
+      return true;
+    }
+    scale *= 128;
+  }
+  return false;
+}
+
+/** Skips a field's payload of wire type `wireType` from cursor.at; false for a group, an unknown type or a short read. */
+export function skip(b: Uint8Array, end: number, wireType: number): boolean {
+  switch (wireType) {
+    case 0:
+      for (let n = 0; n < 10; n++) {
+        if (cursor.at >= end) return false;
+        if (b[cursor.at++]! < 0x80) return true;
+      }
+      return false;
+    case 1:
+      cursor.at += 8;
+      return cursor.at <= end;
+    case 2:
+      if (!varint(b, end, 4)) return false;
+      cursor.at += cursor.value;
+      return cursor.at <= end;
+    case 5:
+      cursor.at += 4;
+      return cursor.at <= end;
+    default:
+      return false;
+  }
+}

@@ -9,9 +9,10 @@
 // encoded message give that message with those fields set; decoding the result gives the same message as
 // encoding it whole.
 import { create, toBinary } from '@bufbuild/protobuf';
-import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import { WireType } from '@bufbuild/protobuf/wire';
 import { MatchSchema, type Match } from '../gen/matchmaker/core/v1/resources_pb.js';
 import { MatchCreatedSchema, OutcomeSchema, type Outcome } from '../gen/matchmaker/outcomes/v1/outcomes_pb.js';
+import { varintSize, writeVarint } from '../store/field-walk.js';
 import type { EncodedOutcome } from '../store/outcome-record.js';
 import { newOutcome, type OutcomeStamp } from './outcome-factory.js';
 
@@ -59,15 +60,33 @@ class MatchCreatedOutcome implements EncodedOutcome {
 }
 
 function encodeMatchCreated(queueId: string, match: Match, tickets: readonly Uint8Array[], stamp: OutcomeStamp): Uint8Array {
-  const matchWriter = new BinaryWriter().raw(toBinary(MatchSchema, match));
-  for (const ticket of tickets) matchWriter.tag(MATCH_TICKETS, WireType.LengthDelimited).bytes(ticket);
-  const shell = newOutcome(queueId, { case: 'matchCreated', value: create(MatchCreatedSchema) }, stamp);
-  return new BinaryWriter()
-    .raw(toBinary(OutcomeSchema, shell))
-    .tag(OUTCOME_MATCH_CREATED, WireType.LengthDelimited)
-    .fork()
-    .tag(MATCH_CREATED_MATCH, WireType.LengthDelimited)
-    .bytes(matchWriter.finish())
-    .join()
-    .finish();
+  // Sized first and written once: the outcome is mostly its tickets' bytes, which writers growing by
+  // doubling (and a join widening a length) copied several times over.
+  const matchBytes = toBinary(MatchSchema, match);
+  let matchLength = matchBytes.length;
+  for (const ticket of tickets) matchLength += fieldSize(MATCH_TICKETS, ticket.length);
+  const createdLength = fieldSize(MATCH_CREATED_MATCH, matchLength);
+  const shell = toBinary(OutcomeSchema, newOutcome(queueId, { case: 'matchCreated', value: create(MatchCreatedSchema) }, stamp));
+  const bytes = new Uint8Array(shell.length + fieldSize(OUTCOME_MATCH_CREATED, createdLength));
+  bytes.set(shell);
+  let at = writeHeader(bytes, shell.length, OUTCOME_MATCH_CREATED, createdLength);
+  at = writeHeader(bytes, at, MATCH_CREATED_MATCH, matchLength);
+  bytes.set(matchBytes, at);
+  at += matchBytes.length;
+  for (const ticket of tickets) {
+    at = writeHeader(bytes, at, MATCH_TICKETS, ticket.length);
+    bytes.set(ticket, at);
+    at += ticket.length;
+  }
+  return bytes;
+}
+
+/** Bytes of a length-delimited field `field` of `length` bytes, its tag and length included. */
+function fieldSize(field: number, length: number): number {
+  return varintSize((field << 3) | WireType.LengthDelimited) + varintSize(length) + length;
+}
+
+/** Writes the tag and length of a length-delimited field at `at`; answers where its bytes go. */
+function writeHeader(bytes: Uint8Array, at: number, field: number, length: number): number {
+  return writeVarint(bytes, writeVarint(bytes, at, (field << 3) | WireType.LengthDelimited), length);
 }

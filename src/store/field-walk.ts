@@ -1,7 +1,9 @@
 // Reads of protobuf wire fields straight from a message's bytes, for the few messages the service reads by the
 // million (replication/wire/wire-walk.ts: a checkpoint's tickets and the log's; ticket-encoding.ts: a stored
-// ticket's wait). No reader is made and no string: a walk answers only for the usual shape and leaves anything
-// else to the full reader, which accepts or refuses it as ever.
+// ticket's wait, a request's ticket). No reader is made and no string: a walk answers only for the usual shape
+// and leaves anything else to the full reader, which accepts or refuses it as ever. And varints written into a
+// buffer sized once, for the messages written by appending fields to encoded ones (ticket-encoding.ts,
+// outcomes/outcome-encoding.ts), where a growing writer copied the bytes again at each doubling.
 
 /** Where the walk is: its offset in the bytes, and the value of the last varint read. */
 export interface Cursor {
@@ -49,4 +51,22 @@ export function skip(b: Uint8Array, end: number, wireType: number): boolean {
     default:
       return false;
   }
+}
+
+/** Bytes of `value` (0 <= value < 2^53) as a varint. */
+export function varintSize(value: number): number {
+  let size = 1;
+  for (let v = value; v >= 128; v = Math.floor(v / 128)) size++;
+  return size;
+}
+
+/** Writes `value` (0 <= value < 2^53) as a varint at `at`; answers where it ends. */
+export function writeVarint(bytes: Uint8Array, at: number, value: number): number {
+  let v = value;
+  while (v >= 128) {
+    bytes[at++] = (v % 128) | 0x80;
+    v = Math.floor(v / 128);
+  }
+  bytes[at++] = v;
+  return at;
 }

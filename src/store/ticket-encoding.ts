@@ -8,7 +8,7 @@ import { create, fromBinary, mergeFromBinary, toBinary } from '@bufbuild/protobu
 import { TimestampSchema, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { TicketSchema, type Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
-import { cursor, skip, varint } from './field-walk.js';
+import { cursor, skip, varint, varintSize, writeVarint } from './field-walk.js';
 import { CreateTicketRequestSchema } from '../gen/matchmaker/core/v1/service_pb.js';
 
 const REQUEST_TICKET = CreateTicketRequestSchema.field.ticket!.number;
@@ -32,16 +32,39 @@ function occurrences(message: Uint8Array, field: number): Uint8Array[] {
   return found;
 }
 
-/** The ticket field of a binary CreateTicketRequest, if it occurs exactly once. */
+/**
+ * The ticket field of a binary CreateTicketRequest, if it occurs exactly once: walked for the usual shape (no
+ * reader made), read by `occurrences` otherwise.
+ */
 function ticketField(request: Uint8Array): Uint8Array | undefined {
+  const end = request.length;
+  let found: Uint8Array | undefined;
+  let count = 0;
+  cursor.at = 0;
+  while (cursor.at < end) {
+    if (!varint(request, end, 5) || cursor.value >= 2 ** 32) return ticketFieldRead(request);
+    const wireType = cursor.value % 8;
+    if (Math.floor(cursor.value / 8) === REQUEST_TICKET && wireType === WireType.LengthDelimited) {
+      if (!varint(request, end, 4) || cursor.at + cursor.value > end) return ticketFieldRead(request);
+      found = request.subarray(cursor.at, (cursor.at += cursor.value));
+      count++;
+    } else if (!skip(request, end, wireType)) return ticketFieldRead(request);
+  }
+  // Split across occurrences, the decoder merged them: the bytes of one are not the ticket.
+  return count === 1 ? found : undefined;
+}
+
+function ticketFieldRead(request: Uint8Array): Uint8Array | undefined {
   try {
     const found = occurrences(request, REQUEST_TICKET);
-    // Split across occurrences, the decoder merged them: the bytes of one are not the ticket.
     return found.length === 1 ? found[0] : undefined;
   } catch {
     return undefined; // not reached for a request that decoded; encoding afresh is always right
   }
 }
+
+/** Writes the server's fields after the received ticket's bytes when they are not the usual shape (below). */
+const serverFields = new BinaryWriter();
 
 /**
  * `ticket` is the decoded ticket with the server's `id` and `createdAt` already set; `request`, when given,
@@ -49,11 +72,36 @@ function ticketField(request: Uint8Array): Uint8Array | undefined {
  */
 export function acknowledgedTicketBytes(ticket: Ticket, receivedId: string, request?: Uint8Array): Uint8Array {
   const received = request && ticketField(request);
-  if (!received || !ticket.createdAt) return toBinary(TicketSchema, ticket);
-  const writer = new BinaryWriter().raw(received);
-  if (ticket.id !== receivedId) writer.tag(TICKET_ID, WireType.LengthDelimited).string(ticket.id);
-  writeTimestamp(writer.tag(TICKET_CREATED_AT, WireType.LengthDelimited).fork(), ticket.createdAt).join();
-  return writer.finish();
+  const createdAt = ticket.createdAt;
+  if (!received || !createdAt) return toBinary(TicketSchema, ticket);
+  const seconds = Number(createdAt.seconds);
+  if (ticket.id === receivedId && seconds >= 0 && seconds < 2 ** 53 && createdAt.nanos >= 0) {
+    // The usual shape, written straight into one buffer of the exact length: created_at's tag and length, then
+    // its seconds and nanos as plain varints (what writeTimestamp writes for them; zeros written too). Every tag and
+    // the length take one byte: fields 1 to 3, and at most 15 bytes.
+    const length = 2 + varintSize(seconds) + varintSize(createdAt.nanos);
+    const bytes = new Uint8Array(received.length + 2 + length);
+    bytes.set(received);
+    let at = received.length;
+    bytes[at++] = (TICKET_CREATED_AT << 3) | WireType.LengthDelimited;
+    bytes[at++] = length;
+    bytes[at++] = (SECONDS << 3) | WireType.Varint;
+    at = writeVarint(bytes, at, seconds);
+    bytes[at++] = (NANOS << 3) | WireType.Varint;
+    writeVarint(bytes, at, createdAt.nanos);
+    return bytes;
+  }
+  let appended: Uint8Array;
+  try {
+    if (ticket.id !== receivedId) serverFields.tag(TICKET_ID, WireType.LengthDelimited).string(ticket.id);
+    writeTimestamp(serverFields.tag(TICKET_CREATED_AT, WireType.LengthDelimited).fork(), createdAt).join();
+  } finally {
+    appended = serverFields.finish(); // also resets the writer when a write threw
+  }
+  const bytes = new Uint8Array(received.length + appended.length);
+  bytes.set(received);
+  bytes.set(appended, received.length);
+  return bytes;
 }
 
 /** A stored ticket's engine_input (undefined when absent; the last occurrence wins, as in decoding), without decoding the rest. */

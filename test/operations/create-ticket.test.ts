@@ -9,7 +9,7 @@ import {
   PlayerSchema,
   type EngineInput,
 } from '../../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
-import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { TimestampSchema } from '@bufbuild/protobuf/wkt';
 import { TicketSchema } from '../../src/gen/matchmaker/core/v1/resources_pb.js';
 import { CreateTicketRequestSchema } from '../../src/gen/matchmaker/core/v1/service_pb.js';
@@ -117,6 +117,41 @@ describe('the ticket as stored', () => {
         expect(stored).toEqual(fromBinary(TicketSchema, toBinary(TicketSchema, decoded)));
         expect(stored.id).toBe(ticket.id.toLowerCase());
         expect(stored.createdAt).toEqual(decoded.createdAt);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("appends the server's fields to the received bytes as a protobuf writer writes them, zeros included", () => {
+    const TICKET = CreateTicketRequestSchema.field.ticket!.number;
+    // Seconds and nanos past the usual shape (negative, past 2^53) take the writer; the rest are written by hand.
+    const seconds = fc.oneof(fc.bigInt({ min: 0n, max: 1n << 40n }), fc.bigInt({ min: -(1n << 62n), max: 1n << 62n }), fc.constant(0n));
+    const nanos = fc.oneof(fc.integer({ min: 0, max: 999_999_999 }), fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), fc.constant(0));
+    fc.assert(
+      fc.property(ticketArb, seconds, nanos, (ticket, s, n) => {
+        const encoded = toBinary(CreateTicketRequestSchema, create(CreateTicketRequestSchema, { ticket }));
+        const decoded = fromBinary(CreateTicketRequestSchema, encoded).ticket!;
+        const receivedId = decoded.id;
+        decoded.id = receivedId.toLowerCase();
+        decoded.createdAt = create(TimestampSchema, { seconds: s, nanos: n });
+        const received = new BinaryReader(encoded);
+        let ticketBytes: Uint8Array = new Uint8Array();
+        while (received.pos < received.len) {
+          const [number, wireType] = received.tag();
+          if (number === TICKET) ticketBytes = received.bytes();
+          else received.skip(wireType, number);
+        }
+        const tail = new BinaryWriter();
+        if (decoded.id !== receivedId) tail.tag(TicketSchema.field.id!.number, WireType.LengthDelimited).string(decoded.id);
+        tail
+          .tag(TicketSchema.field.createdAt!.number, WireType.LengthDelimited)
+          .fork()
+          .tag(1, WireType.Varint)
+          .int64(s)
+          .tag(2, WireType.Varint)
+          .int32(n)
+          .join();
+        expect(acknowledgedTicketBytes(decoded, receivedId, encoded)).toEqual(new Uint8Array([...ticketBytes, ...tail.finish()]));
       }),
       { numRuns: 300 },
     );

@@ -10,7 +10,7 @@
 //
 // Checkpoints (queue-checkpoints.ts): a replica starts from the newest usable checkpoint and reads the
 // log after it; the leader takes one when its CheckpointSchedule says so (records, bytes or time since
-// the last one, whichever comes first).
+// the last one, whichever comes first; checkpoint-taker.ts).
 import { randomUUID } from 'node:crypto';
 import type { ObjectStore } from '@nats-io/obj';
 import type { Logger } from 'pino';
@@ -20,6 +20,7 @@ import type { LeaderLease } from './jetstream/leader-lease.js';
 import type { LogReader, ReplicationLog } from './jetstream/replication-log.js';
 import type { OutboxStore } from '../store/store.js';
 import type { Checkpoint } from './wire/checkpoint-codec.js';
+import { CheckpointTaker } from './checkpoint-taker.js';
 import type { QueueApplier, QueueHistory } from '../queue/queue-history.js';
 import { commitSnapshot } from '../queue/queue-snapshot.js';
 import type { Applied } from '../queue/queue-state.js';
@@ -98,14 +99,12 @@ export class ReplicatedHistory implements QueueHistory {
   private stopped = false;
   private readonly leadingListeners: (() => void)[] = [];
   private readonly checkpoints: QueueCheckpoints | undefined;
+  /** Takes this queue's checkpoints while this replica leads it (with the checkpoint store only). */
+  private readonly checkpointTaker: CheckpointTaker | undefined;
   /** The position of the checkpoint this replica started from (undefined: from the log's start). */
   private restoredSeqValue: number | undefined;
   /** Entries this replica has read from the log since it started. */
   private entriesReadValue = 0;
-  /** A checkpoint being taken or saved: the next waits for it. */
-  private saving: Promise<void> | undefined;
-  private checkpointTimer: NodeJS.Timeout | undefined;
-  private savedSeqValue: number | undefined;
   /**
    * The last entry of the replay at start: up to it, an entry's tickets are views of one copy of the
    * entry (TicketCopies 'entry'), one allocation an entry rather than one a ticket (a sixth of a 500,000-ticket
@@ -135,6 +134,7 @@ export class ReplicatedHistory implements QueueHistory {
         },
         options.checkpointCompression,
       );
+      this.checkpointTaker = new CheckpointTaker(this.checkpoints, this, applier, options.store, queueId, log);
     }
     const requestEntry = (records: readonly QueueRecord[]): LogEntry => ({ kind: 'records', replicaId, term: 0, records });
     this.requests = new RequestBatcher(
@@ -165,7 +165,7 @@ export class ReplicatedHistory implements QueueHistory {
 
   /** The position of the last checkpoint this replica saved, if it saved one. */
   get savedSeq(): number | undefined {
-    return this.savedSeqValue;
+    return this.checkpointTaker?.savedSeq;
   }
 
   get reachable(): boolean {
@@ -215,17 +215,7 @@ export class ReplicatedHistory implements QueueHistory {
       else this.ownTerm = 0;
     });
     lease.start();
-    if (this.checkpoints) {
-      const { schedule } = this.checkpoints;
-      // The time interval; and the size ones when no entry came after they were reached (a save was in flight).
-      this.checkpointTimer = setInterval(
-        () => {
-          if (schedule.dueByTime || schedule.dueBySize) void this.checkpoint();
-        },
-        Math.min(1_000, Math.max(10, schedule.intervals.ms / 4)),
-      );
-      this.checkpointTimer.unref();
-    }
+    this.checkpointTaker?.start();
   }
 
   /**
@@ -252,10 +242,10 @@ export class ReplicatedHistory implements QueueHistory {
   async stop(): Promise<void> {
     this.stopped = true;
     this.ownTerm = 0;
-    clearInterval(this.checkpointTimer);
+    const checkpointsDone = this.checkpointTaker?.stop();
     await this.options.lease.stop();
     await this.reader?.stop();
-    await this.saving;
+    await checkpointsDone;
     const err = unavailable(`queue "${this.options.queueId}" is stopping; retry with backoff`);
     this.requests.rejectWaiting(err);
   }
@@ -379,78 +369,7 @@ export class ReplicatedHistory implements QueueHistory {
     this.applied = seq;
     appended?.resolve(applied);
     while (this.seen.length > 0 && this.seen[0]!.seq <= seq) this.seen.shift()!.resolve();
-    if (!this.checkpoints) return undefined;
-    const { schedule } = this.checkpoints;
-    schedule.applied(bytes.length, entry.kind === 'claim' ? 1 : entry.records.length);
-    // The reader waits for this before the next entry, so the checkpoint is of exactly this one.
-    if (schedule.dueBySize && this.leading && !this.saving) return this.checkpoint();
-    return undefined;
-  }
-
-  /**
-   * Takes a checkpoint and saves it in the background, if this replica leads the queue. It is of the state
-   * after one entry: the local store applies a commit once its promise settles, so it is taken only after
-   * the store's pending commits (those of entries up to `applied`) have settled, and it holds only if no
-   * entry is applied until it is complete (the tickets' bytes are read in slices). From onEntry the reader
-   * is held meanwhile, so the first try holds; from the timer an entry may come in between, and it tries
-   * again (or leaves it to the next interval).
-   */
-  private async checkpoint(): Promise<void> {
-    if (!this.checkpoints || this.saving || !this.leading) return;
-    let release!: () => void;
-    this.saving = new Promise<void>((resolve) => (release = resolve));
-    try {
-      let captured: Checkpoint | undefined;
-      for (let tries = 0; tries < 3 && !captured; tries++) {
-        const at = this.applied;
-        await this.options.store.whenDurable();
-        if (this.applied !== at || !this.leading) continue;
-        const checkpoint = await this.capture();
-        if (this.applied === at && this.leading) captured = checkpoint;
-      }
-      if (!captured) return release();
-      // Counting starts again from it (a failed save counts it back and retries after a while).
-      this.checkpoints.schedule.taken();
-      void this.save(captured).finally(release);
-    } catch (err) {
-      this.options.log.error({ queue: this.options.queueId, err }, 'checkpoint not taken');
-      release();
-    } finally {
-      void this.saving.then(() => (this.saving = undefined));
-    }
-  }
-
-  /** The queue at `applied`: the outbox at once, the state in slices (valid if no entry came meanwhile). */
-  private async capture(): Promise<Checkpoint> {
-    const { queueId, store, log } = this.options;
-    const started = performance.now();
-    const [appliedSeq, term, outbox] = [this.applied, this.term, store.outboxSnapshot(queueId)];
-    const state = await this.applier.snapshot();
-    log.debug({ queue: queueId, seq: appliedSeq, ms: Math.round(performance.now() - started) }, 'checkpoint taken');
-    return { queueId, appliedSeq, term, state, outbox };
-  }
-
-  private async save(checkpoint: Checkpoint): Promise<void> {
-    const { queueId, log } = this.options;
-    // Encoding is not held against the reader: the entry that triggered the checkpoint has been answered.
-    await new Promise((resolve) => setImmediate(resolve));
-    try {
-      const saved = await this.checkpoints!.save(checkpoint);
-      this.savedSeqValue = checkpoint.appliedSeq;
-      log.info(
-        {
-          queue: queueId,
-          seq: checkpoint.appliedSeq,
-          bytes: saved.bytes,
-          storedBytes: saved.storedBytes,
-          encodeMs: Math.round(saved.encodeMs),
-          purged: saved.purged,
-        },
-        'checkpoint saved',
-      );
-    } catch (err) {
-      log.warn({ queue: queueId, seq: checkpoint.appliedSeq, err }, 'checkpoint not saved; retrying in 10 s or more');
-    }
+    return this.checkpointTaker?.applied(bytes.length, entry.kind === 'claim' ? 1 : entry.records.length);
   }
 
   private appliedThrough(seq: number): Promise<void> {

@@ -208,7 +208,7 @@ async function replayOnce(entries: Uint8Array[]): Promise<{ cpuUs: number; readU
   // The rows a follower has not made yet (src/queue/waiting-rows.ts) are made too, as the next explain,
   // statistics or tick of a replica taking the lead would make them: their cost counts, and is shown apart.
   const read = process.cpuUsage();
-  follower.insight.statistics(Date.now());
+  await follower.insight.statistics(Date.now());
   const readCpu = process.cpuUsage(read);
   await store.whenDurable();
   const used = process.cpuUsage(cpu);

@@ -96,7 +96,7 @@ export class Operator {
   async explainTicket(req: ExplainTicketRequest): Promise<ExplainTicketResponse> {
     const queue = this.queue(requireQueueId(req.queueId, 'queue_id'));
     const ticketId = requireUuid(req.ticketId, 'ticket_id');
-    const explanation = queue.insight.explain(ticketId, Date.now());
+    const explanation = await queue.insight.explain(ticketId, Date.now());
     if (!explanation) throw notFound(`ticket ${quote(req.ticketId)} is not in queue ${quote(queue.queueId)}`);
     return explainTicketResponse(queue.queueId, explanation);
   }
@@ -104,7 +104,7 @@ export class Operator {
   /** matchmaker.admin.v1 GetQueueStatistics: the queue's and each ruleset's numbers now and over the last minutes. */
   async queueStatistics(req: GetQueueStatisticsRequest): Promise<GetQueueStatisticsResponse> {
     const queue = this.queue(requireQueueId(req.queueId, 'queue_id'));
-    return queueStatisticsResponse(queue.queueId, queue.insight.statistics(Date.now()));
+    return queueStatisticsResponse(queue.queueId, await queue.insight.statistics(Date.now()));
   }
 
   listOutcomes(query: OutcomeListing): Outcome[] {

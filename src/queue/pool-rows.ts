@@ -24,10 +24,19 @@ export class PoolRows {
 
   constructor(private readonly q: RowSource) {}
 
-  /** A request's row for a ticket, prepared against the current pool before its record is applied. */
+  /**
+   * Before `prepare`: the tables' limits count the values of every active ticket, and a follower's tables lack
+   * those its waiting rows will hold, so a value new to them may not be new to the queue. Then the waiting rows
+   * are made first, in slices: the promise of that, else undefined.
+   */
+  readyFor(input: ParsedEngineInput): Promise<void> | undefined {
+    if (this.waiting.size > 0 && !this.q.columns.pool.holdsValuesOf(input)) return this.waiting.buildAllInSlices();
+    return undefined;
+  }
+
+  /** A request's row for a ticket, prepared against the current pool before its record is applied (after `readyFor`). */
   prepare(ticketId: string, ticket: Ticket, input: ParsedEngineInput): PoolRow {
-    // The tables' limits count the values of every active ticket, and a follower's tables lack those its
-    // waiting rows will hold: a value new to them may not be new to the queue, so those rows are made first.
+    // Rows that began to wait since `readyFor` (a few at most) are made at once, for the same reason.
     if (this.waiting.size > 0 && !this.q.columns.pool.holdsValuesOf(input)) this.waiting.buildAll();
     const pool = this.q.columns.pool;
     const row = pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket));
@@ -48,9 +57,9 @@ export class PoolRows {
     }
   }
 
-  /** Makes the rows that wait: before anything reads the pool whole (QueueContext.buildWaitingRows). */
-  buildWaiting(): void {
-    this.waiting.buildAll();
+  /** Makes the rows that wait, in slices: before anything reads the pool whole (QueueContext.buildWaitingRows). */
+  buildWaiting(): Promise<void> {
+    return this.waiting.buildAllInSlices();
   }
 
   /** The pool is rebuilt from every active ticket: no row waits any longer. */

@@ -29,10 +29,10 @@ export interface QueueContext {
    */
   propose<R extends QueueRecord>(records: readonly R[]): Promise<Applied<R['type']>[]>;
   /**
-   * Makes the rows that wait while this copy follows the queue (waiting-rows.ts): before anything reads the
-   * pool whole (a tick, explain, statistics).
+   * Makes the rows that wait while this copy follows the queue (waiting-rows.ts), in time slices: before anything
+   * reads the pool whole (a tick, explain, statistics).
    */
-  buildWaitingRows(): void;
+  buildWaitingRows(): Promise<void>;
   /** A ticket whose row waits: its arrival and party size, from its bytes; undefined for any other. */
   waitingTicket(ticketId: string): { arrivalMs: number; partySize: number } | undefined;
   /** Where the queue reports what it does (metrics, the dashboard). */

@@ -131,11 +131,11 @@ export class QueueInsight {
   }
 
   /** The ticket explained at `nowMs`; undefined when the queue does not know it. */
-  explain(ticketId: string, nowMs: number): TicketExplanation | undefined {
+  async explain(ticketId: string, nowMs: number): Promise<TicketExplanation | undefined> {
+    await this.q.buildWaitingRows();
     const found = this.lookup(ticketId);
     if (!found) return undefined;
     const { config, columns, leading } = this.q;
-    this.q.buildWaitingRows();
     const pool = columns.pool;
     const row = found.state === 'active' ? pool.rowOf(ticketId) : undefined;
     const createdMs = row === undefined ? createdAtMs(found.ticket) : pool.arrivalMs[row]!;
@@ -166,9 +166,9 @@ export class QueueInsight {
     return explanation;
   }
 
-  statistics(nowMs: number): QueueStatistics {
+  async statistics(nowMs: number): Promise<QueueStatistics> {
+    await this.q.buildWaitingRows();
     const { config, columns, leading } = this.q;
-    this.q.buildWaitingRows();
     const pool = columns.pool;
     const windowMs = Math.max(0, Math.min(HISTORY_WINDOW_MS, nowMs - this.sinceMs));
     const perMinute = (matches: number) => (windowMs > 0 ? (matches * 60_000) / windowMs : 0);

@@ -228,6 +228,9 @@ export class QueueRuntime {
    * delivered). Idempotent on the ticket id: a retry never makes a second entry.
    */
   async createTicket(ticket: Ticket, bytes: Uint8Array, input: ParsedEngineInput): Promise<void> {
+    // A follower whose tables lack one of the request's values makes its waiting rows first (pool-rows.ts).
+    const ready = this.rows.readyFor(input);
+    if (ready) await ready;
     // A retry (or a concurrent duplicate) of a create we already issued: answer once that one is durable.
     if (this.queue.knows(ticket.id)) return this.store.whenDurable();
     // Tickets this copy has proposed but not yet applied count too (replicated: their records are on the way through the log).
@@ -324,6 +327,8 @@ export class QueueRuntime {
   /** Stops ticking; resolves once a tick in progress has committed its matches. */
   async stop(): Promise<void> {
     this.lifecycle = 'stopped';
+    // Ends a pass making waiting rows in slices (nothing reads this pool any more).
+    this.rows.forgetWaiting();
     this.stopTicking();
     await this.currentTick;
     await this.history.stop();

@@ -98,7 +98,9 @@ export class Ticker {
   private async run(): Promise<void> {
     const { q } = this;
     // A copy that took the lead may hold rows it did not make while following: expiry and the engine read them all.
-    q.buildWaitingRows();
+    await q.buildWaitingRows();
+    // Made in slices: another replica may lead the queue by now.
+    if (!q.leading) return;
     this.expire(Date.now());
     if (q.columns.pool.count === 0 || !q.running || !q.columns.ready) return;
     // What the engine's indices refer to (host keys, attribute values, rulesets), even if a hot reload

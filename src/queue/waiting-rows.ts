@@ -2,13 +2,18 @@
 // keeps the rows for explain, statistics and the day it takes the lead. Most tickets are matched soon after
 // they arrive, and a row made at once for such a ticket was made to be thrown away; making rows was the
 // largest part of a follower's apply in its profile (bench/RESULTS.md, "Thirtieth session"). So a follower's
-// rows wait here, oldest first, and are made when more than `most` wait (so whatever needs them all never
-// makes more than that many at once), when something reads the pool (`buildAll`: explain, statistics, the
-// first tick of a replica that took the lead), and never for a ticket that left first.
+// rows wait here, oldest first, and are made when more than `most` wait, when something reads the pool
+// (`buildAllInSlices`: explain, statistics, the first tick of a replica that took the lead, a request bringing a
+// value the pool's tables lack), and never for a ticket that left first.
 import type { TicketAt } from './records.js';
+import { WORK_SLICE_MS } from './time-slices.js';
 
-/** At most this many rows wait: making them all takes a few tens of milliseconds (about 12 us each). */
-export const MOST_WAITING_ROWS = 4096;
+/**
+ * At most this many rows wait. A follower whose pool stays under it makes no row while it follows (a replica only
+ * following spent about 40% less a request than with 4,096: bench/RESULTS.md, thirty-second session); making them
+ * all takes about half a second (12 to 20 us each), in time slices.
+ */
+export const MOST_WAITING_ROWS = 32_768;
 
 export class WaitingRows {
   /** In the order their records activated them; entries whose ticket left or came back are skipped. */
@@ -16,6 +21,8 @@ export class WaitingRows {
   private next = 0;
   /** Ticket id -> the position its waiting row is for. */
   private readonly positions = new Map<string, number>();
+  /** A pass making every row in slices, while one runs. */
+  private building: Promise<void> | undefined;
 
   constructor(
     /** Makes the row of a ticket that is still active at `at` (pool-rows.ts `PoolRows.insert`). */
@@ -43,9 +50,29 @@ export class WaitingRows {
     return this.positions.delete(ticketId);
   }
 
-  /** Makes every waiting row. */
+  /** Makes every waiting row at once: only where the caller cannot wait (the ones added since a sliced pass). */
   buildAll(): void {
     while (this.positions.size > 0) this.buildNext();
+    this.order = [];
+    this.next = 0;
+  }
+
+  /**
+   * Makes every waiting row, in time slices that yield to the event loop (requests wait at most about one slice
+   * for it); callers meanwhile share the pass. Rows added while it runs are made by it too.
+   */
+  buildAllInSlices(): Promise<void> {
+    this.building ??= this.buildInSlices().finally(() => (this.building = undefined));
+    return this.building;
+  }
+
+  private async buildInSlices(): Promise<void> {
+    for (let first = true; this.positions.size > 0; first = false) {
+      if (!first) await new Promise((resolve) => setImmediate(resolve));
+      const until = performance.now() + WORK_SLICE_MS;
+      do this.buildNext();
+      while (this.positions.size > 0 && performance.now() < until);
+    }
     this.order = [];
     this.next = 0;
   }

@@ -24,17 +24,18 @@ import { applyRecord, freshRun, opArb, QUEUE, recordOf, type Op } from '../suppo
 import { duelQueue, pollUntil } from '../support/queues.js';
 
 describe('WaitingRows', () => {
-  type Step = { add: number } | { drop: number } | { buildAll: true } | { clear: true };
+  type Step = { add: number } | { drop: number } | { buildAll: boolean } | { clear: true };
   const stepArb: fc.Arbitrary<Step> = fc.oneof(
     { weight: 5, arbitrary: fc.record({ add: fc.nat({ max: 9 }) }) },
     { weight: 3, arbitrary: fc.record({ drop: fc.nat({ max: 9 }) }) },
-    fc.record({ buildAll: fc.constant(true as const) }),
+    // true: in slices (buildAllInSlices), false: at once (buildAll).
+    fc.record({ buildAll: fc.boolean() }),
     fc.record({ clear: fc.constant(true as const) }),
   );
 
-  it('makes each ticket that stays its row once, the oldest first when more than its bound wait, and none for one that left', () => {
-    fc.assert(
-      fc.property(fc.array(stepArb, { maxLength: 80 }), fc.integer({ min: 1, max: 4 }), (steps, most) => {
+  it('makes each ticket that stays its row once, the oldest first when more than its bound wait, and none for one that left', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(stepArb, { maxLength: 80 }), fc.integer({ min: 1, max: 4 }), async (steps, most) => {
         const built: TicketAt[] = [];
         const rows = new WaitingRows((at) => built.push(at), most);
         // The model: what waits, oldest first; what has a row.
@@ -61,7 +62,8 @@ describe('WaitingRows', () => {
             waiting = waiting.filter((t) => t.ticketId !== id);
             withRow.delete(id);
           } else if ('buildAll' in step) {
-            rows.buildAll();
+            if (step.buildAll) await rows.buildAllInSlices();
+            else rows.buildAll();
             expect(built.slice(seen)).toEqual(waiting);
             waiting = [];
           } else {
@@ -78,6 +80,39 @@ describe('WaitingRows', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('makes the rows in slices that let the event loop run, one pass for every caller, the rows added meanwhile included', async () => {
+    const built: string[] = [];
+    // About half a millisecond a row: a 2 ms slice makes a few.
+    const rows = new WaitingRows((at) => {
+      const until = performance.now() + 0.5;
+      while (performance.now() < until);
+      built.push(at.ticketId);
+    }, 1_000);
+    const ids = Array.from({ length: 30 }, (_, i) => `t${i}`);
+    for (const [i, id] of ids.slice(0, 20).entries()) rows.add({ ticketId: id, position: i + 1 });
+    const pass = rows.buildAllInSlices();
+    expect(rows.buildAllInSlices()).toBe(pass);
+    let turns = 0;
+    const addMore = new Promise<void>((resolve) =>
+      setImmediate(() => {
+        turns++;
+        for (const [i, id] of ids.slice(20).entries()) rows.add({ ticketId: id, position: 21 + i });
+        resolve();
+      }),
+    );
+    await pass;
+    await addMore;
+    expect(turns).toBe(1);
+    expect(built).toEqual(ids);
+    expect(rows.size).toBe(0);
+    // The pass is over: the next call makes another.
+    rows.add({ ticketId: 'late', position: 31 });
+    const next = rows.buildAllInSlices();
+    expect(next).not.toBe(pass);
+    await next;
+    expect(built.at(-1)).toBe('late');
   });
 });
 
@@ -178,14 +213,16 @@ describe('a queue that follows', () => {
           expect(poolOf(byExplain.runtime).count).toBe(0);
 
           const nowMs = 10_000;
-          const { leading: _f, notes: _fn, ...followed } = byStatistics.runtime.insight.statistics(nowMs);
-          const { leading: _l, notes: _ln, ...led } = leader.runtime.insight.statistics(nowMs);
+          const { leading: _f, notes: _fn, ...followed } = await byStatistics.runtime.insight.statistics(nowMs);
+          const { leading: _l, notes: _ln, ...led } = await leader.runtime.insight.statistics(nowMs);
           expect(rowIds(poolOf(byStatistics.runtime))).toEqual(active);
           expect(followed).toEqual(led);
           // The match history behind them, its players included.
           expect(historyOf(byStatistics.runtime).window(['duel'], nowMs)).toEqual(historyOf(leader.runtime).window(['duel'], nowMs));
           for (const id of active) {
-            expect(byExplain.runtime.insight.explain(id, nowMs)?.rulesets).toEqual(leader.runtime.insight.explain(id, nowMs)?.rulesets);
+            expect((await byExplain.runtime.insight.explain(id, nowMs))?.rulesets).toEqual(
+              (await leader.runtime.insight.explain(id, nowMs))?.rulesets,
+            );
           }
           expect(rowIds(poolOf(byExplain.runtime))).toEqual(active);
         } finally {
@@ -202,7 +239,7 @@ describe('a queue that follows', () => {
     try {
       await history.deliver({ type: 'ticket.create', ticketId: id(1), ticket: ticketAt(id(1), 1_000) });
       // A read makes the first row: its values are in the tables, so a request with the same ones builds nothing.
-      runtime.insight.statistics(10_000);
+      await runtime.insight.statistics(10_000);
       await history.deliver({ type: 'ticket.create', ticketId: id(2), ticket: ticketAt(id(2), 2_000) });
       const input = engineInput({ players: [{ playerId: 'p-taken', mmr: 0.5, latencies: { 'eu-west': 20 } }] });
       const ticket = create(TicketSchema, { id: id(3), queueId: QUEUE, engineInput: input, createdAt: timestampFromMs(3_000) });

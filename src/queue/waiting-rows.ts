@@ -11,7 +11,7 @@ import { WORK_SLICE_MS } from './time-slices.js';
 /**
  * At most this many rows wait. A follower whose pool stays under it makes no row while it follows (a replica only
  * following spent about 40% less a request than with 4,096: bench/RESULTS.md, thirty-second session); making them
- * all takes about half a second (12 to 20 us each), in time slices.
+ * all takes up to about a second (17 to 35 us each in the follower bench's closing reads), in time slices.
  */
 export const MOST_WAITING_ROWS = 32_768;
 

@@ -8,7 +8,7 @@ import { create, fromBinary, mergeFromBinary, toBinary } from '@bufbuild/protobu
 import { TimestampSchema, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { TicketSchema, type Ticket } from '../gen/matchmaker/core/v1/resources_pb.js';
-import { cursor, skip, varint, varintSize, writeVarint } from './field-walk.js';
+import { cursor, fieldSpan, skip, type Span, varint, varintSize, writeVarint } from './field-walk.js';
 import { CreateTicketRequestSchema } from '../gen/matchmaker/core/v1/service_pb.js';
 
 const REQUEST_TICKET = CreateTicketRequestSchema.field.ticket!.number;
@@ -32,26 +32,18 @@ function occurrences(message: Uint8Array, field: number): Uint8Array[] {
   return found;
 }
 
+/** Where `fieldSpan` found a request's ticket. */
+const requestTicket: Span = { start: 0, end: 0 };
+
 /**
- * The ticket field of a binary CreateTicketRequest, if it occurs exactly once: walked for the usual shape (no
- * reader made), read by `occurrences` otherwise.
+ * The ticket field of a binary CreateTicketRequest, if it occurs exactly once: walked for the usual shape
+ * (`fieldSpan`, no reader made), read by `occurrences` otherwise.
  */
 function ticketField(request: Uint8Array): Uint8Array | undefined {
-  const end = request.length;
-  let found: Uint8Array | undefined;
-  let count = 0;
-  cursor.at = 0;
-  while (cursor.at < end) {
-    if (!varint(request, end, 5) || cursor.value >= 2 ** 32) return ticketFieldRead(request);
-    const wireType = cursor.value % 8;
-    if (Math.floor(cursor.value / 8) === REQUEST_TICKET && wireType === WireType.LengthDelimited) {
-      if (!varint(request, end, 4) || cursor.at + cursor.value > end) return ticketFieldRead(request);
-      found = request.subarray(cursor.at, (cursor.at += cursor.value));
-      count++;
-    } else if (!skip(request, end, wireType)) return ticketFieldRead(request);
-  }
+  const count = fieldSpan(request, 0, request.length, REQUEST_TICKET, requestTicket);
+  if (count < 0) return ticketFieldRead(request);
   // Split across occurrences, the decoder merged them: the bytes of one are not the ticket.
-  return count === 1 ? found : undefined;
+  return count === 1 ? request.subarray(requestTicket.start, requestTicket.end) : undefined;
 }
 
 function ticketFieldRead(request: Uint8Array): Uint8Array | undefined {

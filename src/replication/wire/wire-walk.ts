@@ -5,7 +5,9 @@
 // shape; for anything else it answers undefined and the caller reads the bytes with the full reader, which
 // accepts or refuses them as ever. So where these answer, they answer what the full reader would.
 
-import { cursor, skip, varint } from '../../store/field-walk.js';
+import { cursor, fieldSpan, skip, varint, type Span } from '../../store/field-walk.js';
+
+export type { Span } from '../../store/field-walk.js';
 
 /** Latin-1 decoding of a Uint8Array's range, without a view of it; equal to UTF-8 for ASCII bytes. */
 export const latin1Slice = Buffer.prototype.latin1Slice as (this: Uint8Array, start: number, end: number) => string;
@@ -40,39 +42,14 @@ export function walkFields(bytes: Uint8Array, apart: ReadonlyMap<number, number[
   return true;
 }
 
-/** Where ticketIdSpan found an id: `bytes[start, end)`. */
-export interface Span {
-  start: number;
-  end: number;
-}
-
 /**
  * Finds Ticket.id (field 1; the last occurrence wins) of the Ticket in `bytes[start, end)`, into `span`, when
- * every field walks cleanly and the id is ASCII and not empty; otherwise answers false. No string is made:
- * a restore puts a million ids into its map straight from their bytes (id-map.ts setAscii).
+ * every field walks cleanly (`fieldSpan`) and the id is ASCII and not empty; otherwise answers false. No string
+ * is made: a restore puts a million ids into its map straight from their bytes (id-map.ts setAscii).
  */
 export function ticketIdSpan(bytes: Uint8Array, start: number, end: number, span: Span): boolean {
-  let idStart = 0;
-  let idEnd = 0;
-  cursor.at = start;
-  while (cursor.at < end) {
-    // Tags of up to three bytes: field numbers below 2^18.
-    if (!varint(bytes, end, 3)) return false;
-    const field = cursor.value >>> 3;
-    const wireType = cursor.value & 7;
-    if (field === 0) return false;
-    if (field === 1) {
-      if (wireType !== 2 || !varint(bytes, end, 4)) return false;
-      idStart = cursor.at;
-      idEnd = cursor.at + cursor.value;
-      if (idEnd > end) return false;
-      cursor.at = idEnd;
-    } else if (!skip(bytes, end, wireType)) return false;
-  }
-  if (idEnd === idStart) return false;
-  for (let i = idStart; i < idEnd; i++) if (bytes[i]! >= 0x80) return false;
-  span.start = idStart;
-  span.end = idEnd;
+  if (fieldSpan(bytes, start, end, 1, span) <= 0 || span.end === span.start) return false;
+  for (let i = span.start; i < span.end; i++) if (bytes[i]! >= 0x80) return false;
   return true;
 }
 

@@ -30,14 +30,18 @@ export class PoolRows {
    * are made first, in slices: the promise of that, else undefined.
    */
   readyFor(input: ParsedEngineInput): Promise<void> | undefined {
-    if (this.waiting.size > 0 && !this.q.columns.pool.holdsValuesOf(input)) return this.waiting.buildAllInSlices();
-    return undefined;
+    return this.waitsFor(input) ? this.waiting.buildAllInSlices() : undefined;
+  }
+
+  /** Whether rows wait and the tables lack one of `input`'s values (`readyFor`). */
+  private waitsFor(input: ParsedEngineInput): boolean {
+    return this.waiting.size > 0 && !this.q.columns.pool.holdsValuesOf(input);
   }
 
   /** A request's row for a ticket, prepared against the current pool before its record is applied (after `readyFor`). */
   prepare(ticketId: string, ticket: Ticket, input: ParsedEngineInput): PoolRow {
     // Rows that began to wait since `readyFor` (a few at most) are made at once, for the same reason.
-    if (this.waiting.size > 0 && !this.q.columns.pool.holdsValuesOf(input)) this.waiting.buildAll();
+    if (this.waitsFor(input)) this.waiting.buildAll();
     const pool = this.q.columns.pool;
     const row = pool.prepare(input, ticket.rulesetIds, createdAtMs(ticket));
     this.prepared.add(ticketId, pool, row);

@@ -73,6 +73,34 @@ export function partySizeOf(bytes: Uint8Array | undefined): number | undefined {
   }
 }
 
+/**
+ * A stored ticket's player ids, in order, without parsing its engine_input whole: what a match's output
+ * lists (a tick reads them for every matched ticket, whose input was checked at ingestion). The same ids
+ * `parseTicketEngineInput` answers, for the inputs it accepts; an input it refuses is refused here too only
+ * where the walk meets the fault (the parse is the check).
+ */
+export function playerIdsOf(bytes: Uint8Array | undefined, ticketId: string): string[] {
+  if (bytes === undefined) return [ticketId];
+  const reader = new BinaryReader(bytes);
+  const ids: string[] = [];
+  while (reader.pos < bytes.length) {
+    const [number, wireType] = reader.tag();
+    if (number !== F.players.number) {
+      reader.skip(wireType, number);
+      continue;
+    }
+    const end = reader.uint32() + reader.pos;
+    let id = '';
+    while (reader.pos < end) {
+      const [field, type] = reader.tag();
+      if (field === F.playerId.number) id = reader.string(F.playerId.utf8Validation);
+      else reader.skip(type, field);
+    }
+    ids.push(id);
+  }
+  return ids;
+}
+
 function parse(bytes: Uint8Array, field: string): ParsedEngineInput {
   let parsed: Parsed;
   try {

@@ -2,26 +2,25 @@
 import { create } from '@bufbuild/protobuf';
 import type { QueueConfig } from '../config/queue-config.js';
 import { EngineOutputSchema, type EngineOutput } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
-import type { ParsedEngineInput } from './engine-input.js';
 import type { EngineMatch } from './tick-runner.js';
 import type { PoolKeys } from './ticket-pool.js';
 import { keysOf, type TableKeys } from './value-table.js';
 
 /**
  * Teams are "0".."teams-1" in the engine's order; each lists its tickets' players, ticket by ticket.
- * `inputs` are the match's tickets' engine inputs, in match order; `keys` the pool's tables as the tick's
- * engine read them (TickResult.keys).
+ * `playerIds` are the match's tickets' players (engine-input.ts `playerIdsOf`), in match order; `keys` the
+ * pool's tables as the tick's engine read them (TickResult.keys).
  */
 export function buildEngineOutput(
   match: EngineMatch,
-  inputs: readonly ParsedEngineInput[],
+  playerIds: readonly (readonly string[])[],
   keys: PoolKeys,
   config: QueueConfig,
 ): EngineOutput {
   const teamCount = config.rulesets[match.rulesetIndex]!.teams;
   const teams = Array.from({ length: teamCount }, (_, t) => ({ id: String(t), playerIds: [] as string[] }));
-  inputs.forEach((input, i) => {
-    teams[match.teams[i]!]!.playerIds.push(...input.playerIds);
+  playerIds.forEach((ids, i) => {
+    teams[match.teams[i]!]!.playerIds.push(...ids);
   });
   const { spans } = keys;
   const attributes = config.engine.attribute_filters.map((filter, f) => ({

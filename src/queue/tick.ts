@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { toBinary } from '@bufbuild/protobuf';
 import type { QueueConfig } from '../config/queue-config.js';
 import { EngineOutputSchema } from '../gen/matchmaker/engines/standard/v1/engine_pb.js';
-import { parseTicketEngineInput } from '../engine/engine-input.js';
+import { playerIdsOf } from '../engine/engine-input.js';
 import { buildEngineOutput } from '../engine/engine-output.js';
 import { matchQuality, type MatchQuality } from '../engine/match-quality.js';
 import type { PoolKeys, PoolRow, TicketPool } from '../engine/ticket-pool.js';
@@ -240,10 +240,8 @@ export class Ticker {
       );
       return undefined;
     }
-    const inputs = tickets.map((t) =>
-      parseTicketEngineInput(engineInputOf(q.lendTicketBytes(t.ticketId, t.position)), t.ticketId, 'engine_input'),
-    );
-    const output = buildEngineOutput(match, inputs, keys, config);
+    const players = tickets.map((t) => playerIdsOf(engineInputOf(q.lendTicketBytes(t.ticketId, t.position)), t.ticketId));
+    const output = buildEngineOutput(match, players, keys, config);
     const record: RecordOf<'match.commit'> = {
       type: 'match.commit',
       matchId: randomUUID(),

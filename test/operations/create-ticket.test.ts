@@ -2,7 +2,7 @@ import { create, fromBinary, toBinary, type MessageInitShape } from '@bufbuild/p
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acknowledgedTicketBytes, engineInputOf, poolFieldsOf, waitFieldsOf } from '../../src/store/ticket-encoding.js';
-import { parseTicketEngineInput, type ParsedEngineInput } from '../../src/engine/engine-input.js';
+import { parseTicketEngineInput, playerIdsOf, type ParsedEngineInput } from '../../src/engine/engine-input.js';
 import {
   AttributeSchema,
   EngineInputSchema,
@@ -326,6 +326,22 @@ describe('engine_input as CreateTicket parses it', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it("gives a match's player ids as the parse does, without parsing the rest (playerIdsOf)", () => {
+    const accepted = fc
+      .array(fc.oneof(engineInputArb.map(encode), merged), { minLength: 1, maxLength: 3 })
+      .map((parts) => new Uint8Array(parts.flatMap((part) => [...part])));
+    fc.assert(
+      fc.property(accepted, (bytes) => {
+        const parsed = parsedOrError(bytes);
+        // Refused inputs (no players, an mmr that is no number) never reach a match.
+        fc.pre(typeof parsed !== 'string' && parsed.playerIds.length > 0);
+        expect(playerIdsOf(bytes, 't-1')).toEqual(parsed.playerIds);
+      }),
+      { numRuns: 500 },
+    );
+    expect(playerIdsOf(undefined, 't-1')).toEqual(['t-1']);
   });
 
   it('reads an absent engine_input as one player, the ticket itself', () => {

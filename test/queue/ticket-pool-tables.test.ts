@@ -234,7 +234,7 @@ describe('host keys', () => {
     pool.remove('a2');
     add(pool, 'b1', { mmr: 3, hosts: { 'ap-1': 20 } }, ['hosted']);
     expect(pool.hosts.keyAt(0)).toBe('ap-1');
-    const output = buildEngineOutput(match!, [input('a1', {}), input('a2', {})], first.result.keys, config);
+    const output = buildEngineOutput(match!, [['a1'], ['a2']], first.result.keys, config);
     expect(output.host).toMatchObject({ preferred: 'eu-1', acceptable: ['eu-1'] });
 
     // A host no ticket measures is none: two tickets that measured nothing match in a ruleset without a
@@ -247,9 +247,7 @@ describe('host keys', () => {
     const second = await tick(pool);
     expect(pool.hostCount).toBe(0);
     expect(second.pairs).toEqual([['c1', 'c2']]);
-    expect(
-      buildEngineOutput(allMatches(second.result)[0]!, [input('c1', {}), input('c2', {})], second.result.keys, config).host,
-    ).toBeUndefined();
+    expect(buildEngineOutput(allMatches(second.result)[0]!, [['c1'], ['c2']], second.result.keys, config).host).toBeUndefined();
   });
 
   it('reads MAX_LATENCY in a host column between hosts once its last ticket left, and the default again once a ticket measures it', async () => {

@@ -4,6 +4,7 @@
 // rows' bits and latency columns stand for are in value tables (value-table.ts) that forget what no row holds.
 import type { ParsedEngineInput } from './engine-input.js';
 import { growableColumn, grownColumn } from './growable-column.js';
+import { ChangedRows } from './changed-rows.js';
 import { HostColumns } from './host-columns.js';
 import type { PoolChangeArrays } from './native.js';
 import {
@@ -77,16 +78,8 @@ export class TicketPool {
   /** Tickets whose rows are still in the columns but whose strings were let go (`releaseValues`). */
   private readonly valuesReleased = new Set<string>();
   private readonly allRulesets: number;
-  /**
-   * The rows written since the engine last read the pool (`takeChanges`), so that its tick updates the layout
-   * it kept instead of laying the pool out whole (docs/engine.md, "Incremental ticks"). `readCount` is the row
-   * count then: undefined before the first read, and once the changes are not worth keeping.
-   */
-  private changedRows = new Uint32Array(256);
-  private changedCount = 0;
-  private readCount: number | undefined;
-  /** `HostColumns.rewrites` when the engine last read the pool. */
-  private rewritesRead = 0;
+  /** The rows written since the engine last read the pool (`takeChanges`). */
+  private readonly changes = new ChangedRows();
 
   constructor(
     readonly layout: PoolLayout,
@@ -256,7 +249,7 @@ export class TicketPool {
     this.latency.write(r, row.latencies);
     this.ids.set(r, ticketId);
     this.rows.set(ticketId, r);
-    this.noteChanged(r);
+    this.changes.note(r, this.count);
   }
 
   /**
@@ -292,7 +285,7 @@ export class TicketPool {
       this.latency.move(last, r);
       this.ids.move(last, r);
       this.rows.set(this.ids.get(r), r);
-      this.noteChanged(r);
+      this.changes.note(r, this.count);
     } else {
       this.ids.forget(last);
     }
@@ -305,27 +298,7 @@ export class TicketPool {
    * a merge costs what a layout does). The pool counts as read from now on.
    */
   takeChanges(): PoolChangeArrays | undefined {
-    const kept = this.readCount !== undefined && this.latency.rewrites === this.rewritesRead;
-    const changes = kept ? { previousCount: this.readCount!, rows: this.changedRows.slice(0, this.changedCount) } : undefined;
-    this.readCount = this.count;
-    this.changedCount = 0;
-    this.rewritesRead = this.latency.rewrites;
-    return changes;
-  }
-
-  /** Row `r` was written since the engine last read the pool. */
-  private noteChanged(r: number): void {
-    if (this.readCount === undefined) return;
-    if (this.changedCount > this.count / 4 + 64) {
-      this.readCount = undefined;
-      return;
-    }
-    if (this.changedCount === this.changedRows.length) {
-      const grown = new Uint32Array(this.changedRows.length * 2);
-      grown.set(this.changedRows);
-      this.changedRows = grown;
-    }
-    this.changedRows[this.changedCount++] = r;
+    return this.changes.take(this.count, this.latency.rewrites);
   }
 
   /** The columns as the native engine reads them. */
@@ -428,6 +401,6 @@ export class TicketPool {
     this.widths = widths;
     this.columnCount = total;
     // Every row's attribute columns moved: the engine lays the pool out whole.
-    this.readCount = undefined;
+    this.changes.forget();
   }
 }

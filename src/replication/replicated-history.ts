@@ -66,6 +66,9 @@ export interface ReplicatedHistoryOptions {
 export const LOG_DIVERGED =
   "replication log entry names a claim at a position where this replica applied another entry: the broker changed entries it had delivered; this replica and the entry's leader differ";
 
+/** What a replica logs (info, once a term) when it skips entries of a term other than the one it applies. */
+export const TERM_SKIPPED = 'entries of an earlier term skipped';
+
 /** Backoff of the start-up steps while the broker does not answer. */
 const START_RETRY_FIRST_MS = 250;
 const START_RETRY_MAX_MS = 5_000;
@@ -84,6 +87,8 @@ export class ReplicatedHistory implements QueueHistory {
   private readonly claimsApplied = new Set<number>();
   /** The last term whose entries showed this replica's log differs from the broker's (LOG_DIVERGED). */
   private divergedTerm = 0;
+  /** The term whose entries this replica last skipped (said once a term). */
+  private skippedTerm = 0;
   /** Distinguishes this run's claims from an earlier run's of the same replica id. */
   private readonly incarnation = randomUUID();
   /**
@@ -360,10 +365,13 @@ export class ReplicatedHistory implements QueueHistory {
           LOG_DIVERGED,
         );
       }
-    } else {
-      this.options.log.debug(
-        { queue: this.options.queueId, seq, term: entry.term, current: this.term },
-        'entry of an earlier term skipped',
+    } else if (this.skippedTerm !== entry.term) {
+      // A deposed leader's late entries, normally: said once a term, so that a replica that keeps skipping its
+      // leader's entries (another term applied than the leader's) shows in its log.
+      this.skippedTerm = entry.term;
+      this.options.log.info(
+        { queue: this.options.queueId, seq, term: entry.term, current: this.term, leader: entry.replicaId },
+        TERM_SKIPPED,
       );
     }
     this.applied = seq;

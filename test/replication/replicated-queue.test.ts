@@ -11,7 +11,7 @@ import { ServiceError } from '../../src/errors.js';
 import { decodeLogEntry, encodeLogEntry, type LogEntry } from '../../src/replication/wire/record-codec.js';
 import type { LeaderLease } from '../../src/replication/jetstream/leader-lease.js';
 import { ReplicationLog } from '../../src/replication/jetstream/replication-log.js';
-import { LOG_DIVERGED, ReplicatedHistory } from '../../src/replication/replicated-history.js';
+import { LOG_DIVERGED, ReplicatedHistory, TERM_SKIPPED } from '../../src/replication/replicated-history.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { pino } from 'pino';
 import { create, toBinary } from '@bufbuild/protobuf';
@@ -264,7 +264,7 @@ describe("a replica whose log is not the broker's", () => {
     const entry = (e: LogEntry) => encodeLogEntry(e);
     // 1: x claims (term 1). 2: a request. 3 and 4: records of term 2, as if position 2 held a claim: the log a
     // replica sees when the broker replaced an entry it delivered. 5: w claims (term 5). 6: x's late records of
-    // term 1, a deposed leader's, skipped without a word. 7: records of term 4, where position 4 held records.
+    // term 1, a deposed leader's, skipped (said once, at info). 7: records of term 4, where position 4 held records.
     const records = (replicaId: string, term: number): LogEntry => ({
       kind: 'records',
       replicaId,
@@ -281,7 +281,7 @@ describe("a replica whose log is not the broker's", () => {
     await js.publish(q.subjects.term, entry({ kind: 'claim', replicaId: 'w', incarnation: 'i2' }));
     await js.publish(q.subjects.lead, entry(records('x', 1)));
     await js.publish(q.subjects.lead, entry(records('v', 4)));
-    const lines: { msg: string; seq?: number; claimAt?: number; term?: number }[] = [];
+    const lines: { msg: string; seq?: number; claimAt?: number; term?: number; current?: number; leader?: string }[] = [];
     const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
     const applied: string[] = [];
     const never = () => expect.fail('not expected here');
@@ -315,6 +315,7 @@ describe("a replica whose log is not the broker's", () => {
         expect.objectContaining({ seq: 3, claimAt: 2, term: 1 }),
         expect.objectContaining({ seq: 7, claimAt: 4, term: 5 }),
       ]);
+      expect(lines.filter((l) => l.msg === TERM_SKIPPED)).toEqual([expect.objectContaining({ seq: 6, term: 1, current: 5, leader: 'x' })]);
     } finally {
       await history.stop();
     }

@@ -4,6 +4,7 @@
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
+import { OUTCOME_STORED_LATE } from '../../src/outcomes/sinks/broker-sink.js';
 import { decodeLogEntry } from '../../src/replication/wire/record-codec.js';
 import { startNatsCluster, type TestNatsCluster } from './nats-cluster.js';
 import { adminTicket, pollUntil } from './queues.js';
@@ -109,6 +110,24 @@ export function expectGapFree(outcomes: readonly StreamedOutcome[], queueId: str
   expect(mine.map((o) => Number(o.outcome.producerSequence))).toEqual(mine.map((_, i) => i + 1));
 }
 
+/**
+ * expectGapFree through a NATS node's fault: every number from 1 on, none missing and none twice; and in the
+ * stream in occurrence order unless a replica reported the one exception the broker sink documents
+ * (docs/outcomes-broker.md, "Order": a publish lost while a later one of its batch was stored).
+ */
+export function expectGapFreeThroughFaults(g: Group, queueId: string): void {
+  const mine = g.outcomes.unique.filter((o) => o.outcome.queueId === queueId);
+  expect(new Set(mine.map((o) => o.outcome.producerId)).size).toBe(1);
+  const numbers = mine.map((o) => Number(o.outcome.producerSequence));
+  expect(
+    [...numbers].sort((a, b) => a - b),
+    'the numbering from 1, without a gap',
+  ).toEqual(numbers.map((_, i) => i + 1));
+  const reported = g.cluster.replicas.some((r) => (r.service?.logs ?? []).some((l) => l.msg === OUTCOME_STORED_LATE));
+  if (!reported)
+    expect(numbers, 'the stream in occurrence order (no replica reported an outcome stored late)').toEqual(numbers.map((_, i) => i + 1));
+}
+
 /** Each queue's counts on replica `i` (state, active, resolved, backfill requests), by queue id. */
 export async function counts(cluster: ServiceCluster, i: number) {
   const summaries = await cluster.summaries(i);
@@ -163,7 +182,17 @@ export async function expectNoTicketLost(g: Group, queueId: string, acked: reado
   );
   console.log(`settled (every replica the same counts, every match in the stream) ${Date.now() - settleFrom} ms after the load stopped`);
   if (!settled.all.every((c) => JSON.stringify(c) === JSON.stringify(settled.all[0]))) {
-    console.log(`not settled: matches in the stream ${settled.matched / 2}; per replica ${JSON.stringify(settled.all)}`);
+    // Where each replica is in the log and under which claim it applies the leader's entries: a replica whose
+    // term differs from the others' at the same position applies none of their leader's entries.
+    const positions = await Promise.all(
+      running.map(async (i) => {
+        const mine = (await g.cluster.summaries(i).catch(() => [])).find((q) => q.queueId === queueId);
+        return { replica: i, leading: mine?.leading, logPosition: mine?.logPosition, logTerm: mine?.logTerm };
+      }),
+    );
+    console.log(
+      `not settled: matches in the stream ${settled.matched / 2}; per replica ${JSON.stringify(settled.all)}; log ${JSON.stringify(positions)}`,
+    );
   }
   if (settled.all[0]!.find((q) => q.queueId === queueId)!.resolvedTickets !== settled.matched) {
     // Whether a resolved match's outcome was never delivered or was delivered and is not in the stream: each

@@ -26,6 +26,13 @@ import type { OutcomeSink, RetryPolicy } from '../sink.js';
 /** Content type of every published outcome. */
 export const OUTCOME_CONTENT_TYPE = 'application/x-protobuf';
 
+/**
+ * What the sink logs (at error level) when a NATS fault made the stream store an outcome after a later one of its
+ * queue (see "Order" above): the one exception to the stream's occurrence order, reported, not hidden.
+ */
+export const OUTCOME_STORED_LATE =
+  'outcome stored after a later one of its queue (a publish was lost in a NATS fault while a later one was stored); order by producer_sequence';
+
 /** The subject of an outcome: <prefix>.<queue_id>.<kind>. */
 export function outcomeSubject(prefix: string, queueId: string, kind: string): string {
   return `${prefix}.${queueId}.${kind}`;
@@ -78,7 +85,7 @@ export class BrokerSink implements OutcomeSink {
             later: outcome.id,
             laterStoredAt: ack.seq,
           },
-          'outcome stored after a later one of its queue (a publish was lost in a NATS fault while a later one was stored); order by producer_sequence',
+          OUTCOME_STORED_LATE,
         );
       }
       previous = { outcome, seq: ack.seq };

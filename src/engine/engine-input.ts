@@ -74,10 +74,10 @@ export function partySizeOf(bytes: Uint8Array | undefined): number | undefined {
 }
 
 /**
- * A stored ticket's player ids, in order, without parsing its engine_input whole: what a match's output
+ * A ticket's player ids, in order, read from its engine_input without parsing the rest: what a match's output
  * lists (a tick reads them for every matched ticket, whose input was checked at ingestion). The same ids
- * `parseTicketEngineInput` answers, for the inputs it accepts; an input it refuses is refused here too only
- * where the walk meets the fault (the parse is the check).
+ * `parseTicketEngineInput` answers for the inputs it accepts; an input it refuses may be answered or thrown
+ * on here (the parse is the check, not this).
  */
 export function playerIdsOf(bytes: Uint8Array | undefined, ticketId: string): string[] {
   if (bytes === undefined) return [ticketId];

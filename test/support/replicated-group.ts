@@ -166,9 +166,17 @@ export async function expectNoTicketLost(g: Group, queueId: string, acked: reado
   const settleFrom = Date.now();
   const running = [0, 1, 2].filter((i) => g.cluster.replicas[i]!.running);
   // Settled: every replica holds the same counts, and the stream holds every match they resolved.
+  // Once, halfway: the stream read again from its start, in case a read during the fault was served stale.
+  let reread = false;
   const settled = await pollUntil(
     async () => {
       const all = await Promise.all(running.map((i) => counts(g.cluster, i)));
+      if (!reread && Date.now() - settleFrom > settleMs / 2) {
+        reread = true;
+        const before = g.outcomes.unique.length;
+        const again = await g.outcomes.reread().catch(() => undefined);
+        if (again) console.log(`the outcome stream read again: ${again.length} outcomes, ${before} before`);
+      }
       const unique = await g.outcomes.sync().catch(() => g.outcomes.unique);
       return { all, matched: matchesOf(unique, queueId).length * 2 };
     },
@@ -203,9 +211,12 @@ export async function expectNoTicketLost(g: Group, queueId: string, acked: reado
     const sequences = g.outcomes.unique.filter((o) => o.outcome.queueId === queueId).map((o) => o.outcome.producerSequence);
     let highest = 0n;
     for (const sequence of sequences) if (sequence > highest) highest = sequence;
+    const held = new Set(sequences);
+    const missing: string[] = [];
+    for (let n = 1n; n <= highest && missing.length < 20; n++) if (!held.has(n)) missing.push(String(n));
     console.log(
-      `the stream lacks matches: ${sequences.length} outcomes of the queue in it, the highest producer_sequence ${highest}; ` +
-        `deliveries per replica ${JSON.stringify(deliveries)}`,
+      `the stream lacks matches: ${sequences.length} outcomes of the queue in it, the highest producer_sequence ${highest}, ` +
+        `missing ${JSON.stringify(missing)}; deliveries per replica ${JSON.stringify(deliveries)}`,
     );
   }
   for (const c of settled.all) expect(c).toEqual(settled.all[0]);

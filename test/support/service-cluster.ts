@@ -284,6 +284,18 @@ export class OutcomeLog {
     return this.unique;
   }
 
+  /**
+   * Reads the stream again from its first message, forgetting what was read: a consumer placed on a node that
+   * rejoined after a fault may have delivered what that node held at some positions before it caught up
+   * (docs/replication.md, "What is left"), and a read made after the cluster settled gives what the stream holds.
+   */
+  async reread(): Promise<StreamedOutcome[]> {
+    this.all.length = 0;
+    this.byId.clear();
+    this.readSeq = 0;
+    return this.sync();
+  }
+
   /** Syncs until `done` holds for the unique outcomes (or the time is up: then returns what was read). */
   async until(done: (unique: StreamedOutcome[]) => boolean, timeoutMs = 15_000): Promise<StreamedOutcome[]> {
     const deadline = Date.now() + timeoutMs;

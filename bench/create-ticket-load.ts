@@ -32,6 +32,7 @@ import {
   type CreateTicketResponse,
 } from '../src/gen/matchmaker/core/v1/service_pb.js';
 import { EngineInputSchema } from '../src/gen/matchmaker/engines/standard/v1/engine_pb.js';
+import { grownColumn } from '../src/engine/growable-column.js';
 // A seeded PRNG, so the input pool is the same from run to run.
 import { prng } from './prng.js';
 
@@ -263,11 +264,7 @@ export class LatencyRecorder {
   private n = 0;
 
   record(ms: number): void {
-    if (this.n === this.samples.length) {
-      const grown = new Float64Array(this.samples.length * 2);
-      grown.set(this.samples);
-      this.samples = grown;
-    }
+    if (this.n === this.samples.length) this.samples = grownColumn(this.samples, Float64Array, this.samples.length * 2);
     this.samples[this.n++] = ms;
   }
 

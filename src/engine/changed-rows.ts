@@ -2,6 +2,7 @@
 // instead of laying the pool out whole (docs/engine.md, "Incremental ticks"). TicketPool notes every row it
 // writes (an insert, and the row a swap-remove moves the last one into) and hands them over when a tick
 // reads the pool.
+import { grownColumn } from './growable-column.js';
 import type { PoolChangeArrays } from './native.js';
 
 export class ChangedRows {
@@ -19,11 +20,7 @@ export class ChangedRows {
       this.readCount = undefined;
       return;
     }
-    if (this.count === this.rows.length) {
-      const grown = new Uint32Array(this.rows.length * 2);
-      grown.set(this.rows);
-      this.rows = grown;
-    }
+    if (this.count === this.rows.length) this.rows = grownColumn(this.rows, Uint32Array, this.rows.length * 2);
     this.rows[this.count++] = r;
   }
 
